@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class JudgesConfig(AppConfig):
+    name = "apps.judges"
+    label = "judges"

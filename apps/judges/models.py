@@ -1,0 +1,305 @@
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from apps.datasets.models import Item, Task, slug_validator
+from apps.runs.models import ErrorKind, Run
+
+
+class Judge(models.Model):
+    """How responses are scored. Versioned like prompt templates: editing makes a new version."""
+
+    class Kind(models.TextChoices):
+        RUBRIC = "rubric", "LLM rubric"
+        MCQ = "mcq", "Multiple choice (LLM)"
+        MCQ_RULE = "mcq_rule", "Multiple choice (rule-based)"
+        METRIC = "metric", "Metric (rule-based)"
+
+    class LabelType(models.TextChoices):
+        UPPER = "upper", "A, B, C…"
+        LOWER = "lower", "a, b, c…"
+        DIGIT = "digit", "1, 2, 3…"
+
+    class Aggregation(models.TextChoices):
+        MEAN = "mean", "Mean"
+        SUM = "sum", "Sum"
+        MIN = "min", "Min"
+        MAX = "max", "Max"
+        MODE = "mode", "Mode"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="judges")
+    name = models.CharField(max_length=100, validators=[slug_validator])
+    version = models.PositiveIntegerField(default=1)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    system_prompt = models.TextField(blank=True)
+    user_prompt = models.TextField(blank=True)
+    # [{"name": "accuracy", "min": 1, "max": 5}, ...]; MCQ judges have one subject 0–100.
+    subjects = models.JSONField(default=list)
+    label_type = models.CharField(max_length=8, choices=LabelType.choices, default=LabelType.UPPER)
+    label_count = models.PositiveIntegerField(default=4)
+    metric = models.CharField(max_length=50, blank=True)  # a key of the metric registry
+    metric_options = models.JSONField(default=dict, blank=True)
+    postprocess = models.CharField(
+        max_length=50, blank=True
+    )  # a key of the post-processor registry
+    n_iter = models.PositiveIntegerField(default=1)
+    aggregation = models.CharField(
+        max_length=8, choices=Aggregation.choices, default=Aggregation.MEAN
+    )
+    use_structured_output = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task", "name", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "name", "version"], name="judge_unique_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+    @property
+    def uses_llm(self) -> bool:
+        return self.kind in (self.Kind.RUBRIC, self.Kind.MCQ)
+
+    def subject(self, name: str) -> dict[str, Any] | None:
+        for subject in self.subjects:
+            if subject["name"].lower() == name.lower():
+                return subject
+        return None
+
+    @property
+    def subject_names(self) -> list[str]:
+        return [s["name"] for s in self.subjects]
+
+
+class JudgeRound(models.Model):
+    """One round of judging one item: all subjects from one reply, kept whatever happens."""
+
+    class Status(models.TextChoices):
+        OK = "ok", "OK"
+        FAILED = "failed", "Failed"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="judge_rounds")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_rounds")
+    round = models.PositiveIntegerField()  # 0-based
+    status = models.CharField(max_length=8, choices=Status.choices)
+    values = models.JSONField(default=dict)  # {"accuracy": 4, ...}
+    reason = models.TextField(blank=True)
+    raw_reply = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(default=0.0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "item", "round"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "item", "round"], name="judge_round_once")
+        ]
+
+
+class StaleScore(Exception):
+    """Another reviewer changed the score since this one loaded it."""
+
+    def __init__(self, score: "Score") -> None:
+        super().__init__(f"Changed meanwhile by someone else: now {score.final_value}.")
+        self.current = score
+
+
+class ScoreQuerySet(models.QuerySet["Score"]):
+    def ok(self) -> "ScoreQuerySet":
+        return self.filter(status=Score.Status.OK)
+
+    def failed(self) -> "ScoreQuerySet":
+        return self.filter(status=Score.Status.FAILED)
+
+    def overridden(self) -> "ScoreQuerySet":
+        return self.filter(override_value__isnull=False)
+
+    def reviewed(self) -> "ScoreQuerySet":
+        return self.filter(
+            models.Q(override_value__isnull=False) | models.Q(confirmed_at__isnull=False)
+        )
+
+
+class Score(models.Model):
+    """The final score of one item on one subject in one judge run.
+
+    `judge_value` is what the judge said (aggregated over rounds) and is never lost;
+    `final_value` is the override where there is one, else the judge's value.
+    """
+
+    class Status(models.TextChoices):
+        OK = "ok", "OK"
+        FAILED = "failed", "Failed"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="scores")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="scores")
+    subject = models.CharField(max_length=100)
+    status = models.CharField(max_length=8, choices=Status.choices)
+    judge_value = models.FloatField(null=True, blank=True)
+    round_values = models.JSONField(default=list)  # per round, None for a failed round
+    spread = models.FloatField(default=0.0)  # max - min over rounds: disagreement
+    error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
+    error = models.TextField(blank=True)
+    override_value = models.FloatField(null=True, blank=True)
+    override_reason = models.TextField(blank=True)
+    override_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    override_at = models.DateTimeField(null=True, blank=True)
+    confirmed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    final_value = models.FloatField(null=True, blank=True)
+    revision = models.PositiveIntegerField(default=0)  # bumped by every human change
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ScoreQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "item", "subject"], name="score_once_per_subject"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["run", "subject", "final_value"]),
+            models.Index(fields=["run", "status"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject}={self.final_value}"
+
+    @property
+    def is_overridden(self) -> bool:
+        return self.override_value is not None
+
+    @property
+    def is_reviewed(self) -> bool:
+        return self.is_overridden or self.confirmed_at is not None
+
+    def value_range(self) -> tuple[float, float] | None:
+        subject = self.run.judge.subject(self.subject) if self.run.judge_id else None
+        return (float(subject["min"]), float(subject["max"])) if subject else None
+
+    # ---- human changes: each is atomic, checks the revision, and leaves history ----
+    def _apply(
+        self,
+        kind: str,
+        user: Any,
+        reason: str,
+        expected_revision: int | None,
+        **changes: Any,
+    ) -> None:
+        with transaction.atomic():
+            current = Score.objects.select_for_update().get(pk=self.pk)
+            if expected_revision is not None and current.revision != expected_revision:
+                raise StaleScore(current)
+            old = current.final_value
+            override_value = changes.get("override_value", current.override_value)
+            changes["final_value"] = (
+                override_value if override_value is not None else current.judge_value
+            )
+            Score.objects.filter(pk=self.pk).update(
+                revision=F("revision") + 1, updated_at=timezone.now(), **changes
+            )
+            ScoreEvent.objects.create(
+                score_id=self.pk,
+                kind=kind,
+                old_value=old,
+                new_value=changes["final_value"],
+                reason=reason,
+                user=user,
+            )
+        self.refresh_from_db()
+
+    def override(
+        self, value: float, user: Any, reason: str, expected_revision: int | None = None
+    ) -> None:
+        reason = (reason or "").strip()
+        if not reason:
+            raise ValidationError({"reason": "Say why you override the judge."})
+        bounds = self.value_range()
+        if bounds and not bounds[0] <= value <= bounds[1]:
+            raise ValidationError(
+                {
+                    "value": f"{value:g} is outside {self.subject}'s range {bounds[0]:g}–{bounds[1]:g}."
+                }
+            )
+        self._apply(
+            ScoreEvent.Kind.OVERRIDE,
+            user,
+            reason,
+            expected_revision,
+            override_value=float(value),
+            override_reason=reason,
+            override_by=user,
+            override_at=timezone.now(),
+        )
+
+    def confirm(self, user: Any, expected_revision: int | None = None, reason: str = "") -> None:
+        """The reviewer agrees with the judge: the judge's value becomes final again."""
+        if self.judge_value is None:
+            raise ValidationError("There is no judge value to confirm; override it instead.")
+        self._apply(
+            ScoreEvent.Kind.CONFIRM,
+            user,
+            reason,
+            expected_revision,
+            override_value=None,
+            override_reason="",
+            override_by=None,
+            override_at=None,
+            confirmed_by=user,
+            confirmed_at=timezone.now(),
+        )
+
+    def revert(self, user: Any, reason: str = "", expected_revision: int | None = None) -> None:
+        """Back to the judge's value: the override and any confirmation are withdrawn."""
+        self._apply(
+            ScoreEvent.Kind.REVERT,
+            user,
+            reason,
+            expected_revision,
+            override_value=None,
+            override_reason="",
+            override_by=None,
+            override_at=None,
+            confirmed_by=None,
+            confirmed_at=None,
+        )
+
+
+class ScoreEvent(models.Model):
+    """The audit history of one score: who changed what, when, from what, to what, and why."""
+
+    class Kind(models.TextChoices):
+        OVERRIDE = "override", "Override"
+        CONFIRM = "confirm", "Confirm"
+        REVERT = "revert", "Revert"
+
+    score = models.ForeignKey(Score, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    old_value = models.FloatField(null=True, blank=True)
+    new_value = models.FloatField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["score", "created_at", "pk"]

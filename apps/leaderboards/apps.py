@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class LeaderboardsConfig(AppConfig):
+    name = "apps.leaderboards"
+    label = "leaderboards"

@@ -1,0 +1,359 @@
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F
+from django.urls import reverse
+from django.utils import timezone
+
+from apps.datasets.models import Dataset, Item, Task, slug_validator
+
+
+class ErrorKind(models.TextChoices):
+    """Why an attempt failed. Failures are never scored; their logs are kept."""
+
+    API_ERROR = "api_error", "API error"
+    TIMEOUT = "timeout", "Timeout"
+    UNPARSEABLE = "unparseable", "Unparseable reply"
+    MISSING_SUBJECT = "missing_subject", "Missing subject"
+    OUT_OF_RANGE = "out_of_range", "Out of range"
+    TEMPLATE = "template", "Template error"
+    INTERNAL = "internal", "Internal error"
+
+
+class LoggingMode(models.TextChoices):
+    ALL = "all", "All attempts"
+    FAILED = "failed", "Failed attempts only"
+    NONE = "none", "None"
+
+
+class Endpoint(models.Model):
+    """An OpenAI-compatible chat model. Its stored API key is write-only."""
+
+    name = models.CharField(max_length=100, unique=True, validators=[slug_validator])
+    base_url = models.URLField(blank=True, help_text="Blank means OpenAI (or $OPENAI_BASE_URL).")
+    model = models.CharField(max_length=200)
+    temperature = models.FloatField(null=True, blank=True)
+    top_p = models.FloatField(null=True, blank=True)
+    max_tokens = models.PositiveIntegerField(null=True, blank=True)
+    seed = models.IntegerField(null=True, blank=True)
+    extra_params = models.JSONField(default=dict, blank=True)
+    api_key_env = models.CharField(max_length=100, blank=True, default="OPENAI_API_KEY")
+    # Never rendered, logged or exported: forms show only whether it is set.
+    api_key_secret = models.CharField(max_length=500, blank=True)
+    concurrency_limit = models.PositiveIntegerField(default=8)
+    rpm_limit = models.PositiveIntegerField(null=True, blank=True)
+    timeout_seconds = models.FloatField(default=60.0)
+    max_retries = models.PositiveIntegerField(default=4)
+    supports_structured_output = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def has_secret(self) -> bool:
+        return bool(self.api_key_secret)
+
+    def api_key(self) -> str:
+        """The key to send; the stored secret wins over the environment variable."""
+        import os
+
+        if self.api_key_secret:
+            return self.api_key_secret
+        return os.environ.get(self.api_key_env or "OPENAI_API_KEY", "") or settings.OPENAI_API_KEY
+
+    def effective_base_url(self) -> str | None:
+        return self.base_url or settings.OPENAI_BASE_URL or None
+
+    def request_params(self) -> dict:
+        params = {
+            k: v
+            for k, v in {
+                "temperature": self.temperature,
+                "top_p": self.top_p,
+                "max_tokens": self.max_tokens,
+                "seed": self.seed,
+            }.items()
+            if v is not None
+        }
+        return {**params, **(self.extra_params or {})}
+
+    def price_per_million(self) -> tuple[float, float]:
+        prompt, completion = settings.PRICE_TABLE.get(self.model, (0.0, 0.0))
+        return float(prompt), float(completion)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        prompt, completion = self.price_per_million()
+        return (prompt_tokens * prompt + completion_tokens * completion) / 1_000_000
+
+
+class PromptTemplate(models.Model):
+    """System + user message over item fields. Editing makes a new version."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="templates")
+    name = models.CharField(max_length=100, validators=[slug_validator])
+    version = models.PositiveIntegerField(default=1)
+    system_message = models.TextField(blank=True)
+    user_message = models.TextField()
+    fewshot_dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    fewshot_k = models.PositiveIntegerField(default=0)
+    fewshot_seed = models.IntegerField(default=0)
+    # How one example is written, over the example item's fields.
+    fewshot_format = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task", "name", "-version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "name", "version"], name="template_unique_version"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+class RunQuerySet(models.QuerySet["Run"]):
+    def active(self) -> "RunQuerySet":
+        return self.filter(status__in=Run.ACTIVE_STATUSES)
+
+    def generation(self) -> "RunQuerySet":
+        return self.filter(kind=Run.Kind.GENERATION)
+
+    def judging(self) -> "RunQuerySet":
+        return self.filter(kind=Run.Kind.JUDGE)
+
+
+class Run(models.Model):
+    """A generation or judge run. This row is the truth about status and progress."""
+
+    class Kind(models.TextChoices):
+        GENERATION = "generation", "Generation"
+        JUDGE = "judge", "Judge"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        COMPLETED = "completed", "Completed"
+        COMPLETED_WITH_FAILURES = "completed_with_failures", "Completed with failures"
+        CANCELLED = "cancelled", "Cancelled"
+        FAILED = "failed", "Failed"
+
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+    STALL_AFTER = timedelta(seconds=90)
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    status = models.CharField(max_length=32, choices=Status.choices, default=Status.QUEUED)
+    label = models.CharField(max_length=200, blank=True)  # the model's name on leaderboards
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="runs")
+    endpoint = models.ForeignKey(
+        Endpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    template = models.ForeignKey(
+        PromptTemplate, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    judge = models.ForeignKey(
+        "judges.Judge", null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    # What a judge run scores: a generation run's responses, or a response column of the dataset.
+    source_run = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="judge_runs"
+    )
+    source_column = models.CharField(max_length=200, blank=True)
+    logging_mode = models.CharField(
+        max_length=8, choices=LoggingMode.choices, default=LoggingMode.FAILED
+    )
+    chunk_size = models.PositiveIntegerField(default=200)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.BigIntegerField(default=0)
+    completion_tokens = models.BigIntegerField(default=0)
+    cost = models.FloatField(default=0.0)
+    cancel_requested = models.BooleanField(default=False)
+    error = models.TextField(blank=True)  # the traceback when the run itself failed
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(kind="judge") | models.Q(judge__isnull=False),
+                name="judge_run_has_judge",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} run #{self.pk} {self.label}".strip()
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:detail", args=[self.pk])
+
+    # ---- state ---------------------------------------------------------------
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES
+
+    @property
+    def is_stalled(self) -> bool:
+        """Running, but no worker has reported for a while: its worker probably died."""
+        if self.status != self.Status.RUNNING or self.heartbeat_at is None:
+            return False
+        return timezone.now() - self.heartbeat_at > self.STALL_AFTER
+
+    @property
+    def remaining(self) -> int:
+        return max(self.total - self.done - self.failed, 0)
+
+    @property
+    def percent(self) -> int:
+        return int(100 * (self.done + self.failed) / self.total) if self.total else 0
+
+    @property
+    def items_per_second(self) -> float | None:
+        if not self.started_at:
+            return None
+        end = self.finished_at or timezone.now()
+        seconds = (end - self.started_at).total_seconds()
+        return (self.done + self.failed) / seconds if seconds > 0 else None
+
+    @property
+    def eta_seconds(self) -> float | None:
+        rate = self.items_per_second
+        return self.remaining / rate if rate and self.is_active else None
+
+    def mark_running(self) -> None:
+        now = timezone.now()
+        Run.objects.filter(pk=self.pk, status=self.Status.QUEUED).update(
+            status=self.Status.RUNNING, started_at=now, heartbeat_at=now
+        )
+        self.refresh_from_db()
+
+    def heartbeat(self) -> None:
+        Run.objects.filter(pk=self.pk).update(heartbeat_at=timezone.now())
+
+    def add_progress(
+        self,
+        done: int = 0,
+        failed: int = 0,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        cost: float = 0.0,
+    ) -> None:
+        Run.objects.filter(pk=self.pk).update(
+            done=F("done") + done,
+            failed=F("failed") + failed,
+            prompt_tokens=F("prompt_tokens") + prompt_tokens,
+            completion_tokens=F("completion_tokens") + completion_tokens,
+            cost=F("cost") + cost,
+            heartbeat_at=timezone.now(),
+        )
+
+    def request_cancel(self) -> None:
+        Run.objects.filter(pk=self.pk).update(cancel_requested=True)
+        Run.objects.filter(pk=self.pk, status=self.Status.QUEUED).update(
+            status=self.Status.CANCELLED, finished_at=timezone.now()
+        )
+        self.refresh_from_db()
+
+    def mark_failed(self, traceback_text: str) -> None:
+        Run.objects.filter(pk=self.pk).update(
+            status=self.Status.FAILED, error=traceback_text, finished_at=timezone.now()
+        )
+        self.refresh_from_db()
+
+
+class ResponseQuerySet(models.QuerySet["Response"]):
+    def ok(self) -> "ResponseQuerySet":
+        return self.filter(status=Response.Status.OK)
+
+    def failed(self) -> "ResponseQuerySet":
+        return self.filter(status=Response.Status.FAILED)
+
+
+class Response(models.Model):
+    """A generation run's answer to one item: at most one per (run, item)."""
+
+    class Status(models.TextChoices):
+        OK = "ok", "OK"
+        FAILED = "failed", "Failed"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="responses")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="responses")
+    status = models.CharField(max_length=8, choices=Status.choices)
+    text = models.TextField(blank=True)
+    finish_reason = models.CharField(max_length=32, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(default=0.0)
+    attempts = models.PositiveIntegerField(default=0)
+    error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ResponseQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "item"], name="response_once_per_item")
+        ]
+        indexes = [models.Index(fields=["run", "status"])]
+
+
+class AttemptLog(models.Model):
+    """One API attempt (or rule evaluation), stored according to the run's logging mode."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attempt_logs")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    round = models.PositiveIntegerField(null=True, blank=True)  # judge rounds only
+    attempt = models.PositiveIntegerField(default=1)
+    ok = models.BooleanField(default=False)
+    request_messages = models.JSONField(default=list)
+    raw_reply = models.TextField(blank=True)
+    error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
+    error = models.TextField(blank=True)
+    traceback = models.TextField(blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "item", "round", "attempt"]
+        indexes = [models.Index(fields=["run", "item"])]
+
+
+class WorkerCheck(models.Model):
+    """A round trip through Redis and a worker, asked for from the system page."""
+
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-requested_at"]

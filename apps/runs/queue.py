@@ -1,0 +1,31 @@
+"""Enqueueing background jobs: always after commit, always with our own job id."""
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import django_rq
+from django.db import transaction
+
+
+def enqueue(
+    func: Callable[..., Any],
+    *args: Any,
+    job_id: str | None = None,
+    timeout: int = 3600,
+    queue: str = "default",
+) -> str:
+    """Enqueue `func(*args)` once the current transaction commits; return the job id.
+
+    The job reads rows this transaction writes, so it must not start before the commit.
+    Our own id lets callers find the job even though django-rq's enqueue returns None here.
+    """
+    job_id = job_id or f"{func.__name__}-{uuid.uuid4().hex}"
+
+    def _enqueue() -> None:
+        django_rq.get_queue(queue).enqueue(
+            func, *args, job_id=job_id, job_timeout=timeout, failure_ttl=7 * 24 * 3600
+        )
+
+    transaction.on_commit(_enqueue)
+    return job_id
