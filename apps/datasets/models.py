@@ -14,7 +14,7 @@ slug_validator = RegexValidator(
 class Task(models.Model):
     """An evaluation project: owns datasets, runs, judges and a leaderboard."""
 
-    slug = models.SlugField(max_length=64, unique=True, validators=[slug_validator])
+    slug = models.CharField(max_length=64, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     # The column mapping of the last upload, offered again for the next one.

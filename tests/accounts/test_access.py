@@ -1,0 +1,117 @@
+"""Every URL pattern, present and future: anonymous users go to login, viewers never change anything."""
+
+import re
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from apps.accounts.models import User
+
+# Pages an anonymous user must be able to reach: the login pages themselves.
+ANONYMOUS_OK = {"accounts:login", "admin:login"}
+# POSTs that change nothing shared, so viewers may send them.
+VIEWER_MAY_POST = {"accounts:logout"}
+
+SAMPLE = {
+    "int": "1",
+    "slug": "demo",
+    "str": "x",
+    "path": "x/y",
+    "uuid": "00000000-0000-0000-0000-000000000000",
+}
+
+
+def _walk(patterns, prefix="", namespace=""):
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            ns = f"{namespace}{entry.namespace}:" if entry.namespace else namespace
+            yield from _walk(entry.url_patterns, prefix + str(entry.pattern), ns)
+        elif isinstance(entry, URLPattern):
+            yield f"{namespace}{entry.name or ''}", prefix + str(entry.pattern)
+
+
+def _concrete(route: str) -> str:
+    """Turn a route into a URL by filling every parameter with a sample value."""
+    # Regex routes (admin, django-rq): fill named groups, drop anchors and optional marks.
+    route = route.replace("^", "").replace("$", "").replace("\\Z", "")
+    route = re.sub(r"\(\?P<\w+>(?:\[[^\]]*\]|[^()])*\)\??", "1", route)
+    route = re.sub(r"\(((?:\w+\|?)+)\)", lambda m: m.group(1).split("|")[0], route)
+    route = re.sub(r"[()?+*\\]", "", route)
+    route = re.sub(r"<(?:(\w+):)?(\w+)>", lambda m: SAMPLE.get(m.group(1) or "str", "x"), route)
+    return "/" + route
+
+
+ALL_URLS = sorted(set(_walk(get_resolver().url_patterns)))
+
+
+def test_the_walk_sees_the_apps_urls():
+    names = {name for name, _ in ALL_URLS}
+    assert {"datasets:task-list", "runs:list", "review:index", "leaderboards:index"} <= names
+    assert len(ALL_URLS) > 20
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("name", "route"), ALL_URLS, ids=[f"{n}|{r}" for n, r in ALL_URLS])
+def test_anonymous_is_sent_to_login(client, name, route):
+    url = _concrete(route)
+    response = client.get(url)
+    if name in ANONYMOUS_OK:
+        assert response.status_code == 200, url
+        return
+    assert response.status_code == 302, (
+        f"{url} answered {response.status_code} to an anonymous user"
+    )
+    # The Django admin and the RQ dashboard send people to the admin's own login page.
+    logins = (reverse("accounts:login"), reverse("admin:login"))
+    assert response["Location"].startswith(logins), (url, response["Location"])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("name", "route"), ALL_URLS, ids=[f"{n}|{r}" for n, r in ALL_URLS])
+def test_viewer_gets_403_on_every_post(viewer_client, name, route):
+    if name in VIEWER_MAY_POST:
+        return
+    url = _concrete(route)
+    response = viewer_client.post(url, {"anything": "1"})
+    assert response.status_code == 403, f"viewer POST {url} answered {response.status_code}"
+
+
+@pytest.mark.django_db
+def test_viewer_may_log_out(viewer_client):
+    response = viewer_client.post(reverse("accounts:logout"))
+    assert response.status_code == 302
+    assert viewer_client.get(reverse("datasets:task-list")).status_code == 302
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("role", "status"), [("viewer", 403), ("reviewer", 403), ("admin", 200)])
+def test_endpoints_page_is_for_admins_only(client, role, status):
+    client.force_login(User.objects.create_user(username=role, password="x", role=role))
+    assert client.get(reverse("runs:endpoint-list")).status_code == status
+
+
+@pytest.mark.django_db
+def test_reviewer_may_create_a_task_and_viewer_may_not(client):
+    reviewer = User.objects.create_user(username="r", password="x", role="reviewer")
+    client.force_login(reviewer)
+    response = client.post(
+        reverse("datasets:task-create"), {"slug": "support-qa", "name": "Support QA"}
+    )
+    assert response.status_code == 302
+    assert client.get(reverse("datasets:task-detail", args=["support-qa"])).status_code == 200
+
+
+@pytest.mark.django_db
+def test_task_slug_is_validated(reviewer_client):
+    response = reviewer_client.post(
+        reverse("datasets:task-create"), {"slug": "Bad Slug!", "name": "x"}
+    )
+    assert response.status_code == 200
+    assert "lowercase letters" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_superuser_counts_as_admin():
+    user = User.objects.create_superuser(username="root", password="x", role="viewer")
+    assert user.is_admin and user.can_edit
+    assert not User(role="viewer").can_edit

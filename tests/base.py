@@ -1,0 +1,79 @@
+"""Shared users, passwords and helpers for every test module."""
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+PASSWORD = "correct-horse-battery-staple"
+ROLES = ("admin", "reviewer", "viewer")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def make_user(role: str, username: str | None = None):
+    from apps.accounts.models import User
+
+    return User.objects.create_user(
+        username=username or role, password=PASSWORD, role=role, is_staff=role == "admin"
+    )
+
+
+def database_url() -> str:
+    """The URL of the database the tests use right now (the test database), for subprocesses."""
+    conf = connection.settings_dict
+    if conf["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{conf['NAME']}"
+    user = conf.get("USER") or ""
+    password = f":{conf['PASSWORD']}" if conf.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user else ""
+    return f"postgres://{auth}{conf.get('HOST') or '127.0.0.1'}:{conf.get('PORT') or 5432}/{conf['NAME']}"
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """Environment for a worker or command in a subprocess: same test database, same Redis."""
+    from django.conf import settings
+
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="evalsite.settings",
+        DATABASE_URL=database_url(),
+        REDIS_URL=settings.RQ_QUEUES["default"]["URL"],
+        EVALSITE_TESTING="1",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+def run_burst_worker(timeout: float = 120, **extra_env: str) -> subprocess.CompletedProcess:
+    """Run a real RQ worker process in burst mode: it works the queue empty and exits."""
+    return subprocess.run(
+        [sys.executable, "manage.py", "rqworker", "default", "--burst", "--with-scheduler"],
+        cwd=ROOT,
+        env=subprocess_env(**extra_env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def start_worker(**extra_env: str) -> subprocess.Popen:
+    """Start a long-running real RQ worker process; the caller stops (or kills) it."""
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "rqworker", "default"],
+        cwd=ROOT,
+        env=subprocess_env(**extra_env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
