@@ -14,7 +14,7 @@ import pytest
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 os.environ.setdefault("EVALSITE_TESTING", "1")
 
-from tests.base import PASSWORD, free_port, make_user  # noqa: E402
+from tests.base import PASSWORD, free_port, make_user
 
 CHROMIUM_ARGS = [
     "--headless",

@@ -1,4 +1,4 @@
-"""Every URL pattern, present and future: anonymous users go to login, viewers never change anything."""
+"""Every URL pattern, now and later: anonymous users go to login, viewers never change anything."""
 
 import re
 

@@ -1,0 +1,51 @@
+"""Each role logs in through the real login form in Chromium and sees the navigation it may use."""
+
+import pytest
+
+from tests.base import make_user
+
+EXPECTED_NAV = {
+    "admin": ["Tasks", "Datasets", "Runs", "Review", "Leaderboards", "Endpoints", "Admin"],
+    "reviewer": ["Tasks", "Datasets", "Runs", "Review", "Leaderboards"],
+    "viewer": ["Tasks", "Datasets", "Runs", "Leaderboards"],
+}
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("role", ["admin", "reviewer", "viewer"])
+def test_each_role_sees_its_navigation(role, login, live_server):
+    user = make_user(role)
+    page = login(user)
+    nav = page.locator("#main-nav a")
+    assert nav.all_inner_texts() == EXPECTED_NAV[role]
+    assert f"{user.username} · {role}" in page.locator(".who").inner_text()
+
+    # Every link it shows opens for this role.
+    for href in nav.evaluate_all("links => links.map(a => a.getAttribute('href'))"):
+        response = page.goto(f"{live_server.url}{href}")
+        assert response is not None and response.status == 200, (role, href)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_anonymous_browser_lands_on_login_and_a_viewer_cannot_open_endpoints(
+    page, live_server, login
+):
+    page.goto(f"{live_server.url}/runs/")
+    assert "/accounts/login/" in page.url
+    page = login(make_user("viewer"))
+    response = page.goto(f"{live_server.url}/runs/endpoints/")
+    assert response is not None and response.status == 403
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_wrong_password_is_refused(page, live_server):
+    make_user("viewer")
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", "viewer")
+    page.fill("input[name=password]", "not-the-password")
+    page.click("button[type=submit]")
+    assert "did not match" in page.content()
+    assert "/accounts/login/" in page.url
