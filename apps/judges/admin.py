@@ -1,0 +1,47 @@
+from django.contrib import admin
+
+from apps.judges.models import Judge, JudgeRound, Score, ScoreEvent
+
+
+@admin.register(Judge)
+class JudgeAdmin(admin.ModelAdmin):
+    list_display = ("name", "version", "task", "kind", "n_iter", "aggregation", "created_at")
+    list_filter = ("kind", "task")
+    search_fields = ("name",)
+
+
+@admin.register(JudgeRound)
+class JudgeRoundAdmin(admin.ModelAdmin):
+    list_display = ("run", "item", "round", "status", "error_kind", "created_at")
+    list_filter = ("status", "error_kind")
+    raw_id_fields = ("run", "item")
+
+
+class ScoreEventInline(admin.TabularInline):
+    model = ScoreEvent
+    extra = 0
+    can_delete = False
+    readonly_fields = ("kind", "old_value", "new_value", "reason", "user", "created_at")
+
+    def has_add_permission(self, request, obj=None) -> bool:  # history is written by the app only
+        return False
+
+
+@admin.register(Score)
+class ScoreAdmin(admin.ModelAdmin):
+    list_display = ("run", "item", "subject", "status", "judge_value", "final_value", "override_value")
+    list_filter = ("status", "subject")
+    raw_id_fields = ("run", "item", "override_by", "confirmed_by")
+    # Human changes go through Score.override/confirm/revert so that history is kept.
+    readonly_fields = (
+        "judge_value",
+        "final_value",
+        "override_value",
+        "override_reason",
+        "override_by",
+        "override_at",
+        "confirmed_by",
+        "confirmed_at",
+        "revision",
+    )
+    inlines = [ScoreEventInline]
