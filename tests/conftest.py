@@ -154,3 +154,21 @@ def login(live_server, page):
         return page
 
     return _login
+
+
+# ---- Loopback OpenAI-compatible server ---------------------------------------------------
+from tests.llm_server import LLMServer  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def _llm_server_process() -> Iterator[LLMServer]:
+    """One in-thread test LLM server for the whole session (see tests/llm_server.py)."""
+    with LLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def llm_server(_llm_server_process: LLMServer) -> LLMServer:
+    """The session's test LLM server with default knobs and empty stats for this test."""
+    _llm_server_process.reset()
+    return _llm_server_process

@@ -1,0 +1,293 @@
+"""The loopback OpenAI-compatible server, driven through the real openai SDK."""
+
+import asyncio
+import contextlib
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import openai
+import pytest
+from openai import AsyncOpenAI
+
+from tests.llm_server import ConfigError, LLMServer
+
+
+def client(server: LLMServer, max_retries: int = 0, timeout: float = 10) -> AsyncOpenAI:
+    return AsyncOpenAI(
+        base_url=server.base_url, api_key="test-key-1234", max_retries=max_retries, timeout=timeout
+    )
+
+
+def ask(api: AsyncOpenAI, prompt: str, **params: Any) -> Awaitable[Any]:
+    return api.chat.completions.create(
+        model="test-model", messages=[{"role": "user", "content": prompt}], **params
+    )
+
+
+def run(factory: Callable[[], Awaitable[Any]]) -> Any:
+    return asyncio.run(factory())
+
+
+def wait_idle(server: LLMServer) -> dict[str, Any]:
+    """Stats once the server has finished every request (a hung-up client ends asynchronously)."""
+    deadline = time.monotonic() + 10
+    while (stats := server.stats())["in_flight"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return stats
+
+
+def test_scripted_replies_and_usage(llm_server: LLMServer) -> None:
+    llm_server.configure(
+        script={"capital of France": "Paris", "2 + 2": '{"answer": 4}'},
+        default_reply="echo: {last_user}",
+    )
+
+    async def go() -> list[Any]:
+        api = client(llm_server)
+        return [
+            await ask(api, "What is the capital of France?", temperature=0.2, max_tokens=50),
+            await ask(api, "What is 2 + 2?", response_format={"type": "json_object"}),
+            await ask(api, "anything else"),
+        ]
+
+    france, sums, other = run(go)
+    assert france.choices[0].message.content == "Paris"
+    assert sums.choices[0].message.content == '{"answer": 4}'
+    assert other.choices[0].message.content == "echo: anything else"
+    assert france.choices[0].finish_reason == "stop"
+    assert france.model == "test-model"
+    assert france.usage.prompt_tokens == 6
+    assert france.usage.completion_tokens == 1
+    assert france.usage.total_tokens == 7
+
+    stats = llm_server.stats()
+    assert stats["requests"] == 3
+    assert stats["by_status"] == {"200": 3}
+    first, second, _ = stats["log"]
+    assert first["messages"] == [{"role": "user", "content": "What is the capital of France?"}]
+    assert first["params"]["temperature"] == 0.2
+    assert first["params"]["max_tokens"] == 50
+    assert "response_format" not in first["params"]
+    assert second["params"]["response_format"] == {"type": "json_object"}
+    assert first["had_key"] is True
+    assert first["key_last4"] == "1234"
+    assert "test-key-1234" not in json.dumps(stats)
+
+
+def test_rules_first_k_times_regex_scope_and_model(llm_server: LLMServer) -> None:
+    llm_server.configure(
+        retry_after=0.01,
+        script=[
+            {"match": "item 3", "status": 503, "times": 2},
+            {"match": "item 3", "reply": "C"},
+            {"regex": r"item \d+$", "scope": "any", "model": "judge", "reply": "judged"},
+            {"match": "SYSTEM-ONLY", "scope": "any", "reply": "saw the system prompt"},
+        ],
+    )
+
+    async def go() -> list[str]:
+        api = client(llm_server, max_retries=3)
+        replies = []
+        for prompt in ("item 1", "item 3", "item 2"):
+            answer = await ask(api, prompt)
+            replies.append(answer.choices[0].message.content)
+        judged = await api.chat.completions.create(
+            model="judge", messages=[{"role": "user", "content": "item 9"}]
+        )
+        system = await api.chat.completions.create(
+            model="test-model",
+            messages=[
+                {"role": "system", "content": "SYSTEM-ONLY"},
+                {"role": "user", "content": "hi"},
+            ],
+        )
+        return [*replies, judged.choices[0].message.content, system.choices[0].message.content]
+
+    assert run(go) == ["echo: item 1", "C", "echo: item 2", "judged", "saw the system prompt"]
+    log = llm_server.stats()["log"]
+    item3 = [e for e in log if e["messages"][-1]["content"] == "item 3"]
+    assert [e["status"] for e in item3] == [503, 503, 200]
+    assert [e["retry_count"] for e in item3] == [0, 1, 2]
+
+
+def test_429_with_retry_after_is_retried(llm_server: LLMServer) -> None:
+    # 0.6 s is longer than the SDK's own first backoff (at most 0.5 s), so only a client that
+    # read Retry-After waits this long.
+    llm_server.configure(fail_first_n=1, fail_first_status=429, retry_after=0.6)
+
+    answer = run(lambda: ask(client(llm_server, max_retries=2), "hello"))
+
+    assert answer.choices[0].message.content == "echo: hello"
+    stats = llm_server.stats()
+    assert stats["requests"] == 2
+    assert stats["by_status"] == {"429": 1, "200": 1}
+    refused, accepted = stats["log"]
+    assert accepted["retry_count"] == 1
+    # The SDK honoured Retry-After: the retry arrived only after the 0.6 s the server asked for.
+    assert accepted["time"] - refused["end"] >= 0.55
+
+
+def test_429_exhausted_raises_rate_limit_error(llm_server: LLMServer) -> None:
+    llm_server.configure(error_rate={"429": 1.0}, retry_after=0.01)
+
+    with pytest.raises(openai.RateLimitError) as caught:
+        run(lambda: ask(client(llm_server, max_retries=2), "hello"))
+
+    assert caught.value.status_code == 429
+    assert caught.value.response.headers["retry-after"] == "0.01"
+    assert llm_server.stats()["by_status"] == {"429": 3}
+
+
+def test_hang_raises_api_timeout_error(llm_server: LLMServer) -> None:
+    llm_server.configure(timeout_rate=1.0)
+
+    with pytest.raises(openai.APITimeoutError):
+        run(lambda: ask(client(llm_server, timeout=0.3), "hello"))
+
+    stats = wait_idle(llm_server)
+    assert stats["in_flight"] == 0
+    assert stats["by_status"] == {"closed": 1}
+    assert stats["by_outcome"] == {"hang": 1}
+
+
+def test_garbage_body(llm_server: LLMServer) -> None:
+    # A 200 claiming JSON but holding HTML: the SDK raises json's own decode error, which is a
+    # ValueError and NOT an openai.OpenAIError; callers must catch it themselves.
+    llm_server.configure(garbage_rate=1.0)
+    with pytest.raises(json.JSONDecodeError):
+        run(lambda: ask(client(llm_server, max_retries=2), "hello"))
+    assert llm_server.stats()["requests"] == 1  # not retried
+
+    # A 200 with a non-JSON content type: the SDK does not raise at all, it returns the text.
+    llm_server.configure(garbage_content_type="text/html", garbage_body="<h1>oops</h1>")
+    answer = run(lambda: ask(client(llm_server), "hello"))
+    assert answer == "<h1>oops</h1>"
+    assert llm_server.stats()["by_outcome"] == {"garbage": 2}
+
+
+def test_500_counted_and_retried(llm_server: LLMServer) -> None:
+    llm_server.configure(error_rate={500: 1.0})
+
+    with pytest.raises(openai.InternalServerError):
+        run(lambda: ask(client(llm_server, max_retries=1), "hello"))
+
+    assert llm_server.stats()["by_status"] == {"500": 2}
+
+
+def test_seeded_error_rate_is_reproducible(llm_server: LLMServer) -> None:
+    async def burst() -> None:
+        api = client(llm_server)
+        gate = asyncio.Semaphore(16)
+
+        async def one(i: int) -> None:
+            async with gate:
+                with contextlib.suppress(openai.APIStatusError):
+                    await ask(api, f"item {i}")
+
+        await asyncio.gather(*(one(i) for i in range(200)))
+
+    counts = []
+    for _ in range(2):
+        llm_server.reset()
+        llm_server.configure(seed=42, error_rate={"500": 0.2, "429": 0.1}, retry_after=None)
+        run(burst)
+        counts.append(llm_server.stats(log=False)["by_status"])
+    assert counts[0] == counts[1]
+    assert sum(counts[0].values()) == 200
+    assert 20 <= counts[0]["500"] <= 60
+    assert 5 <= counts[0]["429"] <= 35
+
+    llm_server.reset()
+    llm_server.configure(seed=43, error_rate={"500": 0.2, "429": 0.1})
+    run(burst)
+    assert llm_server.stats(log=False)["by_status"] != counts[0]
+
+
+def test_peak_concurrency(llm_server: LLMServer) -> None:
+    llm_server.configure(latency=0.2)
+
+    async def fire(limit: int | None) -> None:
+        api = client(llm_server)
+        gate = asyncio.Semaphore(limit or 1000)
+
+        async def one(i: int) -> None:
+            async with gate:
+                await ask(api, f"item {i}")
+
+        await asyncio.gather(*(one(i) for i in range(20)))
+
+    run(lambda: fire(None))
+    stats = wait_idle(llm_server)
+    assert stats["peak_concurrency"] == 20
+    assert stats["in_flight"] == 0
+
+    llm_server.reset(stats_only=True)
+    run(lambda: fire(5))
+    stats = llm_server.stats(log=False)
+    assert stats["requests"] == 20
+    assert stats["peak_concurrency"] == 5
+    assert llm_server.config()["latency"] == 0.2  # stats_only kept the knobs
+
+
+def test_models_auth_and_bad_requests(llm_server: LLMServer) -> None:
+    llm_server.configure(models=["a", "b"], require_key="test-key-1234")
+
+    async def go() -> None:
+        listed = await client(llm_server).models.list()
+        assert [m.id for m in listed.data] == ["a", "b"]
+        wrong = AsyncOpenAI(base_url=llm_server.base_url, api_key="other-key", max_retries=0)
+        with pytest.raises(openai.AuthenticationError):
+            await ask(wrong, "hello")
+
+    run(go)
+    request = urllib.request.Request(
+        llm_server.base_url + "/chat/completions", data=b"{not json", method="POST"
+    )
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=5)
+    assert caught.value.code == 400
+    assert llm_server.stats()["by_status"] == {"401": 1, "400": 1}
+
+
+def test_bad_configuration_is_refused_whole(llm_server: LLMServer) -> None:
+    with pytest.raises(ConfigError, match="unknown knob"):
+        llm_server.configure(latencyy=1)
+    with pytest.raises(ConfigError, match="> 1"):
+        llm_server.configure(latency=5, error_rate={"500": 0.7}, garbage_rate=0.5)
+    with pytest.raises(ConfigError, match=r"script\[0\]"):
+        llm_server.configure(script=[{"match": "x", "reply": "a", "status": 500}])
+    assert llm_server.config()["latency"] == 0.0
+
+
+def test_thread_mode_leaves_no_thread() -> None:
+    with LLMServer() as server:
+        thread = server._thread
+        assert thread is not None and thread.is_alive()
+        run(lambda: ask(client(server), "hi"))
+    assert not thread.is_alive()
+    assert thread not in threading.enumerate()
+
+
+def test_subprocess_mode() -> None:
+    with LLMServer.spawn() as server:
+        pid = server.pid
+        assert pid is not None and pid != os.getpid()
+        server.configure(script={"ping": "pong"}, latency=0.05)
+        answer = run(lambda: ask(client(server), "ping?"))
+        assert answer.choices[0].message.content == "pong"
+        stats = server.stats()
+        assert stats["requests"] == 1
+        assert stats["log"][0]["messages"][0]["content"] == "ping?"
+        with pytest.raises(ConfigError, match="unknown knob"):
+            server.configure(nope=1)
+        server.reset()
+        assert server.stats()["requests"] == 0
+    assert not server.running
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

@@ -1,0 +1,926 @@
+"""A loopback OpenAI-compatible chat-completions server for tests and benchmarks.
+
+It answers `POST /v1/chat/completions` and `GET /v1/models` like the real API, and misbehaves on
+demand: latency, HTTP errors with Retry-After, non-JSON bodies, hangs, "fail the first N", and
+replies scripted per prompt. Everything it received is counted and logged so tests can assert
+what the application sent and how many requests were in flight at once.
+
+Two ways to run it:
+
+    with LLMServer() as server:              # in a background thread of this process
+        server.configure(latency=0.1, script={"capital of France": "Paris"})
+        ... AsyncOpenAI(base_url=server.base_url, api_key="k") ...
+        server.stats()["peak_concurrency"]
+
+    with LLMServer.spawn() as server:        # in a subprocess: no GIL shared with the client
+        ...same API, spoken over the control endpoints...
+
+Other processes (RQ workers) reach the same server through `base_url`, and can reconfigure it
+through the control API: `POST /_control/config` (JSON knobs, merged), `GET /_control/config`,
+`GET /_control/stats[?log=0|&last=N]`, `POST /_control/reset`.
+
+Run by hand: `python -m tests.llm_server --port 8999`. Never imports Django.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import copy
+import json
+import os
+import random
+import re
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+from aiohttp import web
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+PORT_LINE = "LLM_SERVER_PORT="
+
+DEFAULTS: dict[str, Any] = {
+    # Seconds every answer waits before it is sent (asyncio.sleep, so requests overlap).
+    "latency": 0.0,
+    # Extra seconds drawn uniformly from [0, latency_jitter] per request.
+    "latency_jitter": 0.0,
+    # {status: probability}, e.g. {"429": 0.1, "500": 0.05}; statuses 400-599.
+    "error_rate": {},
+    # Seconds sent as Retry-After (and retry-after-ms) on 429 and 503; None sends no header.
+    "retry_after": 0.1,
+    # Probability of a 200 whose body is not JSON.
+    "garbage_rate": 0.0,
+    "garbage_body": "<html><body><h1>502 Bad Gateway</h1></body></html>",
+    "garbage_content_type": "application/json",
+    # Probability of a hang: the answer comes only after hang_seconds (longer than any client
+    # timeout by default; when the client gives up, the request is logged with status None).
+    "timeout_rate": 0.0,
+    "hang_seconds": 300.0,
+    # The next N chat requests (counted from when this knob is set) get fail_first_status.
+    "fail_first_n": 0,
+    "fail_first_status": 500,
+    # Rules tried in order against each request; see Rule. A dict {substring: reply-or-rule}
+    # is accepted as shorthand.
+    "script": [],
+    # Reply when no script rule answers; {last_user}, {model} and {n} are substituted.
+    "default_reply": "echo: {last_user}",
+    "finish_reason": "stop",
+    # Seeds the random draws (faults and jitter) so a run is repeatable; set again to restart.
+    "seed": 0,
+    "models": ["test-model"],
+    # When set, requests whose bearer token differs get 401.
+    "require_key": None,
+    # How many recent chat requests stats()["log"] keeps.
+    "log_size": 1000,
+}
+ACTIONS = ("reply", "status", "garbage", "hang")
+RULE_KEYS = {"match", "regex", "scope", "model", "times", "latency", "retry_after", "finish_reason"}
+ERROR_TYPES = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("invalid_request_error", "permission_denied"),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+    503: ("server_error", "service_unavailable"),
+}
+
+
+class ConfigError(ValueError):
+    """A knob or script rule that the server cannot use; the message names it."""
+
+
+@dataclass
+class Rule:
+    """One script rule: when it matches, it answers with exactly one action.
+
+    match/regex: substring / re.search pattern tested against the last user message
+    (scope="last_user", default) or against every message's content (scope="any"); neither
+    matches every request. model: only requests for this model. times: the rule answers only
+    its first K matches, then later rules (or the default) take over, so
+    [{"match": "item 3", "status": 500, "times": 2}] makes item 3 fail twice then succeed.
+    Actions: reply (text, same placeholders as default_reply), status (an HTTP error), garbage
+    (true), hang (true). latency overrides the configured latency for the request;
+    retry_after and finish_reason override theirs. A scripted reply can still be hit by the
+    random error/garbage/timeout rates; a scripted fault always happens.
+    """
+
+    action: str
+    value: Any
+    match: str | None = None
+    regex: re.Pattern[str] | None = None
+    scope: str = "last_user"
+    model: str | None = None
+    times: int | None = None
+    used: int = 0
+    latency: float | None = None
+    retry_after: float | None = None
+    finish_reason: str | None = None
+
+    @classmethod
+    def parse(cls, raw: Any, where: str) -> Rule:
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{where}: a rule must be an object, got {type(raw).__name__}")
+        unknown = set(raw) - RULE_KEYS - set(ACTIONS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
+        actions = [a for a in ACTIONS if a in raw]
+        if len(actions) != 1:
+            raise ConfigError(f"{where}: give exactly one of {list(ACTIONS)}, got {actions}")
+        action = actions[0]
+        value = raw[action]
+        if action == "reply" and not isinstance(value, str):
+            raise ConfigError(f"{where}: reply must be a string")
+        if action == "status" and not (isinstance(value, int) and 400 <= value <= 599):
+            raise ConfigError(f"{where}: status must be an int 400-599, got {value!r}")
+        if action in ("garbage", "hang") and value is not True:
+            raise ConfigError(f"{where}: {action} must be true")
+        if "match" in raw and "regex" in raw:
+            raise ConfigError(f"{where}: give match or regex, not both")
+        scope = raw.get("scope", "last_user")
+        if scope not in ("last_user", "any"):
+            raise ConfigError(f"{where}: scope must be 'last_user' or 'any', got {scope!r}")
+        times = raw.get("times")
+        if times is not None and not (isinstance(times, int) and times >= 0):
+            raise ConfigError(f"{where}: times must be a non-negative int")
+        try:
+            regex = re.compile(raw["regex"], re.S) if "regex" in raw else None
+        except re.error as exc:
+            raise ConfigError(f"{where}: bad regex: {exc}") from None
+        return cls(
+            action=action,
+            value=value,
+            match=raw.get("match"),
+            regex=regex,
+            scope=scope,
+            model=raw.get("model"),
+            times=times,
+            latency=_opt_float(raw.get("latency"), f"{where}.latency"),
+            retry_after=_opt_float(raw.get("retry_after"), f"{where}.retry_after"),
+            finish_reason=raw.get("finish_reason"),
+        )
+
+    def matches(self, model: str, last_user: str, all_text: str) -> bool:
+        if self.times is not None and self.used >= self.times:
+            return False
+        if self.model is not None and model != self.model:
+            return False
+        text = last_user if self.scope == "last_user" else all_text
+        if self.match is not None:
+            return self.match in text
+        if self.regex is not None:
+            return self.regex.search(text) is not None
+        return True
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {self.action: self.value, "scope": self.scope, "used": self.used}
+        if self.match is not None:
+            out["match"] = self.match
+        if self.regex is not None:
+            out["regex"] = self.regex.pattern
+        for key in ("model", "times", "latency", "retry_after", "finish_reason"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
+def _opt_float(value: Any, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ConfigError(f"{name} must be a non-negative number, got {value!r}")
+    return float(value)
+
+
+def _parse_script(raw: Any) -> list[Rule]:
+    if isinstance(raw, dict):
+        rules = []
+        for key, value in raw.items():
+            body = {"reply": value} if isinstance(value, str) else value
+            if not isinstance(body, dict):
+                raise ConfigError(f"script[{key!r}]: value must be a reply string or a rule")
+            rules.append(Rule.parse({"match": key, **body}, f"script[{key!r}]"))
+        return rules
+    if isinstance(raw, list):
+        return [Rule.parse(item, f"script[{i}]") for i, item in enumerate(raw)]
+    raise ConfigError("script must be a list of rules or a {substring: reply} object")
+
+
+def _text(content: Any) -> str:
+    """The text of a message's content, whether a string or a list of content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _last_user(messages: list[dict[str, Any]]) -> str:
+    return next(
+        (_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), ""
+    )
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _render(template: str, last_user: str, model: str, n: int) -> str:
+    # Plain replace, not str.format: scripted replies are often JSON full of braces.
+    return (
+        template.replace("{last_user}", last_user).replace("{model}", model).replace("{n}", str(n))
+    )
+
+
+@dataclass
+class Decision:
+    outcome: str  # reply | error | garbage | hang | bad_request
+    status: int
+    delay: float
+    text: str = ""
+    retry_after: float | None = None
+    finish_reason: str = "stop"
+
+
+class State:
+    """Configuration, counters and request log, shared by the handlers and the controller."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.reset()
+
+    # ---- configuration ------------------------------------------------------------------
+    def reset(self) -> None:
+        with self.lock:
+            self.config: dict[str, Any] = copy.deepcopy(DEFAULTS)
+            self.rules: list[Rule] = []
+            self.error_rate: list[tuple[int, float]] = []
+            self.fail_first_left = 0
+            self._seed(0)
+            self._clear_stats()
+
+    def reset_stats(self) -> None:
+        with self.lock:
+            self._clear_stats()
+
+    def _clear_stats(self) -> None:
+        # Requests that arrived before a reset belong to an older generation: when they end
+        # they must not touch the fresh counters (in-flight would go negative).
+        self.generation = getattr(self, "generation", 0) + 1
+        self.requests = 0
+        self.models_requests = 0
+        self.in_flight = 0
+        self.peak = 0
+        self.by_status: dict[str, int] = {}
+        self.by_outcome: dict[str, int] = {}
+        self.log: deque[dict[str, Any]] = deque(maxlen=self.config["log_size"])
+
+    def _seed(self, seed: Any) -> None:
+        self.fault_rng = random.Random(f"faults-{seed}")
+        self.jitter_rng = random.Random(f"jitter-{seed}")
+
+    def configure(self, knobs: dict[str, Any]) -> dict[str, Any]:
+        """Merge knobs into the configuration; all or nothing (ConfigError names the bad one)."""
+        unknown = set(knobs) - set(DEFAULTS)
+        if unknown:
+            raise ConfigError(f"unknown knob(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}")
+        new: dict[str, Any] = {}
+        for name in ("latency", "latency_jitter", "hang_seconds"):
+            if name in knobs:
+                new[name] = _opt_float(knobs[name], name) or 0.0
+        if "retry_after" in knobs:
+            new["retry_after"] = _opt_float(knobs["retry_after"], "retry_after")
+        for name in ("garbage_rate", "timeout_rate"):
+            if name in knobs:
+                rate = _opt_float(knobs[name], name) or 0.0
+                if rate > 1:
+                    raise ConfigError(f"{name} must be between 0 and 1, got {rate}")
+                new[name] = rate
+        error_rate = None
+        if "error_rate" in knobs:
+            error_rate = self._parse_error_rate(knobs["error_rate"])
+            new["error_rate"] = {str(s): p for s, p in error_rate}
+        for name in ("fail_first_n", "log_size"):
+            if name in knobs:
+                value = knobs[name]
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise ConfigError(f"{name} must be a non-negative int, got {value!r}")
+                new[name] = value
+        if "fail_first_status" in knobs:
+            status = knobs["fail_first_status"]
+            if not (isinstance(status, int) and 400 <= status <= 599):
+                raise ConfigError(f"fail_first_status must be an int 400-599, got {status!r}")
+            new["fail_first_status"] = status
+        for name in ("default_reply", "finish_reason", "garbage_body", "garbage_content_type"):
+            if name in knobs:
+                if not isinstance(knobs[name], str):
+                    raise ConfigError(f"{name} must be a string")
+                new[name] = knobs[name]
+        if "require_key" in knobs:
+            if knobs["require_key"] is not None and not isinstance(knobs["require_key"], str):
+                raise ConfigError("require_key must be a string or null")
+            new["require_key"] = knobs["require_key"]
+        if "models" in knobs:
+            models = knobs["models"]
+            if not (isinstance(models, list) and all(isinstance(m, str) for m in models)):
+                raise ConfigError("models must be a list of strings")
+            new["models"] = list(models)
+        rules = _parse_script(knobs["script"]) if "script" in knobs else None
+        if "seed" in knobs:
+            new["seed"] = knobs["seed"]
+
+        with self.lock:
+            merged = {**self.config, **new}
+            total = (
+                merged["timeout_rate"]
+                + merged["garbage_rate"]
+                + sum(float(p) for p in merged["error_rate"].values())
+            )
+            if total > 1 + 1e-9:
+                raise ConfigError(f"timeout_rate + garbage_rate + error rates = {total:.3f} > 1")
+            self.config = merged
+            if error_rate is not None:
+                self.error_rate = error_rate
+            if rules is not None:
+                self.rules = rules
+            if "fail_first_n" in new:
+                self.fail_first_left = new["fail_first_n"]
+            if "seed" in new:
+                self._seed(new["seed"])
+            if "log_size" in new:
+                self.log = deque(self.log, maxlen=new["log_size"])
+            return self._describe_config()
+
+    @staticmethod
+    def _parse_error_rate(raw: Any) -> list[tuple[int, float]]:
+        if not isinstance(raw, dict):
+            raise ConfigError('error_rate must be an object like {"429": 0.1, "500": 0.05}')
+        out = []
+        for key, prob in raw.items():
+            try:
+                status = int(key)
+            except (TypeError, ValueError):
+                raise ConfigError(f"error_rate: {key!r} is not an HTTP status") from None
+            if not 400 <= status <= 599:
+                raise ConfigError(f"error_rate: status {status} is not 400-599")
+            rate = _opt_float(prob, f"error_rate[{key}]") or 0.0
+            if rate > 1:
+                raise ConfigError(f"error_rate[{key}] must be between 0 and 1")
+            out.append((status, rate))
+        return sorted(out)
+
+    def describe_config(self) -> dict[str, Any]:
+        with self.lock:
+            return self._describe_config()
+
+    def _describe_config(self) -> dict[str, Any]:
+        out = copy.deepcopy(self.config)
+        out["script"] = [rule.describe() for rule in self.rules]
+        out["fail_first_left"] = self.fail_first_left
+        return out
+
+    def stats(self, log: bool = True, last: int | None = None) -> dict[str, Any]:
+        with self.lock:
+            entries = list(self.log) if log else []
+            if last is not None:
+                entries = entries[-last:] if last else []
+            out = {
+                "requests": self.requests,
+                "in_flight": self.in_flight,
+                "peak_concurrency": self.peak,
+                "by_status": dict(self.by_status),
+                "by_outcome": dict(self.by_outcome),
+                "models_requests": self.models_requests,
+                "log": entries,
+            }
+            # A JSON round trip gives callers a private copy shaped exactly like the control
+            # API's answer, whichever mode the server runs in.
+            return json.loads(json.dumps(out))
+
+    # ---- per request --------------------------------------------------------------------
+    def arrive(self) -> tuple[int, int]:
+        """Count a chat request in; returns (request number, generation)."""
+        with self.lock:
+            self.requests += 1
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            return self.requests, self.generation
+
+    def record(self, entry: dict[str, Any], generation: int) -> None:
+        with self.lock:
+            if generation == self.generation:
+                self.log.append(entry)
+
+    def finish(
+        self, entry: dict[str, Any], generation: int, status: int | None, outcome: str
+    ) -> None:
+        """Count the answer just before it is written, so a client that has it sees it counted."""
+        key = str(status) if status is not None else "closed"
+        with self.lock:
+            entry["status"] = status
+            entry["outcome"] = outcome
+            entry["end"] = time.time()
+            if generation == self.generation:
+                self.by_status[key] = self.by_status.get(key, 0) + 1
+                self.by_outcome[outcome] = self.by_outcome.get(outcome, 0) + 1
+
+    def depart(self, generation: int) -> None:
+        """The last byte is written (or the client hung up): the request is no longer in flight."""
+        with self.lock:
+            if generation == self.generation:
+                self.in_flight -= 1
+
+    def decide(
+        self, entry: dict[str, Any], generation: int, body: dict[str, Any], key: str | None
+    ) -> Decision:
+        model = body["model"]
+        messages = body["messages"]
+        last_user = _last_user(messages)
+        n = entry["n"]
+        with self.lock:
+            if generation == self.generation:
+                self.log.append(entry)
+            cfg = self.config
+            draw = self.fault_rng.random()  # one draw per request keeps a seeded run repeatable
+            delay = cfg["latency"]
+            if cfg["latency_jitter"]:
+                delay += self.jitter_rng.uniform(0, cfg["latency_jitter"])
+            retry_after = cfg["retry_after"]
+            finish_reason = cfg["finish_reason"]
+
+            if cfg["require_key"] is not None and key != cfg["require_key"]:
+                return Decision("error", 401, delay)
+            if self.fail_first_left > 0:
+                self.fail_first_left -= 1
+                return Decision("error", cfg["fail_first_status"], delay, retry_after=retry_after)
+
+            rule = None
+            if self.rules:
+                all_text = "\n".join(_text(m.get("content")) for m in messages)
+                rule = next((r for r in self.rules if r.matches(model, last_user, all_text)), None)
+            template = cfg["default_reply"]
+            if rule is not None:
+                rule.used += 1
+                if rule.latency is not None:
+                    delay = rule.latency
+                if rule.retry_after is not None:
+                    retry_after = rule.retry_after
+                if rule.finish_reason is not None:
+                    finish_reason = rule.finish_reason
+                if rule.action == "status":
+                    return Decision("error", rule.value, delay, retry_after=retry_after)
+                if rule.action == "garbage":
+                    return Decision("garbage", 200, delay)
+                if rule.action == "hang":
+                    return Decision("hang", 200, delay + cfg["hang_seconds"])
+                template = rule.value
+
+            threshold = cfg["timeout_rate"]
+            if draw < threshold:
+                return Decision("hang", 200, delay + cfg["hang_seconds"])
+            threshold += cfg["garbage_rate"]
+            if draw < threshold:
+                return Decision("garbage", 200, delay)
+            for status, rate in self.error_rate:
+                threshold += rate
+                if draw < threshold:
+                    return Decision("error", status, delay, retry_after=retry_after)
+        text = _render(template, last_user, model, n)
+        return Decision("reply", 200, delay, text=text, finish_reason=finish_reason)
+
+
+# ---- HTTP -------------------------------------------------------------------------------
+def _error_response(status: int, message: str, retry_after: float | None = None) -> web.Response:
+    err_type, code = ERROR_TYPES.get(status, ("server_error", None))
+    body = {"error": {"message": message, "type": err_type, "param": None, "code": code}}
+    headers = {}
+    if retry_after is not None and status in (429, 503):
+        headers["Retry-After"] = f"{retry_after:g}"
+        headers["retry-after-ms"] = str(round(retry_after * 1000))
+    return web.json_response(body, status=status, headers=headers)
+
+
+def _bearer(request: web.Request) -> str | None:
+    auth = request.headers.get("Authorization", "")
+    scheme, _, token = auth.partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return token.strip() or None
+
+
+def build_app(state: State) -> web.Application:
+    async def chat(request: web.Request) -> web.StreamResponse:
+        n, generation = state.arrive()
+        key = _bearer(request)
+        retry_count = request.headers.get("x-stainless-retry-count")
+        entry: dict[str, Any] = {
+            "n": n,
+            "time": time.time(),
+            "end": None,
+            "model": None,
+            "messages": None,
+            "params": {},
+            "had_key": key is not None,
+            # Never keep a key whole: the last 4 characters of a long key are enough to tell
+            # which endpoint's key was used.
+            "key_last4": key[-4:] if key and len(key) >= 8 else None,
+            "retry_count": int(retry_count) if retry_count and retry_count.isdigit() else None,
+            "status": None,
+            "outcome": None,
+            "reply": None,
+        }
+        outcome = "bad_request"
+        finished = False
+        try:
+            body, problem = _parse_body(await request.read())
+            if body is not None:
+                entry["model"] = body["model"]
+                entry["messages"] = body["messages"]
+                entry["params"] = {k: v for k, v in body.items() if k not in ("model", "messages")}
+                decision = state.decide(entry, generation, body, key)
+            else:
+                state.record(entry, generation)
+                decision = Decision("bad_request", 400, 0.0, text=problem)
+            outcome = decision.outcome
+            if decision.delay:
+                await asyncio.sleep(decision.delay)
+            response = _respond(decision, body, n, entry, state)
+            state.finish(entry, generation, response.status, outcome)
+            finished = True
+            await response.prepare(request)
+            await response.write_eof()
+            return response
+        finally:
+            # Also runs when the client hung up and aiohttp cancelled us (status None); in
+            # flight spans arrival to the last byte written.
+            if not finished:
+                state.finish(entry, generation, None, outcome)
+            state.depart(generation)
+
+    async def models(request: web.Request) -> web.Response:
+        with state.lock:
+            state.models_requests += 1
+            names = list(state.config["models"])
+            required = state.config["require_key"]
+        if required is not None and _bearer(request) != required:
+            return _error_response(401, "Incorrect API key provided.")
+        created = int(time.time())
+        data = [
+            {"id": m, "object": "model", "created": created, "owned_by": "evalsite-test"}
+            for m in names
+        ]
+        return web.json_response({"object": "list", "data": data})
+
+    async def get_config(request: web.Request) -> web.Response:
+        return web.json_response(state.describe_config())
+
+    async def post_config(request: web.Request) -> web.Response:
+        try:
+            knobs = json.loads(await request.read() or b"{}")
+            if not isinstance(knobs, dict):
+                raise ConfigError("the body must be a JSON object of knobs")
+            return web.json_response(state.configure(knobs))
+        except (ValueError, ConfigError) as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+
+    async def get_stats(request: web.Request) -> web.Response:
+        log = request.query.get("log", "1") not in ("0", "false", "no")
+        last = request.query.get("last")
+        return web.json_response(state.stats(log=log, last=int(last) if last else None))
+
+    async def post_reset(request: web.Request) -> web.Response:
+        if request.query.get("stats_only") in ("1", "true"):
+            state.reset_stats()
+        else:
+            state.reset()
+        return web.json_response({"ok": True})
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/_control/config", get_config)
+    app.router.add_post("/_control/config", post_config)
+    app.router.add_get("/_control/stats", get_stats)
+    app.router.add_post("/_control/reset", post_reset)
+    return app
+
+
+def _parse_body(raw: bytes) -> tuple[dict[str, Any] | None, str]:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None, "We could not parse the JSON body of your request."
+    if not isinstance(body, dict):
+        return None, "The request body must be a JSON object."
+    if not isinstance(body.get("model"), str):
+        return None, "you must provide a model parameter"
+    messages = body.get("messages")
+    if not (isinstance(messages, list) and messages and all(isinstance(m, dict) for m in messages)):
+        return None, "'messages' must be a non-empty array of message objects"
+    if body.get("stream"):
+        return None, "stream=true is not supported by the evalsite test server"
+    return body, ""
+
+
+def _respond(
+    decision: Decision, body: dict[str, Any] | None, n: int, entry: dict[str, Any], state: State
+) -> web.Response:
+    if decision.outcome == "bad_request":
+        return _error_response(400, decision.text)
+    if decision.outcome == "error":
+        messages = {
+            401: "Incorrect API key provided.",
+            429: "Rate limit reached for requests (evalsite test server).",
+        }
+        message = messages.get(decision.status, f"Simulated HTTP {decision.status}.")
+        return _error_response(decision.status, message, decision.retry_after)
+    if decision.outcome == "garbage":
+        with state.lock:
+            garbage = state.config["garbage_body"]
+            content_type = state.config["garbage_content_type"]
+        return web.Response(body=garbage.encode(), headers={"Content-Type": content_type})
+    assert body is not None
+    text = decision.text
+    if decision.outcome == "hang":
+        # A client patient enough to outlast the hang gets the default answer.
+        with state.lock:
+            template = state.config["default_reply"]
+        text = _render(template, _last_user(body["messages"]), body["model"], n)
+    entry["reply"] = text
+    prompt_tokens = sum(_words(_text(m.get("content"))) for m in body["messages"])
+    completion_tokens = _words(text)
+    payload = {
+        "id": f"chatcmpl-evalsite-{n}",
+        "object": "chat.completion",
+        "created": int(entry["time"]),
+        "model": body["model"],
+        "system_fingerprint": "fp_evalsite_test",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "logprobs": None,
+                "finish_reason": decision.finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+    return web.Response(
+        body=json.dumps(payload).encode(),
+        content_type="application/json",
+        headers={"x-request-id": f"req-evalsite-{n}"},
+    )
+
+
+async def serve(
+    state: State, port: int, started: Any, stop: asyncio.Event, host: str = HOST
+) -> None:
+    """Serve until `stop` is set; `started(port)` is called once the socket listens."""
+    # handler_cancellation: a client that gives up (timeout) ends its request here too, so
+    # in-flight counts stay true and hung handlers do not pile up.
+    runner = web.AppRunner(
+        build_app(state), access_log=None, handler_cancellation=True, shutdown_timeout=0.5
+    )
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port, backlog=1024, reuse_address=True)
+        await site.start()
+        started(runner.addresses[0][1])
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+# ---- Python wrapper ---------------------------------------------------------------------
+class LLMServer:
+    """The test server, in a background thread (start) or a subprocess (spawn)."""
+
+    def __init__(self, port: int = 0) -> None:
+        self._requested_port = port
+        self.port: int | None = None
+        self._state: State | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    # -- lifecycle
+    def start(self, timeout: float = 10) -> Self:
+        """Serve from a daemon thread with its own event loop on 127.0.0.1."""
+        if self.running:
+            return self
+        self._state = State()
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def started(port: int) -> None:
+            self.port = port
+            ready.set()
+
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            await serve(self._state, self._requested_port, started, self._stop)
+
+        def run() -> None:
+            try:
+                asyncio.run(main())
+            except BaseException as exc:
+                failure.append(exc)
+                ready.set()
+
+        self._thread = threading.Thread(target=run, name="llm-server", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout) or failure:
+            self.stop()
+            raise RuntimeError(f"LLM test server did not start: {failure or 'timeout'}")
+        return self
+
+    @classmethod
+    def spawn(cls, port: int = 0, timeout: float = 15) -> LLMServer:
+        """Run `python -m tests.llm_server` as a subprocess (own GIL); returns it started."""
+        server = cls(port)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.llm_server", "--port", str(port), "--watch-stdin"],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        server._proc = proc
+        assert proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        line = b""
+        while time.monotonic() < deadline and not line.endswith(b"\n"):
+            ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+            if ready:
+                chunk = os.read(proc.stdout.fileno(), 1)
+                if not chunk:
+                    break
+                line += chunk
+        text = line.decode(errors="replace").strip()
+        if not text.startswith(PORT_LINE):
+            server.stop()
+            raise RuntimeError(f"LLM test server subprocess did not start (said {text!r})")
+        server.port = int(text.removeprefix(PORT_LINE))
+        return server
+
+    def stop(self, timeout: float = 10) -> None:
+        """Stop serving; leaves no thread or process behind. Safe to call twice."""
+        if self._thread is not None:
+            if self._loop is not None and self._stop is not None:
+                with contextlib.suppress(RuntimeError):  # loop already closed
+                    self._loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                raise RuntimeError("LLM test server thread did not stop")
+            self._thread = None
+            self._loop = None
+        if self._proc is not None:
+            proc = self._proc
+            # Closing stdin is the polite stop (the child exits on EOF); then SIGTERM, then kill.
+            for step in ("eof", "terminate", "kill"):
+                if step == "eof" and proc.stdin is not None:
+                    with contextlib.suppress(OSError):
+                        proc.stdin.close()
+                elif step == "terminate":
+                    proc.terminate()
+                elif step == "kill":
+                    proc.kill()
+                try:
+                    proc.wait(timeout / 2)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            if proc.stdout is not None:
+                proc.stdout.close()
+            self._proc = None
+
+    @property
+    def running(self) -> bool:
+        if self._thread is not None:
+            return self._thread.is_alive()
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        """The subprocess's pid in spawn mode, else None."""
+        return self._proc.pid if self._proc is not None else None
+
+    def __enter__(self) -> Self:
+        if not self.running:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- addresses
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("LLM test server is not running")
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """What to give the openai SDK as base_url (ends in /v1)."""
+        return f"{self.url}/v1"
+
+    # -- control: direct in thread mode, over HTTP in spawn mode
+    def configure(self, **knobs: Any) -> dict[str, Any]:
+        """Merge knobs into the configuration (see DEFAULTS); returns the full configuration."""
+        if self._state is not None:
+            return self._state.configure(knobs)
+        return self._control("POST", "/_control/config", knobs)
+
+    def config(self) -> dict[str, Any]:
+        if self._state is not None:
+            return self._state.describe_config()
+        return self._control("GET", "/_control/config")
+
+    def reset(self, stats_only: bool = False) -> None:
+        """Back to DEFAULTS with empty stats (or just empty the stats)."""
+        if self._state is not None:
+            self._state.reset_stats() if stats_only else self._state.reset()
+        else:
+            self._control("POST", "/_control/reset" + ("?stats_only=1" if stats_only else ""))
+
+    def stats(self, log: bool = True, last: int | None = None) -> dict[str, Any]:
+        """Counters and (unless log=False) the last requests, oldest first."""
+        if self._state is not None:
+            return self._state.stats(log=log, last=last)
+        query = f"?log={int(log)}" + (f"&last={last}" if last is not None else "")
+        return self._control("GET", "/_control/stats" + query)
+
+    def _control(self, method: str, path: str, payload: Any = None) -> dict[str, Any]:
+        data = json.dumps(payload).encode() if payload is not None else b""
+        request = urllib.request.Request(
+            self.url + path,
+            data=data if method == "POST" else None,
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            detail = json.loads(exc.read() or b"{}").get("error", str(exc))
+            raise ConfigError(detail) from None
+
+
+# ---- command line -----------------------------------------------------------------------
+def _main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--host", default=HOST)
+    parser.add_argument(
+        "--watch-stdin", action="store_true", help="exit when stdin closes (parent died)"
+    )
+    parser.add_argument("--config", help="initial knobs as a JSON object")
+    args = parser.parse_args()
+
+    state = State()
+    if args.config:
+        state.configure(json.loads(args.config))
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        if args.watch_stdin:
+
+            def watch() -> None:
+                with contextlib.suppress(OSError):
+                    while sys.stdin.buffer.read(4096):
+                        pass
+                loop.call_soon_threadsafe(stop.set)
+
+            threading.Thread(target=watch, daemon=True).start()
+
+        def started(port: int) -> None:
+            print(f"{PORT_LINE}{port}", flush=True)
+
+        await serve(state, args.port, started, stop, host=args.host)
+
+    asyncio.run(main())
+
+
+if __name__ == "__main__":
+    _main()
