@@ -1,7 +1,9 @@
+import math
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import models, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -132,6 +134,44 @@ class ScoreQuerySet(models.QuerySet["Score"]):
             models.Q(override_value__isnull=False) | models.Q(confirmed_at__isnull=False)
         )
 
+    def unreviewed(self) -> "ScoreQuerySet":
+        return self.filter(override_value__isnull=True, confirmed_at__isnull=True)
+
+    def bulk_confirm(self, user: Any, reason: str = "") -> int:
+        """Confirm every unreviewed score here that has a judge value; returns how many.
+
+        Reviewed scores are left alone (a bulk action must not undo someone's override) and
+        failed scores need an override. Each confirmed score gets its history event.
+        """
+        now = timezone.now()
+        with transaction.atomic():
+            rows = list(
+                self.unreviewed()
+                .filter(judge_value__isnull=False)
+                .select_for_update()
+                .values_list("pk", "final_value", "judge_value")
+            )
+            ids = [pk for pk, _, _ in rows]
+            Score.objects.filter(pk__in=ids).update(
+                confirmed_by=user,
+                confirmed_at=now,
+                final_value=F("judge_value"),
+                revision=F("revision") + 1,
+                updated_at=now,
+            )
+            ScoreEvent.objects.bulk_create(
+                ScoreEvent(
+                    score_id=pk,
+                    kind=ScoreEvent.Kind.CONFIRM,
+                    old_value=old,
+                    new_value=judge,
+                    reason=reason,
+                    user=user,
+                )
+                for pk, old, judge in rows
+            )
+        return len(ids)
+
 
 class Score(models.Model):
     """The final score of one item on one subject in one judge run.
@@ -191,6 +231,24 @@ class Score(models.Model):
     def is_reviewed(self) -> bool:
         return self.is_overridden or self.confirmed_at is not None
 
+    @property
+    def is_failed(self) -> bool:
+        return self.status == self.Status.FAILED
+
+    @property
+    def changed_by_id(self) -> int | None:
+        """Whose human change the score holds now: the overrider, else the confirmer."""
+        return self.override_by_id if self.is_overridden else self.confirmed_by_id
+
+    def may_revert(self, user: Any) -> bool:
+        """Admins revert anyone's change; reviewers only their own."""
+        if not self.is_reviewed or not user.is_authenticated or not user.can_edit:
+            return False
+        return user.is_admin or self.changed_by_id == user.pk
+
+    def last_event(self) -> "ScoreEvent | None":
+        return self.events.select_related("user").order_by("-created_at", "-pk").first()
+
     def value_range(self) -> tuple[float, float] | None:
         subject = self.run.judge.subject(self.subject) if self.run.judge_id else None
         return (float(subject["min"]), float(subject["max"])) if subject else None
@@ -202,12 +260,15 @@ class Score(models.Model):
         user: Any,
         reason: str,
         expected_revision: int | None,
+        guard: Callable[["Score"], None] | None = None,
         **changes: Any,
     ) -> None:
         with transaction.atomic():
             current = Score.objects.select_for_update().get(pk=self.pk)
             if expected_revision is not None and current.revision != expected_revision:
                 raise StaleScore(current)
+            if guard is not None:
+                guard(current)  # on the locked row, not this possibly stale instance
             old = current.final_value
             override_value = changes.get("override_value", current.override_value)
             changes["final_value"] = (
@@ -232,6 +293,8 @@ class Score(models.Model):
         reason = (reason or "").strip()
         if not reason:
             raise ValidationError({"reason": "Say why you override the judge."})
+        if not math.isfinite(value):
+            raise ValidationError({"value": "Enter a number."})
         bounds = self.value_range()
         if bounds and not bounds[0] <= value <= bounds[1]:
             raise ValidationError(
@@ -248,6 +311,9 @@ class Score(models.Model):
             override_reason=reason,
             override_by=user,
             override_at=timezone.now(),
+            # An override disagrees with the judge: an earlier confirmation no longer holds.
+            confirmed_by=None,
+            confirmed_at=None,
         )
 
     def confirm(self, user: Any, expected_revision: int | None = None, reason: str = "") -> None:
@@ -268,12 +334,25 @@ class Score(models.Model):
         )
 
     def revert(self, user: Any, reason: str = "", expected_revision: int | None = None) -> None:
-        """Back to the judge's value: the override and any confirmation are withdrawn."""
+        """Back to the judge's value: the override and any confirmation are withdrawn.
+
+        Reviewers revert only their own change, admins anyone's (see `may_revert`).
+        """
+
+        def guard(current: Score) -> None:
+            if not current.is_reviewed:
+                raise ValidationError(
+                    "Nothing to revert: the score already holds the judge's value."
+                )
+            if not current.may_revert(user):
+                raise PermissionDenied("Only an admin may revert someone else's change.")
+
         self._apply(
             ScoreEvent.Kind.REVERT,
             user,
             reason,
             expected_revision,
+            guard=guard,
             override_value=None,
             override_reason="",
             override_by=None,

@@ -5,4 +5,14 @@ from apps.review import views
 app_name = "review"
 urlpatterns = [
     path("", views.index, name="index"),
+    path("run/<int:run_id>/", views.run_review, name="run"),
+    path("run/<int:run_id>/bulk/", views.bulk, name="bulk"),
+    path("run/<int:run_id>/next/", views.next_item, name="next"),
+    path("run/<int:run_id>/claim/", views.claim_item, name="claim"),
+    path("run/<int:run_id>/item/<int:item_id>/", views.item_page, name="item"),
+    path("run/<int:run_id>/item/<int:item_id>/lock/", views.renew_lock, name="lock"),
+    path("score/<int:score_id>/override/", views.override, name="override"),
+    path("score/<int:score_id>/confirm/", views.confirm, name="confirm"),
+    path("score/<int:score_id>/revert/", views.revert, name="revert"),
+    path("score/<int:score_id>/blind/", views.blind_entry, name="blind"),
 ]

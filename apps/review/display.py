@@ -1,0 +1,237 @@
+"""What the review pages show, gathered in a fixed number of queries.
+
+Everything here hands plain values to templates; templates escape them. Blind mode is
+decided here, on the server: a hidden judge value never reaches the template at all.
+"""
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from apps.datasets.models import Item
+from apps.judges.models import JudgeRound, Score, ScoreEvent, StaleScore
+from apps.review.models import BlindEntry, ReviewAssignment, ReviewLock
+from apps.runs.models import AttemptLog, Response, Run
+
+
+def as_text(value: Any) -> str:
+    """A field value as text: strings as they are, anything else as readable JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+@dataclass
+class SubjectView:
+    """One subject of one item, as its card shows it."""
+
+    score: Score
+    spec: dict[str, Any]
+    events: list[ScoreEvent]
+    blind_entry: BlindEntry | None
+    hidden: bool  # blind mode and the reviewer has not given their own value yet
+    may_edit: bool
+    may_revert: bool
+    errors: dict[str, list[str]] = field(default_factory=dict)
+    conflict: Score | None = None
+    conflict_event: ScoreEvent | None = None
+    saved: str = ""  # what was just saved, for the message and for keyboard focus
+    value: str = ""  # what the override form shows
+    reason: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.score.subject
+
+    @property
+    def low(self) -> Any:
+        return self.spec.get("min")
+
+    @property
+    def high(self) -> Any:
+        return self.spec.get("max")
+
+    @property
+    def conflict_verb(self) -> str:
+        kind = self.conflict_event.kind if self.conflict_event else ""
+        return {"override": "overrode", "confirm": "confirmed", "revert": "reverted"}.get(
+            kind, "changed"
+        )
+
+    @property
+    def all_errors(self) -> list[str]:
+        return [message for messages in self.errors.values() for message in messages]
+
+
+def subject_views(run: Run, item: Item, user: Any, blind: bool) -> list[SubjectView]:
+    """Every score of the item, in the judge's subject order, with history and blind state."""
+    scores = list(
+        Score.objects.filter(run=run, item=item).select_related("override_by", "confirmed_by")
+    )
+    events: dict[int, list[ScoreEvent]] = {}
+    for event in ScoreEvent.objects.filter(score__in=scores).select_related("user"):
+        events.setdefault(event.score_id, []).append(event)
+    entries = {
+        entry.score_id: entry
+        for entry in BlindEntry.objects.filter(score__in=scores, user_id=user.pk)
+    }
+    order = {name: index for index, name in enumerate(run.judge.subject_names)}
+    scores.sort(key=lambda s: (order.get(s.subject, len(order)), s.subject))
+    return [
+        subject_view(score, run, user, blind, events.get(score.pk, []), entries.get(score.pk))
+        for score in scores
+    ]
+
+
+def subject_view(
+    score: Score,
+    run: Run,
+    user: Any,
+    blind: bool,
+    events: list[ScoreEvent] | None = None,
+    blind_entry: BlindEntry | None = None,
+) -> SubjectView:
+    if events is None:
+        events = list(score.events.select_related("user"))
+        blind_entry = BlindEntry.objects.filter(score=score, user_id=user.pk).first()
+    own_change = user.pk in (score.override_by_id, score.confirmed_by_id)
+    hidden = blind and blind_entry is None and not own_change
+    view = SubjectView(
+        score=score,
+        spec=run.judge.subject(score.subject) or {},
+        events=events,
+        blind_entry=blind_entry,
+        hidden=hidden,
+        may_edit=user.can_edit,
+        may_revert=score.may_revert(user),
+    )
+    if not hidden:
+        # Prefill the override with the reviewer's blind value, else the current one.
+        shown = blind_entry.value if blind_entry else score.final_value
+        view.value = "" if shown is None else f"{shown:g}"
+    return view
+
+
+def with_outcome(
+    view: SubjectView,
+    *,
+    saved: str = "",
+    error: ValidationError | None = None,
+    stale: StaleScore | None = None,
+    value: str = "",
+    reason: str = "",
+) -> SubjectView:
+    """The card after a POST: what was saved, or why not (keeping what the reviewer typed)."""
+    view.saved = saved
+    if error is not None:
+        view.errors = (
+            error.message_dict if hasattr(error, "error_dict") else {"__all__": error.messages}
+        )
+    if stale is not None:
+        view.conflict = stale.current
+        view.conflict_event = stale.current.last_event()
+    if error is not None or stale is not None:
+        view.value = value if value != "" else view.value
+        view.reason = reason
+    return view
+
+
+def response_of(run: Run, item: Item) -> dict[str, Any]:
+    """The text the judge scored: a generation run's response or a column of the dataset."""
+    if run.source_run_id:
+        response = Response.objects.filter(run_id=run.source_run_id, item=item).first()
+        source = f"{run.source_run}"
+        if response is None:
+            return {"source": source, "missing": True}
+        return {
+            "source": source,
+            "text": response.text,
+            "failed": response.status == Response.Status.FAILED,
+            "error_kind": response.get_error_kind_display() if response.error_kind else "",
+            "error": response.error,
+        }
+    if run.source_column:
+        return {
+            "source": f"column “{run.source_column}”",
+            "text": as_text(item.fields.get(run.source_column)),
+        }
+    return {"source": "", "missing": True}
+
+
+def inputs_of(run: Run, item: Item) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(inputs, other fields): the mapped input columns first, then everything else."""
+    dataset = run.dataset
+    inputs = dataset.input_columns
+    mapping = dataset.mapping or {}
+    # Shown elsewhere on the page already: the id as the title, tags as badges.
+    skip = {*inputs, dataset.reference_column, run.source_column}
+    skip |= {mapping.get("id_column"), mapping.get("tags_column")}
+    shown = [(name, as_text(item.fields.get(name))) for name in inputs]
+    others = [(name, as_text(value)) for name, value in item.fields.items() if name not in skip]
+    return shown, others
+
+
+def rounds_of(run: Run, item: Item) -> list[dict[str, Any]]:
+    names = run.judge.subject_names
+    rounds = []
+    for judge_round in JudgeRound.objects.filter(run=run, item=item).order_by("round"):
+        values = judge_round.values or {}
+        rounds.append(
+            {
+                "round": judge_round,
+                "values": [(name, values.get(name)) for name in names if name in values]
+                + [(name, value) for name, value in values.items() if name not in names],
+            }
+        )
+    return rounds
+
+
+def attempts_of(run: Run, item: Item) -> list[dict[str, Any]]:
+    attempts = []
+    for log in AttemptLog.objects.filter(run=run, item=item):
+        messages = log.request_messages if isinstance(log.request_messages, list) else []
+        attempts.append(
+            {
+                "log": log,
+                "messages": [
+                    (str(m.get("role", "")), as_text(m.get("content")))
+                    if isinstance(m, dict)
+                    else ("", as_text(m))
+                    for m in messages
+                ],
+            }
+        )
+    return attempts
+
+
+def item_context(run: Run, item: Item, user: Any, blind: bool) -> dict[str, Any]:
+    subjects = subject_views(run, item, user, blind)
+    inputs, other_fields = inputs_of(run, item)
+    revealed = not any(view.hidden for view in subjects)
+    assignment = ReviewAssignment.objects.filter(run=run, item=item).select_related("user").first()
+    return {
+        "run": run,
+        "item": item,
+        "subjects": subjects,
+        "inputs": inputs,
+        "other_fields": other_fields,
+        "response": response_of(run, item),
+        "evidence": evidence_context(run, item, revealed),
+        "lock": ReviewLock.holder(run, item),
+        "assignment": assignment,
+    }
+
+
+def evidence_context(run: Run, item: Item, revealed: bool) -> dict[str, Any]:
+    """The judge's rounds and the attempt logs: hidden while any subject is still blind."""
+    if not revealed:
+        return {"revealed": False}
+    return {
+        "revealed": True,
+        "rounds": rounds_of(run, item),
+        "attempts": attempts_of(run, item),
+    }

@@ -1,0 +1,74 @@
+import math
+from urllib.parse import urlencode
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+
+class FiniteFloatField(forms.FloatField):
+    def validate(self, value: float | None) -> None:
+        super().validate(value)
+        if value is not None and not math.isfinite(value):
+            raise ValidationError("Enter a number.", code="invalid")
+
+
+class RevisionForm(forms.Form):
+    """Every change says which revision of the score it was made on (the conflict rule)."""
+
+    revision = forms.IntegerField(min_value=0, widget=forms.HiddenInput)
+    reason = forms.CharField(required=False, max_length=5000)
+
+
+class OverrideForm(RevisionForm):
+    value = FiniteFloatField(error_messages={"required": "Enter your value."})
+    reason = forms.CharField(
+        max_length=5000, error_messages={"required": "Say why you override the judge."}
+    )
+
+
+class BlindForm(forms.Form):
+    value = FiniteFloatField(error_messages={"required": "Enter your value."})
+
+
+class ListFilterForm(forms.Form):
+    STATUS = [("", "Any status"), ("failed", "Failed"), ("ok", "OK"), ("pending", "Not judged")]
+    REVIEW = [
+        ("", "Reviewed or not"),
+        ("unreviewed", "Unreviewed"),
+        ("reviewed", "Reviewed"),
+        ("overridden", "Overridden"),
+    ]
+    ASSIGNED = [("", "Anyone's"), ("me", "Assigned to me"), ("none", "Unassigned")]
+    PER_PAGE = [("50", "50"), ("100", "100"), ("200", "200"), ("25", "25")]
+
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    status = forms.ChoiceField(choices=STATUS, required=False)
+    review = forms.ChoiceField(choices=REVIEW, required=False)
+    tag = forms.CharField(required=False, max_length=200)
+    assigned = forms.ChoiceField(choices=ASSIGNED, required=False)
+    per_page = forms.ChoiceField(choices=PER_PAGE, required=False, label="Per page")
+
+    def values(self) -> dict[str, str]:
+        """The valid filters, blank ones dropped (for links that keep them)."""
+        if not self.is_valid():
+            return {}
+        return {key: str(value) for key, value in self.cleaned_data.items() if value}
+
+    def urlencoded(self) -> str:
+        return urlencode(self.values())
+
+
+class BulkForm(forms.Form):
+    ACTIONS = [
+        ("confirm", "Mark reviewed"),
+        ("retry", "Retry failed"),
+        ("retry_all", "Retry all failed"),
+        ("assign", "Assign"),
+        ("unassign", "Unassign"),
+    ]
+    action = forms.ChoiceField(choices=ACTIONS)
+    assignee = forms.IntegerField(required=False)
+
+    def item_ids(self) -> list[int]:
+        """The ticked items; which of them belong to the run is the caller's filter."""
+        return sorted({int(raw) for raw in self.data.getlist("item") if raw.isdigit()})

@@ -1,0 +1,165 @@
+"""The review list of a judge run, and its bulk actions.
+
+A page costs the same number of queries whatever its size: items, then their scores,
+assignments and locks in one query each.
+"""
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Page, Paginator
+from django.db.models import Exists, OuterRef, QuerySet
+from django.http import HttpRequest
+
+from apps.accounts.models import User
+from apps.datasets.models import Item
+from apps.judges.models import Score
+from apps.review.models import ReviewAssignment, ReviewLock
+from apps.review.queue import as_int, failed_q, judged_q, run_items, unreviewed_q
+from apps.runs.models import Run
+
+# Implemented by the judge-run engine: enqueue re-judging of exactly these (failed) items of
+# the run and return how many were queued. Looked up when used, so review works without it.
+RETRY_HOOK = "apps.judges.jobs.retry_failed_items"
+
+
+def filtered(run: Run, user: Any, filters: dict[str, str]) -> QuerySet[Item]:
+    qs = run_items(run)
+    scores = Score.objects.filter(run=run, item=OuterRef("pk"))
+    match filters.get("status"):
+        case "failed":
+            qs = qs.filter(failed_q(run))
+        case "ok":
+            qs = qs.filter(Exists(scores)).exclude(failed_q(run))
+        case "pending":
+            qs = qs.exclude(judged_q(run))
+    match filters.get("review"):
+        case "unreviewed":
+            qs = qs.filter(unreviewed_q(run))
+        case "reviewed":
+            qs = qs.filter(Exists(scores)).exclude(unreviewed_q(run))
+        case "overridden":
+            qs = qs.filter(Exists(scores.overridden()))
+    assignments = ReviewAssignment.objects.filter(run=run, item=OuterRef("pk"))
+    match filters.get("assigned"):
+        case "me":
+            qs = qs.filter(Exists(assignments.filter(user_id=user.pk)))
+        case "none":
+            qs = qs.exclude(Exists(assignments))
+    return qs.tagged(filters.get("tag", "")).search(filters.get("q", ""))
+
+
+def page_of(run: Run, user: Any, filters: dict[str, str], number: str | None) -> Page:
+    qs = filtered(run, user, filters).annotate(q_failed=as_int(failed_q(run)))
+    per_page = int(filters.get("per_page") or 50)
+    return Paginator(qs.order_by("position"), per_page).get_page(number)
+
+
+def rows(run: Run, items: list[Item]) -> list[dict[str, Any]]:
+    ids = [item.pk for item in items]
+    by_item: dict[int, dict[str, Score]] = {}
+    for score in Score.objects.filter(run=run, item_id__in=ids):
+        by_item.setdefault(score.item_id, {})[score.subject] = score
+    assignees = dict(
+        ReviewAssignment.objects.filter(run=run, item_id__in=ids).values_list(
+            "item_id", "user__username"
+        )
+    )
+    holders = dict(
+        ReviewLock.objects.live()
+        .filter(run=run, item_id__in=ids)
+        .values_list("item_id", "user__username")
+    )
+    subjects = run.judge.subject_names
+    out = []
+    for item in items:
+        scores = by_item.get(item.pk, {})
+        out.append(
+            {
+                "item": item,
+                "scores": [scores.get(name) for name in subjects],
+                "failed": bool(item.q_failed),
+                "judged": bool(scores) or bool(item.q_failed),
+                "reviewed": bool(scores) and all(s.is_reviewed for s in scores.values()),
+                "assignee": assignees.get(item.pk, ""),
+                "holder": holders.get(item.pk, ""),
+            }
+        )
+    return out
+
+
+def reviewers(user: Any) -> QuerySet[User]:
+    """People an admin may hand items to; nobody else assigns."""
+    if not user.is_admin:
+        return User.objects.none()
+    return User.objects.filter(
+        is_active=True, role__in=[User.Role.REVIEWER, User.Role.ADMIN]
+    ).order_by("username")
+
+
+# ---- bulk actions ------------------------------------------------------------------------
+def bulk_confirm(request: HttpRequest, run: Run, items: QuerySet[Item]) -> None:
+    scores = Score.objects.filter(run=run, item__in=items)
+    confirmed = scores.bulk_confirm(request.user)
+    still_open = scores.unreviewed().count()
+    message = f"Confirmed {confirmed} judge score{'s' if confirmed != 1 else ''}."
+    if still_open:
+        message += f" {still_open} failed score{'s' if still_open != 1 else ''} need an override."
+    messages.success(request, message)
+
+
+def retry_hook() -> Callable[[int, list[int]], int] | None:
+    module_name, name = RETRY_HOOK.rsplit(".", 1)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as missing:
+        if missing.name and module_name.startswith(missing.name):
+            return None
+        raise
+    return getattr(module, name, None)
+
+
+def retry_failed(request: HttpRequest, run: Run, items: QuerySet[Item] | None) -> None:
+    """Queue exactly the failed items (of those ticked, or all) to be judged again."""
+    hook = retry_hook()
+    if hook is None:
+        messages.error(
+            request,
+            f"Retrying needs the judge-run engine ({RETRY_HOOK}), which is not installed yet. "
+            "Nothing was queued.",
+        )
+        return
+    failed = run_items(run).filter(failed_q(run))
+    if items is not None:
+        failed = failed.filter(pk__in=items.values("pk"))
+    ids = list(failed.order_by("position").values_list("pk", flat=True))
+    if not ids:
+        messages.info(request, "No failed items to retry.")
+        return
+    try:
+        queued = hook(run.pk, ids)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return
+    messages.success(request, f"Queued {queued} failed item{'s' if queued != 1 else ''} again.")
+
+
+def bulk_assign(
+    request: HttpRequest, run: Run, items: QuerySet[Item], action: str, assignee_id: int | None
+) -> None:
+    if not request.user.is_admin:
+        raise PermissionDenied("Only admins assign items.")
+    ids = list(items.values_list("pk", flat=True))
+    if action == "unassign":
+        removed = ReviewAssignment.unassign(run, ids)
+        messages.success(request, f"Unassigned {removed} item{'s' if removed != 1 else ''}.")
+        return
+    assignee = reviewers(request.user).filter(pk=assignee_id).first()
+    if assignee is None:
+        messages.error(request, "Choose a reviewer to assign the items to.")
+        return
+    count = ReviewAssignment.assign(run, ids, assignee, request.user)
+    messages.success(request, f"Assigned {count} item{'s' if count != 1 else ''} to {assignee}.")
