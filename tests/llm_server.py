@@ -880,7 +880,8 @@ class LLMServer:
             with urllib.request.urlopen(request, timeout=30) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as exc:
-            detail = json.loads(exc.read() or b"{}").get("error", str(exc))
+            with exc:
+                detail = json.loads(exc.read() or b"{}").get("error", str(exc))
             raise ConfigError(detail) from None
 
 

@@ -30,8 +30,23 @@ def ask(api: AsyncOpenAI, prompt: str, **params: Any) -> Awaitable[Any]:
     )
 
 
-def run(factory: Callable[[], Awaitable[Any]]) -> Any:
-    return asyncio.run(factory())
+def run(
+    server: LLMServer,
+    work: Callable[[AsyncOpenAI], Awaitable[Any]],
+    max_retries: int = 0,
+    timeout: float = 10,
+) -> Any:
+    """Run `work(api)` in a fresh event loop with a client that is closed before the loop ends."""
+
+    async def go() -> Any:
+        async with client(server, max_retries=max_retries, timeout=timeout) as api:
+            return await work(api)
+
+    return asyncio.run(go())
+
+
+def ask_once(server: LLMServer, prompt: str, max_retries: int = 0, timeout: float = 10) -> Any:
+    return run(server, lambda api: ask(api, prompt), max_retries=max_retries, timeout=timeout)
 
 
 def wait_idle(server: LLMServer) -> dict[str, Any]:
@@ -48,15 +63,14 @@ def test_scripted_replies_and_usage(llm_server: LLMServer) -> None:
         default_reply="echo: {last_user}",
     )
 
-    async def go() -> list[Any]:
-        api = client(llm_server)
+    async def go(api: AsyncOpenAI) -> list[Any]:
         return [
             await ask(api, "What is the capital of France?", temperature=0.2, max_tokens=50),
             await ask(api, "What is 2 + 2?", response_format={"type": "json_object"}),
             await ask(api, "anything else"),
         ]
 
-    france, sums, other = run(go)
+    france, sums, other = run(llm_server, go)
     assert france.choices[0].message.content == "Paris"
     assert sums.choices[0].message.content == '{"answer": 4}'
     assert other.choices[0].message.content == "echo: anything else"
@@ -91,8 +105,7 @@ def test_rules_first_k_times_regex_scope_and_model(llm_server: LLMServer) -> Non
         ],
     )
 
-    async def go() -> list[str]:
-        api = client(llm_server, max_retries=3)
+    async def go(api: AsyncOpenAI) -> list[str]:
         replies = []
         for prompt in ("item 1", "item 3", "item 2"):
             answer = await ask(api, prompt)
@@ -109,7 +122,13 @@ def test_rules_first_k_times_regex_scope_and_model(llm_server: LLMServer) -> Non
         )
         return [*replies, judged.choices[0].message.content, system.choices[0].message.content]
 
-    assert run(go) == ["echo: item 1", "C", "echo: item 2", "judged", "saw the system prompt"]
+    assert run(llm_server, go, max_retries=3) == [
+        "echo: item 1",
+        "C",
+        "echo: item 2",
+        "judged",
+        "saw the system prompt",
+    ]
     log = llm_server.stats()["log"]
     item3 = [e for e in log if e["messages"][-1]["content"] == "item 3"]
     assert [e["status"] for e in item3] == [503, 503, 200]
@@ -121,7 +140,7 @@ def test_429_with_retry_after_is_retried(llm_server: LLMServer) -> None:
     # read Retry-After waits this long.
     llm_server.configure(fail_first_n=1, fail_first_status=429, retry_after=0.6)
 
-    answer = run(lambda: ask(client(llm_server, max_retries=2), "hello"))
+    answer = ask_once(llm_server, "hello", max_retries=2)
 
     assert answer.choices[0].message.content == "echo: hello"
     stats = llm_server.stats()
@@ -137,7 +156,7 @@ def test_429_exhausted_raises_rate_limit_error(llm_server: LLMServer) -> None:
     llm_server.configure(error_rate={"429": 1.0}, retry_after=0.01)
 
     with pytest.raises(openai.RateLimitError) as caught:
-        run(lambda: ask(client(llm_server, max_retries=2), "hello"))
+        ask_once(llm_server, "hello", max_retries=2)
 
     assert caught.value.status_code == 429
     assert caught.value.response.headers["retry-after"] == "0.01"
@@ -148,7 +167,7 @@ def test_hang_raises_api_timeout_error(llm_server: LLMServer) -> None:
     llm_server.configure(timeout_rate=1.0)
 
     with pytest.raises(openai.APITimeoutError):
-        run(lambda: ask(client(llm_server, timeout=0.3), "hello"))
+        ask_once(llm_server, "hello", timeout=0.3)
 
     stats = wait_idle(llm_server)
     assert stats["in_flight"] == 0
@@ -161,12 +180,12 @@ def test_garbage_body(llm_server: LLMServer) -> None:
     # ValueError and NOT an openai.OpenAIError; callers must catch it themselves.
     llm_server.configure(garbage_rate=1.0)
     with pytest.raises(json.JSONDecodeError):
-        run(lambda: ask(client(llm_server, max_retries=2), "hello"))
+        ask_once(llm_server, "hello", max_retries=2)
     assert llm_server.stats()["requests"] == 1  # not retried
 
     # A 200 with a non-JSON content type: the SDK does not raise at all, it returns the text.
     llm_server.configure(garbage_content_type="text/html", garbage_body="<h1>oops</h1>")
-    answer = run(lambda: ask(client(llm_server), "hello"))
+    answer = ask_once(llm_server, "hello")
     assert answer == "<h1>oops</h1>"
     assert llm_server.stats()["by_outcome"] == {"garbage": 2}
 
@@ -175,14 +194,13 @@ def test_500_counted_and_retried(llm_server: LLMServer) -> None:
     llm_server.configure(error_rate={500: 1.0})
 
     with pytest.raises(openai.InternalServerError):
-        run(lambda: ask(client(llm_server, max_retries=1), "hello"))
+        ask_once(llm_server, "hello", max_retries=1)
 
     assert llm_server.stats()["by_status"] == {"500": 2}
 
 
 def test_seeded_error_rate_is_reproducible(llm_server: LLMServer) -> None:
-    async def burst() -> None:
-        api = client(llm_server)
+    async def burst(api: AsyncOpenAI) -> None:
         gate = asyncio.Semaphore(16)
 
         async def one(i: int) -> None:
@@ -196,7 +214,7 @@ def test_seeded_error_rate_is_reproducible(llm_server: LLMServer) -> None:
     for _ in range(2):
         llm_server.reset()
         llm_server.configure(seed=42, error_rate={"500": 0.2, "429": 0.1}, retry_after=None)
-        run(burst)
+        run(llm_server, burst)
         counts.append(llm_server.stats(log=False)["by_status"])
     assert counts[0] == counts[1]
     assert sum(counts[0].values()) == 200
@@ -205,15 +223,14 @@ def test_seeded_error_rate_is_reproducible(llm_server: LLMServer) -> None:
 
     llm_server.reset()
     llm_server.configure(seed=43, error_rate={"500": 0.2, "429": 0.1})
-    run(burst)
+    run(llm_server, burst)
     assert llm_server.stats(log=False)["by_status"] != counts[0]
 
 
 def test_peak_concurrency(llm_server: LLMServer) -> None:
     llm_server.configure(latency=0.2)
 
-    async def fire(limit: int | None) -> None:
-        api = client(llm_server)
+    async def fire(api: AsyncOpenAI, limit: int | None) -> None:
         gate = asyncio.Semaphore(limit or 1000)
 
         async def one(i: int) -> None:
@@ -222,13 +239,13 @@ def test_peak_concurrency(llm_server: LLMServer) -> None:
 
         await asyncio.gather(*(one(i) for i in range(20)))
 
-    run(lambda: fire(None))
+    run(llm_server, lambda api: fire(api, None))
     stats = wait_idle(llm_server)
     assert stats["peak_concurrency"] == 20
     assert stats["in_flight"] == 0
 
     llm_server.reset(stats_only=True)
-    run(lambda: fire(5))
+    run(llm_server, lambda api: fire(api, 5))
     stats = llm_server.stats(log=False)
     assert stats["requests"] == 20
     assert stats["peak_concurrency"] == 5
@@ -238,19 +255,22 @@ def test_peak_concurrency(llm_server: LLMServer) -> None:
 def test_models_auth_and_bad_requests(llm_server: LLMServer) -> None:
     llm_server.configure(models=["a", "b"], require_key="test-key-1234")
 
-    async def go() -> None:
-        listed = await client(llm_server).models.list()
+    async def go(api: AsyncOpenAI) -> None:
+        listed = await api.models.list()
         assert [m.id for m in listed.data] == ["a", "b"]
-        wrong = AsyncOpenAI(base_url=llm_server.base_url, api_key="other-key", max_retries=0)
-        with pytest.raises(openai.AuthenticationError):
-            await ask(wrong, "hello")
+        async with AsyncOpenAI(
+            base_url=llm_server.base_url, api_key="other-key", max_retries=0
+        ) as wrong:
+            with pytest.raises(openai.AuthenticationError):
+                await ask(wrong, "hello")
 
-    run(go)
+    run(llm_server, go)
     request = urllib.request.Request(
         llm_server.base_url + "/chat/completions", data=b"{not json", method="POST"
     )
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(request, timeout=5)
+    caught.value.close()
     assert caught.value.code == 400
     assert llm_server.stats()["by_status"] == {"401": 1, "400": 1}
 
@@ -269,7 +289,7 @@ def test_thread_mode_leaves_no_thread() -> None:
     with LLMServer() as server:
         thread = server._thread
         assert thread is not None and thread.is_alive()
-        run(lambda: ask(client(server), "hi"))
+        ask_once(server, "hi")
     assert not thread.is_alive()
     assert thread not in threading.enumerate()
 
@@ -279,7 +299,7 @@ def test_subprocess_mode() -> None:
         pid = server.pid
         assert pid is not None and pid != os.getpid()
         server.configure(script={"ping": "pong"}, latency=0.05)
-        answer = run(lambda: ask(client(server), "ping?"))
+        answer = ask_once(server, "ping?")
         assert answer.choices[0].message.content == "pong"
         stats = server.stats()
         assert stats["requests"] == 1
