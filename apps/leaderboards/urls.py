@@ -5,4 +5,9 @@ from apps.leaderboards import views
 app_name = "leaderboards"
 urlpatterns = [
     path("", views.index, name="index"),
+    path("runs/<int:run_id>/export/", views.run_export, name="run-export"),
+    path("<slug:slug>/", views.board, name="task"),
+    path("<slug:slug>/export/", views.board_export, name="task-export"),
+    path("<slug:slug>/compare/", views.compare, name="compare"),
+    path("<slug:slug>/agreement/", views.agreement, name="agreement"),
 ]

@@ -1,8 +1,111 @@
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from collections.abc import Iterable
+
+from django.db.models import Count, Q
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
 
 from apps.datasets.models import Task
+from apps.leaderboards import agreement as agreement_mod
+from apps.leaderboards import boards, display, exports
+from apps.leaderboards.compare import compare as compare_runs
+from apps.runs.models import Run
+
+VALUE_VIEWS = [("both", "Side by side"), ("human", "Human-corrected"), ("judge", "Judge only")]
 
 
+def _format(request: HttpRequest) -> str:
+    fmt = request.GET.get("format", "csv")
+    if fmt not in exports.FORMATS:
+        raise Http404(f"Unknown export format {fmt!r}: use csv or jsonl.")
+    return fmt
+
+
+def _download(chunks: Iterable[str], fmt: str, name: str, stream: bool) -> HttpResponse:
+    cls = StreamingHttpResponse if stream else HttpResponse
+    body = chunks if stream else "".join(chunks)
+    response = cls(body, content_type=exports.FORMATS[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
+
+
+@require_GET
 def index(request: HttpRequest) -> HttpResponse:
-    return render(request, "leaderboards/index.html", {"tasks": Task.objects.all()})
+    tasks = Task.objects.annotate(
+        judge_runs=Count("runs", filter=Q(runs__kind=Run.Kind.JUDGE))
+    ).order_by("slug")
+    return render(request, "leaderboards/index.html", {"tasks": tasks})
+
+
+@require_GET
+def board(request: HttpRequest, slug: str) -> HttpResponse:
+    task = get_object_or_404(Task, slug=slug)
+    built = boards.build(task, boards.Params.from_query(request.GET))
+    context = {
+        "task": task,
+        "board": built,
+        "columns": display.columns(built),
+        "table": display.table(built),
+        "chart": boards.chart(built),
+        "value_views": VALUE_VIEWS,
+    }
+    template = "leaderboards/board.html#board" if request.htmx else "leaderboards/board.html"
+    return render(request, template, context)
+
+
+@require_GET
+def board_export(request: HttpRequest, slug: str) -> HttpResponse:
+    task = get_object_or_404(Task, slug=slug)
+    fmt = _format(request)
+    built = boards.build(task, boards.Params.from_query(request.GET))
+    if built.judge is None:
+        raise Http404("This task has no judged runs yet.")
+    chunks = exports.board_csv(built) if fmt == "csv" else exports.board_jsonl(built)
+    name = f"{task.slug}-{built.judge.name}-v{built.judge.version}-leaderboard"
+    return _download(chunks, fmt, name, stream=False)
+
+
+@require_GET
+def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(Run.objects.select_related("dataset", "judge", "task"), pk=run_id)
+    fmt = _format(request)
+    chunks = exports.results_csv(run) if fmt == "csv" else exports.results_jsonl(run)
+    return _download(chunks, fmt, f"{run.task.slug}-run-{run.pk}-results", stream=True)
+
+
+@require_GET
+def compare(request: HttpRequest, slug: str) -> HttpResponse:
+    task = get_object_or_404(Task, slug=slug)
+    runs = list(
+        task.runs.judging()
+        .exclude(status=Run.Status.QUEUED)
+        .select_related("judge", "dataset", "source_run__endpoint")
+        .order_by("-pk")
+    )
+    by_id = {run.pk: run for run in runs}
+    a, b = _run_param(request, "a", by_id), _run_param(request, "b", by_id)
+    mode = "judge" if request.GET.get("values") == "judge" else "human"
+    comparisons = compare_runs(a, b, mode) if a and b and a != b else []
+    context = {
+        "task": task,
+        "runs": [(run, boards.model_label(run)) for run in runs],
+        "a": a,
+        "b": b,
+        "mode": mode,
+        "comparisons": comparisons,
+        "label_a": boards.model_label(a) if a else "",
+        "label_b": boards.model_label(b) if b else "",
+    }
+    return render(request, "leaderboards/compare.html", context)
+
+
+def _run_param(request: HttpRequest, name: str, runs: dict[int, Run]) -> Run | None:
+    value = request.GET.get(name, "")
+    return runs.get(int(value)) if value.isdigit() else None
+
+
+@require_GET
+def agreement(request: HttpRequest, slug: str) -> HttpResponse:
+    task = get_object_or_404(Task, slug=slug)
+    rows = agreement_mod.agreement(task)
+    return render(request, "leaderboards/agreement.html", {"task": task, "rows": rows})

@@ -1,0 +1,461 @@
+"""The task leaderboard: models under one judge, per subject mean / 95% CI / n / failed /
+overridden, judge-only beside human-corrected, weights, sorting, per-tag breakdown, chart.
+
+Rows are built from `summaries` (never from every score), so the page, its CSV, its JSONL
+and the `leaderboard` command all read the same `Board` and print the same numbers.
+"""
+
+import importlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from apps.datasets.models import Dataset, Task
+from apps.judges.models import Judge
+from apps.leaderboards import summaries
+from apps.leaderboards.stats import Interval
+from apps.runs.models import Run
+
+MODES = ("human", "judge")
+VALUE_VIEWS = ("both", "human", "judge")
+STATS = ("mean", "judge", "n", "failed", "missing", "overridden")
+TAG_CI_LIMIT = 200  # tag tables with more cells show means without intervals
+
+
+# ---- subjects ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SubjectInfo:
+    name: str
+    label: str
+    unit: str
+    low: float | None
+    high: float | None
+    higher_is_better: bool
+
+    @property
+    def has_range(self) -> bool:
+        return self.low is not None and self.high is not None and self.high > self.low
+
+    @property
+    def direction(self) -> str:
+        return "higher is better" if self.higher_is_better else "lower is better"
+
+
+def _registry_entry(key: str) -> Any:
+    """The metric's entry in `apps.judges.metrics`, whatever shape that registry takes."""
+    try:
+        module = importlib.import_module("apps.judges.metrics")
+    except ImportError:
+        return None
+    for name in ("REGISTRY", "METRICS", "registry", "metrics"):
+        registry = getattr(module, name, None)
+        if isinstance(registry, Mapping) and key in registry:
+            return registry[key]
+    for name in ("get_metric", "get"):
+        getter = getattr(module, name, None)
+        if callable(getter):
+            try:
+                return getter(key)
+            except (KeyError, LookupError, ValueError):
+                return None
+    return None
+
+
+def _attr(entry: Any, name: str, default: Any) -> Any:
+    if entry is None:
+        return default
+    if isinstance(entry, Mapping):
+        return entry.get(name, default)
+    return getattr(entry, name, default)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def subject_infos(judge: Judge) -> list[SubjectInfo]:
+    """Each subject with its range and direction: the subject's own declaration wins, then the
+    metric registry (for metric judges), then higher-is-better."""
+    entry = (
+        _registry_entry(judge.metric) if judge.kind == Judge.Kind.METRIC and judge.metric else None
+    )
+    infos = []
+    for subject in judge.subjects:
+        name = subject["name"]
+        higher = subject.get("higher_is_better", _attr(entry, "higher_is_better", True))
+        label = subject.get("label") or (
+            _attr(entry, "display_name", name) if len(judge.subjects) == 1 and entry else name
+        )
+        infos.append(
+            SubjectInfo(
+                name=name,
+                label=str(label),
+                unit=str(subject.get("unit") or _attr(entry, "unit", "") or ""),
+                low=_number(subject.get("min")),
+                high=_number(subject.get("max")),
+                higher_is_better=bool(higher),
+            )
+        )
+    return infos
+
+
+# ---- models on the board ----------------------------------------------------------------
+def judges_with_runs(task: Task) -> list[Judge]:
+    return list(
+        Judge.objects.filter(task=task, runs__kind=Run.Kind.JUDGE)
+        .distinct()
+        .order_by("name", "-version")
+    )
+
+
+def pick_judge(
+    judges: list[Judge],
+    judge_id: int | None = None,
+    name: str | None = None,
+    version: int | None = None,
+    default: int | None = None,
+) -> Judge | None:
+    """The chosen judge, else the task's default judge, else the first (newest version)."""
+    for judge in judges:
+        if judge_id is not None and judge.pk == judge_id:
+            return judge
+        if name is not None and judge.name == name and version in (None, judge.version):
+            return judge  # judges come newest version first
+    if judge_id is not None or name is not None:
+        return None
+    for judge in judges:
+        if judge.pk == default:
+            return judge
+    return judges[0] if judges else None
+
+
+def model_label(run: Run) -> str:
+    if run.label:
+        return run.label
+    if run.source_run_id:
+        source = run.source_run
+        if source.label:
+            return source.label
+        return source.endpoint.model if source.endpoint_id else f"run #{source.pk}"
+    if run.source_column:
+        return f"{run.source_column} ({run.dataset.name} v{run.dataset.version})"
+    return f"run #{run.pk}"
+
+
+def board_runs(task: Task, judge: Judge, dataset_id: int | None = None) -> list[Run]:
+    """One judge run per model (response set): the newest that has started."""
+    runs = (
+        Run.objects.judging()
+        .filter(task=task, judge=judge)
+        .exclude(status=Run.Status.QUEUED)
+        .select_related("dataset", "source_run__endpoint")
+        .order_by("-pk")
+    )
+    if dataset_id is not None:
+        runs = runs.filter(dataset_id=dataset_id)
+    seen: set[tuple] = set()
+    chosen = []
+    for run in runs:
+        source = (
+            ("run", run.source_run_id)
+            if run.source_run_id
+            else ("column", run.dataset_id, run.source_column)
+        )
+        if source not in seen:
+            seen.add(source)
+            chosen.append(run)
+    return chosen
+
+
+# ---- the board --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Cell:
+    mean: float | None
+    ci: Interval | None
+    n: int  # items with a value, in the mean
+    failed: int  # items whose scoring failed: not in the mean, never silently
+    missing: int  # items of the dataset without a score (not judged yet)
+    overridden: int
+
+
+@dataclass
+class Row:
+    run: Run
+    label: str
+    cells: dict[str, dict[str, Cell]]  # mode -> subject -> cell
+    overall: dict[str, float | None]  # mode -> weighted score
+
+    def value(self, key: str, mode: str) -> float | str | None:
+        if key == "model":
+            return self.label.lower()
+        if key == "overall":
+            return self.overall[mode]
+        stat, _, subject = key.partition(":")
+        if stat == "judge":
+            return self.cells["judge"][subject].mean
+        cell = self.cells[mode][subject]
+        return getattr(cell, stat)
+
+
+@dataclass
+class Params:
+    judge_id: int | None = None
+    judge_name: str | None = None
+    judge_version: int | None = None
+    dataset_id: int | None = None
+    values: str = "both"
+    sort: str = "overall"
+    direction: str | None = None  # "asc" | "desc"; None: the column's natural direction
+    weights: dict[str, float] = field(default_factory=dict)
+    tag: str | None = None
+    tag_subject: str | None = None
+
+    @property
+    def mode(self) -> str:
+        """The mode whose numbers lead: human-corrected unless judge-only is asked for."""
+        return "judge" if self.values == "judge" else "human"
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> "Params":
+        def integer(name: str) -> int | None:
+            value = (query.get(name) or "").strip()
+            return int(value) if value.isdigit() else None
+
+        weights = {}
+        for key, value in query.items():
+            if key.startswith("w."):
+                number = _number(value)
+                if number is not None and number >= 0:
+                    weights[key[2:]] = number
+        values = query.get("values") or "both"
+        direction = query.get("dir")
+        return cls(
+            judge_id=integer("judge"),
+            dataset_id=integer("dataset"),
+            values=values if values in VALUE_VIEWS else "both",
+            sort=query.get("sort") or "overall",
+            direction=direction if direction in ("asc", "desc") else None,
+            weights=weights,
+            tag=(query.get("tag") or "").strip() or None,
+            tag_subject=query.get("tag_subject") or None,
+        )
+
+
+@dataclass
+class Board:
+    task: Task
+    params: Params
+    judges: list[Judge]
+    judge: Judge | None
+    datasets: list[Dataset] = field(default_factory=list)
+    subjects: list[SubjectInfo] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    weights: dict[str, float] = field(default_factory=dict)
+    normalised: bool = True
+    tags: list[str] = field(default_factory=list)
+    tag_subject: SubjectInfo | None = None
+    tag_rows: list[dict[str, Any]] = field(default_factory=list)
+    sort: str = "overall"
+    direction: str = "desc"
+
+    @property
+    def mode(self) -> str:
+        return self.params.mode
+
+    @property
+    def modes_shown(self) -> list[str]:
+        return ["judge", "human"] if self.params.values == "both" else [self.params.values]
+
+    def subject(self, name: str) -> SubjectInfo | None:
+        return next((s for s in self.subjects if s.name == name), None)
+
+    def natural_direction(self, key: str) -> str:
+        stat, _, name = key.partition(":")
+        if key == "model":
+            return "asc"
+        if key == "overall":
+            return "desc"
+        if stat in ("mean", "judge"):
+            info = self.subject(name)
+            return "desc" if info is None or info.higher_is_better else "asc"
+        return "asc" if stat in ("failed", "missing") else "desc"
+
+    def valid_sort(self, key: str) -> bool:
+        if key in ("overall", "model"):
+            return True
+        stat, _, name = key.partition(":")
+        return stat in STATS and self.subject(name) is not None
+
+
+def build(task: Task, params: Params) -> Board:
+    judges = judges_with_runs(task)
+    judge = pick_judge(
+        judges, params.judge_id, params.judge_name, params.judge_version, task.default_judge_id
+    )
+    board = Board(task=task, params=params, judges=judges, judge=judge)
+    if judge is None:
+        return board
+    board.subjects = subject_infos(judge)
+    all_runs = board_runs(task, judge)
+    board.datasets = sorted({run.dataset for run in all_runs}, key=lambda d: (d.name, d.version))
+    runs = [r for r in all_runs if params.dataset_id in (None, r.dataset_id)]
+    scores = summaries.load(runs)
+    board.tags = summaries.tags_of(scores.values())
+    tag = params.tag if params.tag in board.tags else None
+    board.weights = {s.name: params.weights.get(s.name, 1.0) for s in board.subjects}
+    board.normalised = all(s.has_range for s in board.subjects)
+    for run in runs:
+        cells = {mode: {} for mode in MODES}
+        for info in board.subjects:
+            group, items = summaries.merged(scores[run.pk], info.name, tag)
+            scored = group.judge.n + group.judge_failed
+            for mode in MODES:
+                dist = group.human if mode == "human" else group.judge
+                failed = group.human_failed if mode == "human" else group.judge_failed
+                cells[mode][info.name] = Cell(
+                    mean=dist.mean,
+                    ci=dist.ci(),
+                    n=dist.n,
+                    failed=failed,
+                    missing=max(items - scored, 0),
+                    overridden=group.overridden,
+                )
+        overall = {mode: weighted(cells[mode], board.subjects, board.weights) for mode in MODES}
+        board.rows.append(Row(run=run, label=model_label(run), cells=cells, overall=overall))
+    sort_rows(board)
+    tag_table(board, scores)
+    return board
+
+
+def weighted(
+    cells: dict[str, Cell], subjects: list[SubjectInfo], weights: dict[str, float]
+) -> float | None:
+    """Weighted mean of the subjects' means, each first put on 0–1 by its declared range (and
+    flipped where lower is better), then scaled to 0–100. Without ranges on every subject the
+    raw means are combined. None if a weighted subject has no mean: never a partial score."""
+    normalise = all(s.has_range for s in subjects)
+    total = weight_sum = 0.0
+    for info in subjects:
+        weight = weights.get(info.name, 1.0)
+        if weight == 0:
+            continue
+        mean = cells[info.name].mean
+        if mean is None:
+            return None
+        value = (mean - info.low) / (info.high - info.low) if normalise else mean  # type: ignore[operator]
+        if not info.higher_is_better:
+            value = 1 - value if normalise else -value
+        total += weight * value
+        weight_sum += weight
+    if weight_sum == 0:
+        return None
+    return total / weight_sum * (100 if normalise else 1)
+
+
+def sort_rows(board: Board) -> None:
+    key = board.params.sort if board.valid_sort(board.params.sort) else "overall"
+    direction = board.params.direction or board.natural_direction(key)
+    board.sort, board.direction = key, direction
+    present = [r for r in board.rows if r.value(key, board.mode) is not None]
+    absent = [r for r in board.rows if r.value(key, board.mode) is None]
+    present.sort(key=lambda r: (r.label.lower(), r.run.pk))
+    present.sort(key=lambda r: r.value(key, board.mode), reverse=direction == "desc")  # type: ignore[arg-type, return-value]
+    board.rows = present + absent  # rows without a value go last whichever way
+
+
+def tag_table(board: Board, scores: dict[int, summaries.RunScores]) -> None:
+    """Per tag, per model: the chosen subject's mean in the leading mode."""
+    if not board.tags or not board.subjects:
+        return
+    info = board.subject(board.params.tag_subject or "") or board.subjects[0]
+    board.tag_subject = info
+    with_ci = len(board.tags) * len(board.rows) <= TAG_CI_LIMIT
+    for tag in board.tags:
+        cells = []
+        for row in board.rows:
+            group, items = summaries.merged(scores[row.run.pk], info.name, tag)
+            dist = group.human if board.mode == "human" else group.judge
+            failed = group.human_failed if board.mode == "human" else group.judge_failed
+            cells.append(
+                {
+                    "mean": dist.mean,
+                    "ci": dist.ci() if with_ci else None,
+                    "n": dist.n,
+                    "failed": failed,
+                    "items": items,
+                }
+            )
+        board.tag_rows.append({"tag": tag, "cells": cells})
+
+
+# ---- chart ------------------------------------------------------------------------------
+CHART_WIDTH, CHART_LABEL, CHART_ROW = 720, 220, 26
+
+
+def chart(board: Board) -> dict[str, Any] | None:
+    """Geometry of a horizontal bar chart (with CI whiskers) of the sorted column, for an
+    inline SVG: the template only places numbers, so labels stay escaped text."""
+    key = board.sort
+    stat, _, name = key.partition(":")
+    if key == "overall":
+        info, title = None, "Overall (weighted)"
+    elif stat in ("mean", "judge") and board.subject(name):
+        info = board.subject(name)
+        title = f"{info.label} ({'judge-only' if stat == 'judge' else board.mode})"  # type: ignore[union-attr]
+    else:
+        info = board.subjects[0] if board.subjects else None
+        key, title = (f"mean:{info.name}", info.label) if info else ("overall", "Overall")
+    mode = "judge" if key.startswith("judge:") else board.mode
+    bars = []
+    for row in board.rows:
+        if key == "overall":
+            value, ci = row.overall[mode], None
+        else:
+            cell = row.cells[mode][key.partition(":")[2]]
+            value, ci = cell.mean, cell.ci
+        bars.append((row.label, value, ci))
+    values = [v for _, v, _ in bars if v is not None]
+    if not values:
+        return None
+    if info is not None and info.has_range:
+        low, high = info.low, info.high
+    elif key == "overall" and board.normalised:
+        low, high = 0.0, 100.0
+    else:
+        ends = values + [c.low for _, _, c in bars if c] + [c.high for _, _, c in bars if c]
+        low, high = min(0.0, min(ends)), max(ends)
+    span = (high - low) or 1.0  # type: ignore[operator]
+    plot = CHART_WIDTH - CHART_LABEL - 60
+
+    def x(v: float) -> float:
+        return round(CHART_LABEL + (min(max(v, low), high) - low) / span * plot, 1)  # type: ignore[operator]
+
+    out = []
+    for index, (label, value, ci) in enumerate(bars):
+        y = 8 + index * CHART_ROW
+        out.append(
+            {
+                "label": label if len(label) <= 30 else label[:29] + "…",
+                "y": y,
+                "ty": y + 14,
+                "x0": CHART_LABEL,
+                "w": round(x(value) - CHART_LABEL, 1) if value is not None else 0,
+                "value": value,
+                "tx": x(value) + 4 if value is not None else CHART_LABEL + 4,
+                "ci": {"x1": x(ci.low), "x2": x(ci.high), "y": y + 9} if ci else None,
+            }
+        )
+    return {
+        "title": title,
+        "bars": out,
+        "width": CHART_WIDTH,
+        "height": 16 + len(out) * CHART_ROW,
+        "low": low,
+        "high": high,
+        "axis_y": 12 + len(out) * CHART_ROW,
+    }

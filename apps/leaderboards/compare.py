@@ -1,0 +1,95 @@
+"""Two runs on the same items: wins / losses / ties, paired bootstrap CI, paired tests, and the
+items where they differ most (each linking to its review page)."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.urls import NoReverseMatch, reverse
+
+from apps.judges.models import Score
+from apps.leaderboards.stats import Paired, paired
+from apps.runs.models import Run
+
+TOP = 10
+
+
+def review_url(judge_run_id: int, item_id: int) -> str:
+    """The review page of one item of a judge run (the run page until the review app has it)."""
+    try:
+        return reverse("review:item", args=[judge_run_id, item_id])
+    except NoReverseMatch:
+        return reverse("runs:detail", args=[judge_run_id])
+
+
+def item_values(run: Run, mode: str) -> dict[str, dict[str, tuple[int, float | None]]]:
+    """subject -> item key -> (item id, value or None when the item failed)."""
+    out: dict[str, dict[str, tuple[int, float | None]]] = {}
+    rows = Score.objects.filter(run_id=run.pk).values_list(
+        "subject", "item__key", "item_id", "status", "judge_value", "override_value"
+    )
+    for subject, key, item_id, status, judge, override in rows.iterator(chunk_size=5000):
+        value = judge if status == Score.Status.OK else None
+        if mode == "human" and override is not None:
+            value = override
+        out.setdefault(subject, {})[key] = (item_id, value)
+    return out
+
+
+@dataclass(frozen=True)
+class Difference:
+    key: str
+    a: float
+    b: float
+    diff: float
+    url_a: str
+    url_b: str
+
+
+@dataclass
+class SubjectComparison:
+    subject: str
+    result: Paired
+    only_a: int  # items with a value in a only (failed or not scored in b)
+    only_b: int
+    neither: int
+    largest: list[Difference] = field(default_factory=list)
+
+
+def compare(
+    run_a: Run, run_b: Run, mode: str = "human", subjects: list[str] | None = None
+) -> list[SubjectComparison]:
+    """Items are paired by key, so two runs over the same dataset (or two versions of it that
+    share keys) compare item by item."""
+    values_a, values_b = item_values(run_a, mode), item_values(run_b, mode)
+    names = subjects or [s for s in values_a if s in values_b]
+    out = []
+    for subject in names:
+        a, b = values_a.get(subject, {}), values_b.get(subject, {})
+        keys = sorted(set(a) & set(b))
+        both = [k for k in keys if a[k][1] is not None and b[k][1] is not None]
+        xs = np.array([a[k][1] for k in both], dtype=float)
+        ys = np.array([b[k][1] for k in both], dtype=float)
+        comparison = SubjectComparison(
+            subject=subject,
+            result=paired(xs, ys),
+            only_a=sum(1 for k in a if a[k][1] is not None and (k not in b or b[k][1] is None)),
+            only_b=sum(1 for k in b if b[k][1] is not None and (k not in a or a[k][1] is None)),
+            neither=sum(1 for k in keys if a[k][1] is None and b[k][1] is None),
+        )
+        if both:
+            diff = xs - ys
+            order = sorted(range(len(both)), key=lambda i: (-abs(diff[i]), both[i]))[:TOP]
+            comparison.largest = [
+                Difference(
+                    key=both[i],
+                    a=float(xs[i]),
+                    b=float(ys[i]),
+                    diff=float(diff[i]),
+                    url_a=review_url(run_a.pk, a[both[i]][0]),
+                    url_b=review_url(run_b.pk, b[both[i]][0]),
+                )
+                for i in order
+                if diff[i] != 0
+            ]
+        out.append(comparison)
+    return out

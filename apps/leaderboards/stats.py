@@ -1,0 +1,270 @@
+"""Statistics for boards, comparisons and agreement: means with CIs, paired tests, Cohen's κ.
+
+Confidence intervals are percentile bootstraps with a fixed seed, so a page, its CSV and the
+CLI always print the same interval. The bootstrap resamples items; when a sample takes few
+distinct values (rubric scores 1–5, MCQ 0/100, differences of those) resampling n items is
+the same as drawing the counts of each distinct value from a multinomial(n, observed
+shares), which costs O(resamples × distinct values) instead of O(resamples × n) and needs
+only the histogram, which SQL can aggregate. Continuous values with more than HIST_LIMIT
+distinct values (so n > HIST_LIMIT) use the normal approximation, which the bootstrap
+approaches at that size anyway; every interval says which method made it.
+"""
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+SEED = 20240607
+RESAMPLES = 1000
+LEVEL = 0.95
+HIST_LIMIT = 200  # most distinct values a histogram keeps before falling back to moments
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+    method: str  # "bootstrap" | "normal" | "exact" (a single value)
+
+
+class Dist:
+    """A sample of numbers kept as count, sum, sum of squares and (while small) a histogram.
+
+    Values can be added and removed again, so a stored summary can take a reviewer's
+    override into account without going back to every score.
+    """
+
+    __slots__ = ("hist", "n", "sumsq", "total")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.total = 0.0
+        self.sumsq = 0.0
+        self.hist: dict[float, int] | None = {}
+
+    # ---- building ----------------------------------------------------------------------
+    def add(self, value: float, count: int = 1) -> None:
+        value = float(value)
+        self.n += count
+        self.total += value * count
+        self.sumsq += value * value * count
+        if self.hist is not None:
+            self.hist[value] = self.hist.get(value, 0) + count
+            if len(self.hist) > HIST_LIMIT:
+                self.hist = None
+
+    def remove(self, value: float, count: int = 1) -> None:
+        value = float(value)
+        self.n -= count
+        self.total -= value * count
+        self.sumsq -= value * value * count
+        if self.hist is not None:
+            left = self.hist.get(value, 0) - count
+            if left < 0:
+                raise ValueError(f"{value} is not in this sample {count} time(s).")
+            if left:
+                self.hist[value] = left
+            else:
+                del self.hist[value]
+
+    def merge(self, other: "Dist") -> None:
+        self.n += other.n
+        self.total += other.total
+        self.sumsq += other.sumsq
+        if self.hist is None or other.hist is None:
+            self.hist = None
+            return
+        for value, count in other.hist.items():
+            self.hist[value] = self.hist.get(value, 0) + count
+        if len(self.hist) > HIST_LIMIT:
+            self.hist = None
+
+    def copy(self) -> "Dist":
+        dist = Dist()
+        dist.n, dist.total, dist.sumsq = self.n, self.total, self.sumsq
+        dist.hist = dict(self.hist) if self.hist is not None else None
+        return dist
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> "Dist":
+        dist = cls()
+        for value in values:
+            dist.add(value)
+        return dist
+
+    # ---- storing -----------------------------------------------------------------------
+    def to_json(self) -> list[Any]:
+        hist = sorted(self.hist.items()) if self.hist is not None else None
+        return [self.n, self.total, self.sumsq, hist]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Any]) -> "Dist":
+        dist = cls()
+        dist.n, dist.total, dist.sumsq = int(data[0]), float(data[1]), float(data[2])
+        dist.hist = {float(v): int(c) for v, c in data[3]} if data[3] is not None else None
+        return dist
+
+    # ---- reading -----------------------------------------------------------------------
+    @property
+    def mean(self) -> float | None:
+        if self.n <= 0:
+            return None
+        if self.hist is not None:  # exact from the histogram, free of add/remove rounding
+            return sum(v * c for v, c in self.hist.items()) / self.n
+        return self.total / self.n
+
+    @property
+    def variance(self) -> float | None:
+        """Sample variance (n - 1)."""
+        if self.n < 2:
+            return None
+        mean = self.total / self.n
+        return max((self.sumsq - self.n * mean * mean) / (self.n - 1), 0.0)
+
+    def ci(self) -> Interval | None:
+        if self.n <= 0:
+            return None
+        if self.hist is not None:
+            values = np.array(sorted(self.hist), dtype=float)
+            counts = np.array([self.hist[v] for v in sorted(self.hist)], dtype=np.int64)
+            return histogram_bootstrap_ci(values, counts)
+        return normal_ci(self.n, self.total / self.n, self.variance or 0.0)
+
+
+def histogram_bootstrap_ci(
+    values: np.ndarray, counts: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED
+) -> Interval:
+    """Percentile bootstrap CI of the mean of a sample given as distinct values and counts."""
+    n = int(counts.sum())
+    if len(values) == 1:
+        return Interval(float(values[0]), float(values[0]), "exact")
+    rng = np.random.default_rng(seed)
+    drawn = rng.multinomial(n, counts / n, size=resamples)  # (resamples, distinct)
+    means = drawn @ values / n
+    tail = (1 - LEVEL) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return Interval(float(low), float(high), "bootstrap")
+
+
+def normal_ci(n: int, mean: float, variance: float) -> Interval:
+    half = Z95 * math.sqrt(variance / n) if n > 0 else 0.0
+    return Interval(mean - half, mean + half, "normal")
+
+
+def mean_ci(values: Sequence[float] | np.ndarray) -> Interval | None:
+    """The CI of the mean of raw values, by the same rule as `Dist.ci` (so both agree)."""
+    array = np.asarray(values, dtype=float)
+    if array.size == 0:
+        return None
+    distinct, counts = np.unique(array, return_counts=True)
+    if len(distinct) <= HIST_LIMIT:
+        return histogram_bootstrap_ci(distinct, counts)
+    return normal_ci(array.size, float(array.mean()), float(array.var(ddof=1)))
+
+
+# ---- paired comparison ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Paired:
+    n: int
+    wins: int  # a > b
+    losses: int  # a < b
+    ties: int
+    mean_a: float | None
+    mean_b: float | None
+    mean_diff: float | None  # mean of a - b
+    ci: Interval | None
+    wilcoxon_p: float | None
+    sign_p: float | None
+
+
+def paired(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> Paired:
+    """Compare two runs item by item: a and b hold the two values of the same items."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError("Paired samples must have the same length.")
+    n = int(a.size)
+    if n == 0:
+        return Paired(0, 0, 0, 0, None, None, None, None, None, None)
+    diff = a - b
+    wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
+    return Paired(
+        n=n,
+        wins=wins,
+        losses=losses,
+        ties=n - wins - losses,
+        mean_a=float(a.mean()),
+        mean_b=float(b.mean()),
+        mean_diff=float(diff.mean()),
+        ci=mean_ci(diff),
+        wilcoxon_p=wilcoxon_p(diff),
+        sign_p=sign_test_p(wins, losses),
+    )
+
+
+def wilcoxon_p(diff: np.ndarray) -> float:
+    """Two-sided Wilcoxon signed-rank p-value; ties (zero differences) are dropped (Wilcoxon's
+    own rule). No non-zero difference at all means no evidence of a difference: p = 1."""
+    nonzero = diff[diff != 0]
+    if nonzero.size == 0:
+        return 1.0
+    return float(scipy_stats.wilcoxon(nonzero, zero_method="wilcox").pvalue)
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """Two-sided exact sign test over the items that are not ties."""
+    if wins + losses == 0:
+        return 1.0
+    return float(scipy_stats.binomtest(wins, wins + losses, 0.5).pvalue)
+
+
+# ---- agreement --------------------------------------------------------------------------
+def categories_for(
+    observed: Iterable[float], low: float | None, high: float | None, limit: int = 21
+) -> list[float] | None:
+    """The categories of an ordinal scale: the integer range if the subject declares one,
+    else the distinct observed values; None when there are too many for a confusion matrix."""
+    seen = sorted({float(v) for v in observed})
+    if (
+        low is not None
+        and high is not None
+        and float(low).is_integer()
+        and float(high).is_integer()
+        and 0 < high - low < limit
+        and all(v.is_integer() and low <= v <= high for v in seen)
+    ):
+        return [float(v) for v in range(int(low), int(high) + 1)]
+    return seen if 0 < len(seen) <= limit else None
+
+
+def confusion(
+    rater_a: Sequence[float], rater_b: Sequence[float], categories: Sequence[float]
+) -> np.ndarray:
+    """counts[i][j]: how often a said categories[i] while b said categories[j]."""
+    index = {float(c): i for i, c in enumerate(categories)}
+    matrix = np.zeros((len(categories), len(categories)), dtype=np.int64)
+    for x, y in zip(rater_a, rater_b, strict=True):
+        matrix[index[float(x)], index[float(y)]] += 1
+    return matrix
+
+
+def weighted_kappa(matrix: np.ndarray, categories: Sequence[float]) -> float | None:
+    """Cohen's κ with quadratic weights on the categories' values (linear distance squared,
+    scaled to the scale's span). With two categories it equals unweighted κ. None when
+    chance agreement is total (everyone used one category), where κ is undefined."""
+    total = matrix.sum()
+    if total == 0 or len(categories) < 2:
+        return None
+    values = np.asarray(categories, dtype=float)
+    span = values[-1] - values[0]
+    weights = ((values[:, None] - values[None, :]) / span) ** 2
+    expected = np.outer(matrix.sum(axis=1), matrix.sum(axis=0)) / total
+    denominator = float((weights * expected).sum())
+    if denominator == 0:
+        return None
+    return 1.0 - float((weights * matrix).sum()) / denominator

@@ -1,0 +1,60 @@
+"""Links that change one setting of a board and keep the others."""
+
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def query_with(context: dict[str, Any], **changes: Any) -> str:
+    """The current query string with `changes` applied; an empty value drops the key."""
+    query = context["request"].GET.copy()
+    for key, value in changes.items():
+        key = key.replace("__", ".")
+        if value in ("", None):
+            query.pop(key, None)
+        else:
+            query[key] = value
+    encoded = query.urlencode()
+    return f"?{encoded}" if encoded else "?"
+
+
+@register.simple_tag(takes_context=True)
+def sort_link(context: dict[str, Any], key: str) -> str:
+    """Sort by `key` best-first; sorting by it again flips the direction."""
+    board = context["board"]
+    if board.sort == key:
+        flipped = "asc" if board.direction == "desc" else "desc"
+        return query_with(context, sort=key, dir=flipped)
+    return query_with(context, sort=key, dir="")
+
+
+@register.filter
+def num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+@register.filter
+def pvalue(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+@register.filter
+def percent(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+@register.filter
+def arrow(board: Any, key: str) -> str:
+    if board.sort != key:
+        return ""
+    return " ▼" if board.direction == "desc" else " ▲"
+
+
+@register.filter
+def get_item(mapping: Any, key: Any) -> Any:
+    return mapping.get(key) if hasattr(mapping, "get") else None
