@@ -40,10 +40,37 @@ class Task(models.Model):
     def get_absolute_url(self) -> str:
         return reverse("datasets:task-detail", args=[self.slug])
 
+    def remember_mapping(self, mapping: dict[str, Any]) -> None:
+        """Offer this mapping again for the task's next upload."""
+        self.last_mapping = mapping
+        self.save(update_fields=["last_mapping"])
+
+
+class DatasetFrozen(Exception):
+    """Raised when something would change the items of a dataset that a run has used."""
+
 
 class DatasetQuerySet(models.QuerySet["Dataset"]):
     def ready(self) -> "DatasetQuerySet":
         return self.filter(status=Dataset.Status.READY)
+
+    def latest_version(self, task: Task, name: str) -> "Dataset | None":
+        return self.filter(task=task, name=name).order_by("-version").first()
+
+    def new_version(self, task: Task, name: str, **fields: Any) -> "Dataset":
+        """Create `name` in `task`: version 1, or the next version linked to the latest one.
+
+        The caller holds a transaction; the unique (task, name, version) constraint turns a
+        race between two uploads of the same name into an IntegrityError, not two v2s.
+        """
+        latest = self.latest_version(task, name)
+        return self.create(
+            task=task,
+            name=name,
+            version=latest.version + 1 if latest else 1,
+            previous=latest,
+            **fields,
+        )
 
 
 class Dataset(models.Model):
@@ -69,13 +96,15 @@ class Dataset(models.Model):
     format = models.CharField(max_length=8, choices=Format.choices)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.IMPORTING)
     error = models.TextField(blank=True)
-    progress = models.PositiveIntegerField(default=0)  # rows written so far while importing
+    progress = models.PositiveIntegerField(default=0)  # rows written (live progress is in Redis)
     columns = models.JSONField(default=list)  # every column of the file, in order
     # {"id_column": str|None, "input_columns": [...], "reference_column": str|None,
     #  "tags_column": str|None, "response_columns": [...]}
     mapping = models.JSONField(default=dict)
     row_count = models.PositiveIntegerField(default=0)
     tag_counts = models.JSONField(default=dict)
+    # The staged upload a background import reads; emptied once the import has finished.
+    upload_path = models.CharField(max_length=500, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -103,6 +132,51 @@ class Dataset(models.Model):
         return self.runs.exists()
 
     @property
+    def is_importing(self) -> bool:
+        return self.status == self.Status.IMPORTING
+
+    @property
+    def id_column(self) -> str | None:
+        return self.mapping.get("id_column") or None
+
+    @property
+    def tags_column(self) -> str | None:
+        return self.mapping.get("tags_column") or None
+
+    def column_roles(self) -> list[tuple[str, list[str]]]:
+        """Each column with what the mapping made of it (id, input, reference, tags, response)."""
+        roles = {
+            "id": [self.id_column],
+            "input": self.input_columns,
+            "reference": [self.reference_column],
+            "tags": [self.tags_column],
+            "response": self.response_columns,
+        }
+        return [
+            (column, [role for role, names in roles.items() if column in names])
+            for column in self.columns
+        ]
+
+    def sorted_tag_counts(self) -> list[tuple[str, int]]:
+        return sorted(self.tag_counts.items(), key=lambda pair: (-pair[1], pair[0]))
+
+    def mark_failed(self, message: str) -> None:
+        """A failed import keeps its row (so the page can say why) but never any items."""
+        self.status = self.Status.FAILED
+        self.error = message
+        self.progress = 0
+        self.upload_path = ""
+        self.save(update_fields=["status", "error", "progress", "upload_path"])
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        if self.is_frozen:
+            raise DatasetFrozen(
+                f"{self} is used by a run, so it is kept as it is. Upload a corrected file "
+                "to make a new version instead."
+            )
+        return super().delete(*args, **kwargs)
+
+    @property
     def response_columns(self) -> list[str]:
         return list(self.mapping.get("response_columns") or [])
 
@@ -115,13 +189,33 @@ class Dataset(models.Model):
         return list(self.mapping.get("input_columns") or [])
 
 
+def tags_text(tags: list[str]) -> str:
+    """Tags as "|a|b|", so a tag filter is one LIKE '%|a|%' that never matches part of a tag."""
+    return "|" + "|".join(tag.replace("|", "/") for tag in tags) + "|" if tags else ""
+
+
 class ItemQuerySet(models.QuerySet["Item"]):
     def search(self, text: str) -> "ItemQuerySet":
         text = text.strip().lower()
         return self.filter(search_text__contains=text) if text else self
 
     def tagged(self, tag: str) -> "ItemQuerySet":
-        return self.filter(tags_text__contains=f"|{tag}|") if tag else self
+        return self.filter(tags_text__contains=tags_text([tag])) if tag else self
+
+    def page_after(self, position: int | None, size: int) -> list["Item"]:
+        """Keyset paging on the (dataset, position) index: as fast on page 2000 as on page 1.
+
+        Returns up to size + 1 items; the extra one only says that a next page exists.
+        """
+        items = self.order_by("position")
+        if position is not None:
+            items = items.filter(position__gt=position)
+        return list(items[: size + 1])
+
+    def page_before(self, position: int, size: int) -> list["Item"]:
+        """The page that ends just before `position`, in position order (size + 1 as above)."""
+        items = self.filter(position__lt=position).order_by("-position")[: size + 1]
+        return list(reversed(list(items)))
 
 
 class Item(models.Model):

@@ -1,15 +1,38 @@
+import json
+from pathlib import Path
+from typing import Any
+
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from apps.accounts.access import reviewer_required
-from apps.datasets.forms import TaskForm
-from apps.datasets.models import Dataset, Task
+from apps.datasets import csvsafe
+from apps.datasets.browse import item_page, item_view_fields
+from apps.datasets.forms import MappingForm, TaskForm, UploadForm
+from apps.datasets.importing import (
+    Mapping,
+    import_dataset,
+    import_job_lost,
+    import_progress,
+    start_background_import,
+    sync_max_rows,
+)
+from apps.datasets.models import Dataset, DatasetFrozen, Item, Task
+from apps.datasets.readers import DatasetError, human_size
+from apps.datasets.uploads import StagedUpload
+
+PREVIEW_ROWS = 10
 
 
 def task_list(request: HttpRequest) -> HttpResponse:
-    tasks = Task.objects.all()
-    return render(request, "datasets/task_list.html", {"tasks": tasks, "form": TaskForm()})
+    tasks = Task.objects.annotate(
+        dataset_count=Count("datasets", distinct=True), run_count=Count("runs", distinct=True)
+    )
+    return render(request, "datasets/task_list.html", {"tasks": tasks})
 
 
 @reviewer_required
@@ -28,18 +51,192 @@ def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     context = {
         "task": task,
-        "datasets": task.datasets.all(),
+        "datasets": task.datasets.annotate(run_count=Count("runs")),
         "runs": task.runs.select_related("dataset", "endpoint", "judge")[:50],
     }
     return render(request, "datasets/task_detail.html", context)
 
 
+@reviewer_required
+def dataset_upload(request: HttpRequest, slug: str) -> HttpResponse:
+    """Step 1: pick a file. It is staged and read whole, so file errors show right here."""
+    task = get_object_or_404(Task, slug=slug)
+    form = UploadForm(
+        request.POST or None, request.FILES or None, initial={"name": request.GET.get("name", "")}
+    )
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        name = form.cleaned_data["name"].strip() or Path(upload.name or "dataset").stem
+        staged = None
+        try:
+            staged = StagedUpload.create(upload, task.slug, request.user.pk, name)
+            staged.read(form.cleaned_data["format"])
+        except DatasetError as exc:
+            if staged:
+                staged.discard()
+            form.add_error("file", f"{upload.name}: {exc}")
+        else:
+            return redirect("datasets:dataset-map", slug=task.slug, token=staged.token)
+    context = {"task": task, "form": form, "max_size": human_size(_max_upload())}
+    return render(request, "datasets/upload.html", context)
+
+
+def _max_upload() -> int:
+    from django.conf import settings
+
+    return settings.DATASET_MAX_UPLOAD_BYTES
+
+
+@reviewer_required
+def dataset_map(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+    """Step 2: preview the rows, map the columns, import (here if small, else in a worker)."""
+    task = get_object_or_404(Task, slug=slug)
+    staged = StagedUpload.load(token, task.slug, request.user.pk)
+    if staged is None:
+        messages.error(request, "That upload is no longer here; please upload the file again.")
+        return redirect("datasets:dataset-upload", slug=task.slug)
+    if request.method == "POST":
+        form = MappingForm(request.POST, columns=staged.meta.get("columns", []))
+        if form.is_valid():
+            try:
+                return _import_staged(request, task, staged, form.cleaned_data)
+            except DatasetError as exc:
+                form.add_error(None, str(exc))
+        return _render_map(request, task, staged, staged.meta.get("format"), form)
+    return _render_map(request, task, staged, request.GET.get("format"), None)
+
+
+def _import_staged(
+    request: HttpRequest, task: Task, staged: StagedUpload, data: dict[str, Any]
+) -> HttpResponse:
+    fmt, name, mapping = staged.meta["format"], data["name"], data["mapping"]
+    if staged.meta.get("rows", 0) > sync_max_rows():
+        columns = staged.meta["columns"]
+        dataset = start_background_import(
+            task, name, staged.path, mapping, fmt, columns, request.user, staged.file_name
+        )
+        messages.success(request, f"Importing {dataset} in the background.")
+        return redirect(dataset)
+    dataset = import_dataset(task, name, staged.path, mapping, fmt, request.user, staged.file_name)
+    staged.discard()
+    messages.success(request, f"Imported {dataset.row_count} items into {dataset}.")
+    return redirect(dataset)
+
+
+def _render_map(
+    request: HttpRequest,
+    task: Task,
+    staged: StagedUpload,
+    fmt: str | None,
+    form: MappingForm | None,
+) -> HttpResponse:
+    context: dict[str, Any] = {
+        "task": task,
+        "staged": staged,
+        "size": human_size(staged.meta["size"]),
+    }
+    try:
+        table = staged.read(fmt or staged.meta.get("format"))
+    except DatasetError as exc:
+        context["read_error"] = str(exc)
+        return render(request, "datasets/map.html", context)
+    if form is None:
+        suggested = Mapping.suggest(table.columns, task.last_mapping)
+        initial = MappingForm.initial_for(suggested, staged.meta.get("name", ""), table.format)
+        form = MappingForm(initial=initial, columns=table.columns)
+    name = (form["name"].value() or "").strip()
+    context.update(
+        table=table,
+        form=form,
+        preview=[[_cell(row.get(c)) for c in table.columns] for row in table.rows[:PREVIEW_ROWS]],
+        latest=Dataset.objects.latest_version(task, name) if name else None,
+        background=len(table.rows) > sync_max_rows(),
+    )
+    return render(request, "datasets/map.html", context)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def dataset_list(request: HttpRequest) -> HttpResponse:
-    datasets = Dataset.objects.select_related("task")
+    datasets = Dataset.objects.select_related("task").annotate(run_count=Count("runs"))
     return render(request, "datasets/dataset_list.html", {"datasets": datasets})
 
 
 def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = get_object_or_404(Dataset.objects.select_related("task", "previous"), pk=pk)
+    target = request.htmx.target if request.htmx else None
+    if target == "import-progress":
+        if not dataset.is_importing:
+            return HttpResponse(headers={"HX-Refresh": "true"})
+        return render(request, "datasets/dataset_detail.html#progress", _progress(dataset))
+    context = {"dataset": dataset, **item_page(dataset, request.GET)}
+    if target == "items":
+        return render(request, "datasets/dataset_detail.html#items", context)
+    context.update(
+        _progress(dataset) if dataset.is_importing else {},
+        frozen=dataset.is_frozen,
+        next_versions=dataset.next_versions.all(),
+    )
+    return render(request, "datasets/dataset_detail.html", context)
+
+
+def _progress(dataset: Dataset) -> dict[str, Any]:
+    return {
+        "dataset": dataset,
+        "progress": import_progress(dataset),
+        "lost": import_job_lost(dataset),
+    }
+
+
+def item_detail(request: HttpRequest, pk: int, position: int) -> HttpResponse:
+    item = get_object_or_404(
+        Item.objects.select_related("dataset__task"), dataset_id=pk, position=position
+    )
+    dataset = item.dataset
+    context = {
+        "item": item,
+        "dataset": dataset,
+        "fields": item_view_fields(dataset, item),
+        "previous": dataset.items.filter(position__lt=position).order_by("-position").first(),
+        "next": dataset.items.filter(position__gt=position).order_by("position").first(),
+    }
+    return render(request, "datasets/item_detail.html", context)
+
+
+def dataset_download(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpResponse:
+    """Every item's fields back as CSV (formula cells neutralised) or JSONL, streamed."""
     dataset = get_object_or_404(Dataset.objects.select_related("task"), pk=pk)
-    items = dataset.items.all()[:50]
-    return render(request, "datasets/dataset_detail.html", {"dataset": dataset, "items": items})
+    if fmt not in ("csv", "jsonl") or not dataset.status == Dataset.Status.READY:
+        raise Http404("No such download.")
+    fields = dataset.items.order_by("position").values_list("fields", flat=True)
+    base = f"{dataset.task.slug}-{dataset.name}-v{dataset.version}"
+    if fmt == "csv":
+        columns = dataset.columns
+        rows = ([row.get(c) for c in columns] for row in fields.iterator(chunk_size=2000))
+        return csvsafe.csv_response(f"{base}.csv", columns, rows)
+    lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in fields.iterator(chunk_size=2000))
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = (
+        f'attachment; filename="{csvsafe.attachment_name(base)}.jsonl"'
+    )
+    return response
+
+
+@require_POST
+@reviewer_required
+def dataset_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    dataset = get_object_or_404(Dataset.objects.select_related("task"), pk=pk)
+    try:
+        dataset.delete()
+    except DatasetFrozen as exc:
+        messages.error(request, str(exc))
+        return redirect(dataset)
+    if dataset.upload_path:
+        Path(dataset.upload_path).unlink(missing_ok=True)
+        Path(dataset.upload_path).with_suffix(".json").unlink(missing_ok=True)
+    messages.success(request, f"Deleted {dataset}.")
+    return redirect(reverse("datasets:task-detail", args=[dataset.task.slug]))

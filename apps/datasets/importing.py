@@ -1,0 +1,477 @@
+"""From a read file to stored items: the column mapping, the item rows, and one atomic write.
+
+`import_dataset` is the one entry point for the page, the CLI, the background job and other
+apps' loaders. Everything that can be wrong with a file or a mapping is found before the first
+item is written; the write itself is one transaction, so no half-written dataset ever exists.
+"""
+
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from apps.datasets.models import Dataset, Item, Task, tags_text
+from apps.datasets.readers import DatasetError, Table, read_table
+
+log = logging.getLogger(__name__)
+
+WRITE_BATCH = 5000
+KEY_MAX_LENGTH = Item._meta.get_field("key").max_length or 255
+ID_NAMES = ("id", "uid", "qid", "key", "item_id", "question_id", "_id")
+REFERENCE_NAMES = ("answer", "reference", "label", "target", "gold", "expected", "output")
+TAGS_NAMES = ("tags", "tag")
+RESPONSE_PREFIXES = ("response", "prediction", "completion", "model_output")
+
+Progress = Callable[[str, int, int], None]
+
+
+def sync_max_rows() -> int:
+    """Uploads up to this many rows import inside the request; bigger ones in a worker."""
+    return int(getattr(settings, "DATASET_SYNC_MAX_ROWS", 5000))
+
+
+# ---- mapping ------------------------------------------------------------------------------
+@dataclass
+class Mapping:
+    """Which columns are the id, the inputs, the reference answer, the tags and the responses."""
+
+    id_column: str | None = None
+    input_columns: list[str] = field(default_factory=list)
+    reference_column: str | None = None
+    tags_column: str | None = None
+    response_columns: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: "dict[str, Any] | Mapping | None") -> "Mapping":
+        if isinstance(data, Mapping):
+            return data
+        data = data or {}
+
+        def names(key: str) -> list[str]:
+            value = data.get(key) or []
+            return [value] if isinstance(value, str) else [str(v) for v in value if v]
+
+        return cls(
+            id_column=data.get("id_column") or None,
+            input_columns=names("input_columns"),
+            reference_column=data.get("reference_column") or None,
+            tags_column=data.get("tags_column") or None,
+            response_columns=names("response_columns"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id_column": self.id_column,
+            "input_columns": list(self.input_columns),
+            "reference_column": self.reference_column,
+            "tags_column": self.tags_column,
+            "response_columns": list(self.response_columns),
+        }
+
+    def validated(self, columns: list[str]) -> "Mapping":
+        """This mapping checked against the file's columns; inputs default to the unmapped ones."""
+        known = set(columns)
+        listing = ", ".join(columns)
+        roles = [
+            ("id column", [self.id_column] if self.id_column else []),
+            ("input column", self.input_columns),
+            ("reference column", [self.reference_column] if self.reference_column else []),
+            ("tags column", [self.tags_column] if self.tags_column else []),
+            ("response column", self.response_columns),
+        ]
+        for role, names in roles:
+            for name in names:
+                if name not in known:
+                    raise DatasetError(
+                        f"The {role} {name!r} is not in the file. Its columns are: {listing}."
+                    )
+        taken: dict[str, str] = {}
+        for role, names in roles:
+            for name in dict.fromkeys(names):
+                if name in taken and {taken[name], role} != {"id column", "input column"}:
+                    raise DatasetError(
+                        f"Column {name!r} cannot be both the {taken[name]} and a {role}."
+                    )
+                taken.setdefault(name, role)
+        inputs = list(dict.fromkeys(self.input_columns)) or [
+            name for name in columns if name not in taken
+        ]
+        return Mapping(
+            self.id_column,
+            inputs,
+            self.reference_column,
+            self.tags_column,
+            list(dict.fromkeys(self.response_columns)),
+        )
+
+    @classmethod
+    def suggest(cls, columns: list[str], last: dict[str, Any] | None = None) -> "Mapping":
+        """The task's last mapping where its columns exist in this file, else a guess by name."""
+        known = set(columns)
+        if last:
+            previous = cls.from_dict(last)
+            named = [
+                previous.id_column,
+                previous.reference_column,
+                previous.tags_column,
+                *previous.input_columns,
+                *previous.response_columns,
+            ]
+            if any(name in known for name in named if name):
+                return cls(
+                    previous.id_column if previous.id_column in known else None,
+                    [name for name in previous.input_columns if name in known],
+                    previous.reference_column if previous.reference_column in known else None,
+                    previous.tags_column if previous.tags_column in known else None,
+                    [name for name in previous.response_columns if name in known],
+                )
+        lower = {name.lower(): name for name in reversed(columns)}
+
+        def first(candidates: tuple[str, ...]) -> str | None:
+            return next((lower[name] for name in candidates if name in lower), None)
+
+        id_column, reference, tags = first(ID_NAMES), first(REFERENCE_NAMES), first(TAGS_NAMES)
+        responses = [
+            name
+            for name in columns
+            if name.lower().startswith(RESPONSE_PREFIXES) and name not in (reference, id_column)
+        ]
+        taken = {id_column, reference, tags, *responses}
+        inputs = [name for name in columns if name not in taken]
+        return cls(id_column, inputs, reference, tags, responses)
+
+
+# ---- item rows ----------------------------------------------------------------------------
+TAG_SPLIT = re.compile(r"[,;]")
+
+
+def split_tags(value: Any) -> list[str]:
+    """A list of tags, or one string split on commas and semicolons; blanks and repeats dropped."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, list):
+        parts = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value]
+    elif isinstance(value, str):
+        parts = TAG_SPLIT.split(value)
+    else:
+        parts = [json.dumps(value, ensure_ascii=False)]
+    return list(dict.fromkeys(tag for part in parts if (tag := part.strip())))
+
+
+def as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _key_of(value: Any, table: Table, index: int, column: str) -> str:
+    if isinstance(value, list | dict):
+        raise DatasetError(
+            f"{table.where(index).capitalize()} has {'a list' if isinstance(value, list) else 'an object'} "
+            f"in the id column {column!r}; an id must be a single value."
+        )
+    key = as_text(value).strip()
+    if not key:
+        raise DatasetError(
+            f"{table.where(index).capitalize()} has no id in the id column {column!r}."
+        )
+    if len(key) > KEY_MAX_LENGTH:
+        raise DatasetError(
+            f"{table.where(index).capitalize()} has an id of {len(key)} characters in column "
+            f"{column!r}; ids may have at most {KEY_MAX_LENGTH}."
+        )
+    return key
+
+
+def _duplicate_error(table: Table, column: str, keys: list[str], key: str) -> DatasetError:
+    places = [table.where(i) for i, k in enumerate(keys) if k == key]
+    repeated = sum(1 for count in Counter(keys).values() if count > 1)
+    shown = ", ".join(places[:10]) + (f" and {len(places) - 10} more" if len(places) > 10 else "")
+    more = f" {repeated - 1} other ids are repeated too." if repeated > 1 else ""
+    return DatasetError(
+        f"The id {key!r} in column {column!r} appears {len(places)} times: {shown}. "
+        f"Ids must be unique within a dataset.{more}"
+    )
+
+
+@dataclass
+class ItemRows:
+    """Item rows ready for one INSERT each: (position, key, fields, reference, tags, tags_text,
+    search_text), with JSON already serialised."""
+
+    rows: list[tuple[int, str, str, str, str, str, str]]
+    tag_counts: dict[str, int]
+
+
+def build_item_rows(table: Table, mapping: Mapping) -> ItemRows:
+    """Every item of the table as insertable values; raises on the first bad id.
+
+    Hot loop of a 100k-row import: one JSON encoder, tag parsing cached per distinct text
+    (tags repeat), and the search text joined directly when every value is a string.
+    """
+    encode = json.JSONEncoder(ensure_ascii=False).encode
+    id_column, reference_column = mapping.id_column, mapping.reference_column
+    tags_column = mapping.tags_column
+    seen: set[str] = set()
+    tag_counter: Counter[str] = Counter()
+    tag_cache: dict[Any, tuple[list[str], str, str]] = {}
+    no_tags: tuple[list[str], str, str] = ([], "[]", "")
+    out: list[tuple[int, str, str, str, str, str, str]] = []
+    append = out.append
+    for position, row in enumerate(table.rows):
+        if id_column is None:
+            key = str(position)
+        else:
+            key = _key_of(row.get(id_column), table, position, id_column)
+            if key in seen:
+                keys = [as_text(r.get(id_column)).strip() for r in table.rows]
+                raise _duplicate_error(table, id_column, keys, key)
+            seen.add(key)
+        tags, tags_json, tags_joined = no_tags
+        if tags_column:
+            raw = row.get(tags_column)
+            cacheable = raw is None or isinstance(raw, str)
+            cached = tag_cache.get(raw) if cacheable else None
+            if cached is None:
+                parsed = split_tags(raw)
+                cached = (parsed, encode(parsed), tags_text(parsed))
+                if cacheable:
+                    tag_cache[raw] = cached
+            tags, tags_json, tags_joined = cached
+            tag_counter.update(tags)
+        try:
+            search = "\n".join(row.values())
+        except TypeError:  # JSON rows hold numbers, lists and objects too
+            search = "\n".join(v if isinstance(v, str) else encode(v) for v in row.values())
+        append(
+            (
+                position,
+                key,
+                encode(row),
+                as_text(row.get(reference_column)) if reference_column else "",
+                tags_json,
+                tags_joined,
+                search.lower(),
+            )
+        )
+    return ItemRows(out, dict(tag_counter.most_common()))
+
+
+# ---- writing ------------------------------------------------------------------------------
+def _insert_sql() -> str:
+    meta = Item._meta
+    quote = connection.ops.quote_name
+    names = [
+        "dataset",
+        "position",
+        "key",
+        "fields",
+        "reference",
+        "tags",
+        "tags_text",
+        "search_text",
+    ]
+    columns = [meta.get_field(name).column for name in names]
+    json_columns = {meta.get_field("fields").column, meta.get_field("tags").column}
+    # PostgreSQL's jsonb wants a cast from the serialised text; SQLite stores the text as is.
+    cast = "::jsonb" if connection.vendor == "postgresql" else ""
+    placeholders = [f"%s{cast}" if column in json_columns else "%s" for column in columns]
+    # Only names from the model's own metadata go into the text; every value is a parameter.
+    return (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(c) for c in columns)}) "  # noqa: S608
+        f"VALUES ({', '.join(placeholders)})"
+    )
+
+
+def write_items(dataset: Dataset, items: ItemRows, progress: Progress | None = None) -> None:
+    """Insert every item with batched executemany; the caller holds the transaction.
+
+    Raw executemany instead of bulk_create: 100k model instances cost more than the insert.
+    """
+    sql = _insert_sql()
+    total = len(items.rows)
+    pk = dataset.pk
+    with connection.cursor() as cursor:
+        for start in range(0, total, WRITE_BATCH):
+            batch = items.rows[start : start + WRITE_BATCH]
+            cursor.executemany(sql, [(pk, *row) for row in batch])
+            if progress:
+                progress("writing", start + len(batch), total)
+
+
+def fill_dataset(
+    dataset: Dataset, table: Table, mapping: Mapping, progress: Progress | None = None
+) -> Dataset:
+    """Check, write and finish `dataset` from `table`, atomically (all items or none)."""
+    if progress:
+        progress("checking", 0, len(table.rows))
+    items = build_item_rows(table, mapping)
+    with transaction.atomic():
+        status = (
+            Dataset.objects.select_for_update()
+            .filter(pk=dataset.pk)
+            .values_list("status", flat=True)
+            .first()
+        )
+        if status != Dataset.Status.IMPORTING:
+            # Another run of the same job finished first (or the dataset was deleted):
+            # items are written once, by whoever got here first.
+            return dataset
+        write_items(dataset, items, progress)
+        dataset.columns = table.columns
+        dataset.format = table.format
+        dataset.mapping = mapping.to_dict()
+        dataset.row_count = len(items.rows)
+        dataset.progress = len(items.rows)
+        dataset.tag_counts = items.tag_counts
+        dataset.status = Dataset.Status.READY
+        dataset.error = ""
+        dataset.upload_path = ""
+        dataset.save()
+        dataset.task.remember_mapping(mapping.to_dict())
+    return dataset
+
+
+def import_dataset(
+    task: Task,
+    name: str,
+    source: str | Path | bytes,
+    mapping: "dict[str, Any] | Mapping | None" = None,
+    fmt: str | None = None,
+    user: Any = None,
+    file_name: str = "",
+) -> Dataset:
+    """Read `source`, check it against `mapping` and store it as the next version of `name`.
+
+    Raises DatasetError (nothing stored) for any problem with the file or the mapping.
+    """
+    name = name.strip()
+    if not name:
+        raise DatasetError("Give the dataset a name.")
+    if isinstance(source, str | Path) and not file_name:
+        file_name = Path(source).name
+    table = read_table(source, fmt, file_name)
+    checked = Mapping.from_dict(mapping).validated(table.columns)
+    with transaction.atomic():
+        dataset = Dataset.objects.new_version(
+            task,
+            name,
+            format=table.format,
+            file_name=file_name[:255],
+            columns=table.columns,
+            mapping=checked.to_dict(),
+            created_by=user if getattr(user, "pk", None) else None,
+        )
+        return fill_dataset(dataset, table, checked)
+
+
+def start_background_import(
+    task: Task,
+    name: str,
+    path: Path,
+    mapping: Mapping,
+    fmt: str,
+    columns: list[str],
+    user: Any = None,
+    file_name: str = "",
+) -> Dataset:
+    """Create the dataset as importing and hand `path` to a worker (enqueued after commit)."""
+    from apps.datasets import jobs
+    from apps.runs.queue import enqueue
+
+    name = name.strip()
+    if not name:
+        raise DatasetError("Give the dataset a name.")
+    checked = mapping.validated(columns)
+    with transaction.atomic():
+        dataset = Dataset.objects.new_version(
+            task,
+            name,
+            format=fmt,
+            file_name=file_name[:255],
+            columns=columns,
+            mapping=checked.to_dict(),
+            upload_path=str(path),
+            created_by=user if getattr(user, "pk", None) else None,
+        )
+        enqueue(jobs.import_dataset_job, dataset.pk, job_id=jobs.import_job_id(dataset.pk))
+    return dataset
+
+
+# ---- live progress ------------------------------------------------------------------------
+def _progress_key(dataset_id: int) -> str:
+    return f"evalsite:dataset-import:{dataset_id}"
+
+
+def progress_reporter(dataset_id: int) -> Progress:
+    """Progress goes to Redis: the write transaction keeps it invisible in the database."""
+    import django_rq
+
+    conn = django_rq.get_connection("default")
+
+    def report(stage: str, done: int, total: int) -> None:
+        try:
+            payload = json.dumps({"stage": stage, "done": done, "total": total})
+            conn.set(_progress_key(dataset_id), payload, ex=24 * 3600)
+        except Exception:  # progress is a nicety; never fail an import over it
+            log.warning("could not report import progress for dataset %s", dataset_id)
+
+    return report
+
+
+def import_progress(dataset: Dataset) -> dict[str, Any]:
+    """{"stage", "done", "total", "percent"} of a running import, as far as it is known."""
+    import django_rq
+
+    state: dict[str, Any] = {"stage": "queued", "done": 0, "total": 0}
+    try:
+        raw = django_rq.get_connection("default").get(_progress_key(dataset.pk))
+        if raw:
+            state.update(json.loads(raw))
+    except Exception:
+        log.warning("could not read import progress for dataset %s", dataset.pk)
+    total = state["total"]
+    # Reading and checking is the first fifth of the work, writing the rest.
+    if state["stage"] == "writing" and total:
+        state["percent"] = 20 + int(80 * state["done"] / total)
+    else:
+        state["percent"] = 10 if state["stage"] == "checking" else 0
+    return state
+
+
+def import_job_lost(dataset: Dataset, grace_seconds: int = 120) -> bool:
+    """True when an importing dataset's job is no longer queued or running (its worker died)."""
+    import django_rq
+    from django.utils import timezone
+    from rq.exceptions import NoSuchJobError
+    from rq.job import Job, JobStatus
+
+    from apps.datasets.jobs import import_job_id
+
+    if not dataset.is_importing:
+        return False
+    try:
+        job = Job.fetch(import_job_id(dataset.pk), connection=django_rq.get_connection("default"))
+        status = job.get_status()
+    except NoSuchJobError:
+        age = (timezone.now() - dataset.created_at).total_seconds()
+        return age > grace_seconds
+    except Exception:
+        return False
+    return status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED)
+
+
+def clear_progress(dataset_id: int) -> None:
+    import django_rq
+
+    try:
+        django_rq.get_connection("default").delete(_progress_key(dataset_id))
+    except Exception:
+        log.warning("could not clear import progress for dataset %s", dataset_id)

@@ -1,0 +1,55 @@
+"""Import a CSV, JSON or JSONL file as a dataset, with the same checks and messages as the page."""
+
+from argparse import ArgumentParser
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.datasets.importing import Mapping, import_dataset
+from apps.datasets.models import Task
+from apps.datasets.readers import FORMATS, DatasetError
+
+
+class Command(BaseCommand):
+    help = "Import a CSV, JSON or JSONL file into a task as a new dataset (or its next version)."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("path", type=Path)
+        parser.add_argument("--task", required=True, help="The task's slug.")
+        parser.add_argument("--name", help="Dataset name (default: the file name without suffix).")
+        parser.add_argument("--format", choices=FORMATS, help="Override format detection.")
+        parser.add_argument("--id-column", help="Column holding each row's id.")
+        parser.add_argument("--reference-column", help="Column holding the reference answer.")
+        parser.add_argument("--tags-column", help="Column holding tags (a list, or split on , ;).")
+        parser.add_argument(
+            "--response-column", action="append", default=[], help="Repeat for each model."
+        )
+        parser.add_argument(
+            "--input-column", action="append", default=[], help="Repeat; default: unmapped ones."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path: Path = options["path"]
+        task = Task.objects.filter(slug=options["task"]).first()
+        if task is None:
+            raise CommandError(f"There is no task with the slug {options['task']!r}.")
+        mapping = Mapping(
+            id_column=options["id_column"],
+            input_columns=options["input_column"],
+            reference_column=options["reference_column"],
+            tags_column=options["tags_column"],
+            response_columns=options["response_column"],
+        )
+        try:
+            dataset = import_dataset(
+                task, options["name"] or path.stem, path, mapping, fmt=options["format"]
+            )
+        except DatasetError as exc:
+            raise CommandError(f"{path}: {exc}") from None
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Imported {dataset.row_count} items from {path.name} into {task.slug} / "
+                f"{dataset} (dataset #{dataset.pk}, {dataset.format})."
+            )
+        )

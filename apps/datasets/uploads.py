@@ -1,0 +1,107 @@
+"""Uploaded files waiting between the upload, the preview/mapping step and the import.
+
+A staged upload is `<MEDIA_ROOT>/uploads/<token>.upload` plus a `<token>.json` note of whose
+it is and what was read from it. The import removes both; a sweep removes ones left behind.
+"""
+
+import json
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+
+from apps.datasets.readers import Table, check_size, read_table
+
+TOKEN = re.compile(r"^[0-9a-f]{32}$")
+KEEP_SECONDS = 24 * 3600
+
+
+def upload_dir() -> Path:
+    path = Path(settings.MEDIA_ROOT) / "uploads"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def sweep(max_age: float = KEEP_SECONDS) -> int:
+    """Remove staged files nobody mapped within a day; returns how many went."""
+    cutoff = time.time() - max_age
+    removed = 0
+    for path in upload_dir().glob("*.upload"):
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink(missing_ok=True)
+                path.with_suffix(".json").unlink(missing_ok=True)
+                removed += 1
+        except FileNotFoundError:
+            continue
+    return removed
+
+
+@dataclass
+class StagedUpload:
+    token: str
+    meta: dict[str, Any]
+
+    @property
+    def path(self) -> Path:
+        return upload_dir() / f"{self.token}.upload"
+
+    @property
+    def file_name(self) -> str:
+        return str(self.meta.get("file_name", ""))
+
+    @classmethod
+    def create(
+        cls, upload: UploadedFile, task_slug: str, user_id: int, name: str
+    ) -> "StagedUpload":
+        check_size(upload.size or 0)
+        sweep()
+        staged = cls(
+            uuid.uuid4().hex,
+            {
+                "task": task_slug,
+                "user": user_id,
+                "file_name": Path(upload.name or "upload").name,
+                "name": name,
+                "size": upload.size,
+            },
+        )
+        with staged.path.open("wb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+        staged.save()
+        return staged
+
+    @classmethod
+    def load(cls, token: str, task_slug: str, user_id: int) -> "StagedUpload | None":
+        """The staged upload `token` of this user in this task, if it still exists."""
+        if not TOKEN.match(token):
+            return None
+        note = upload_dir() / f"{token}.json"
+        try:
+            meta = json.loads(note.read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+        staged = cls(token, meta)
+        if meta.get("task") != task_slug or meta.get("user") != user_id or not staged.path.exists():
+            return None
+        return staged
+
+    def save(self) -> None:
+        (upload_dir() / f"{self.token}.json").write_text(json.dumps(self.meta))
+
+    def read(self, fmt: str | None = None) -> Table:
+        """Read the whole file (so errors show before mapping) and note what was found."""
+        table = read_table(self.path, fmt or None, self.file_name)
+        self.meta.update(format=table.format, columns=table.columns, rows=len(table.rows))
+        self.save()
+        return table
+
+    def discard(self) -> None:
+        self.path.unlink(missing_ok=True)
+        self.path.with_suffix(".json").unlink(missing_ok=True)
