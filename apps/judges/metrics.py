@@ -1,0 +1,466 @@
+"""Rule-based metrics (no LLM) and the post-processors applied to a response before them.
+
+Pure Python, no Django. Each metric is registered with `@register(...)` and declares its name,
+display name, unit, direction, value range and accepted options (with defaults), so forms can
+list them and leaderboards can sort in the right direction. Call them through `evaluate`:
+
+    evaluate("token_f1", prediction, ["reference", ...], {"ignore_articles": False},
+             postprocess=["first_line"])
+
+Unknown metric names, unknown options and bad option values raise `MetricError` (a ValueError)
+with a message naming the problem; a metric never fails because of what a model wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import string
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from apps.judges.parsing import JudgeReplyError, parse_mcq_choice
+
+MetricFunc = Callable[[str, list[str], dict[str, Any]], float]
+
+
+class MetricError(ValueError):
+    """A metric asked for wrongly: unknown name or option, or a bad option value."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    display_name: str
+    unit: str
+    higher_is_better: bool
+    range: tuple[float, float]
+    func: MetricFunc
+    options: Mapping[str, Any] = field(default_factory=dict)  # accepted options → defaults
+    needs_reference: bool = True
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class PostProcessor:
+    name: str
+    display_name: str
+    func: Callable[[str], str]
+
+
+METRICS: dict[str, Metric] = {}
+POSTPROCESSORS: dict[str, PostProcessor] = {}
+
+
+def register(
+    name: str,
+    *,
+    display_name: str,
+    unit: str,
+    higher_is_better: bool = True,
+    range: tuple[float, float] = (0.0, 100.0),
+    options: Mapping[str, Any] | None = None,
+    needs_reference: bool = True,
+    description: str = "",
+) -> Callable[[MetricFunc], MetricFunc]:
+    """Add a metric to the registry; the decorated function stays callable as is."""
+
+    def decorate(func: MetricFunc) -> MetricFunc:
+        if name in METRICS:
+            raise ValueError(f"Metric {name!r} is registered twice.")
+        METRICS[name] = Metric(
+            name=name,
+            display_name=display_name,
+            unit=unit,
+            higher_is_better=higher_is_better,
+            range=(float(range[0]), float(range[1])),
+            func=func,
+            options=dict(options or {}),
+            needs_reference=needs_reference,
+            description=description,
+        )
+        return func
+
+    return decorate
+
+
+def register_postprocessor(
+    name: str, *, display_name: str
+) -> Callable[[Callable[[str], str]], Callable[[str], str]]:
+    def decorate(func: Callable[[str], str]) -> Callable[[str], str]:
+        if name in POSTPROCESSORS:
+            raise ValueError(f"Post-processor {name!r} is registered twice.")
+        POSTPROCESSORS[name] = PostProcessor(name, display_name, func)
+        return func
+
+    return decorate
+
+
+def get_metric(name: str) -> Metric:
+    try:
+        return METRICS[name]
+    except KeyError:
+        known = ", ".join(sorted(METRICS))
+        raise MetricError(f"Unknown metric {name!r}; known metrics: {known}.") from None
+
+
+def validate_options(name: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The metric's options with defaults filled in; unknown keys or bad values are refused."""
+    metric = get_metric(name)
+    given = dict(options or {})
+    unknown = sorted(set(given) - set(metric.options))
+    if unknown:
+        accepted = ", ".join(sorted(metric.options)) or "none"
+        raise MetricError(
+            f"Unknown option {', '.join(map(repr, unknown))} for {name}; accepted: {accepted}."
+        )
+    merged = {**metric.options, **given}
+    for key, default in metric.options.items():
+        value = merged[key]
+        if isinstance(default, bool) and not isinstance(value, bool):
+            raise MetricError(f"Option {key!r} of {name} must be true or false, not {value!r}.")
+        if isinstance(default, str) and not isinstance(value, str):
+            raise MetricError(f"Option {key!r} of {name} must be text, not {value!r}.")
+    if name == "regex_match":
+        _compile_pattern(merged)
+    if name == "bleu":
+        if merged["smooth"] not in _SMOOTHING:
+            raise MetricError(
+                f"Option 'smooth' of bleu must be one of {', '.join(_SMOOTHING)}, "
+                f"not {merged['smooth']!r}."
+            )
+        max_n = merged["max_n"]
+        if isinstance(max_n, bool) or not isinstance(max_n, int) or not 1 <= max_n <= 9:
+            raise MetricError(f"Option 'max_n' of bleu must be 1–9, not {merged['max_n']!r}.")
+    if name == "accuracy" and merged["match"] not in ("exact", "contains"):
+        raise MetricError(
+            f"Option 'match' of accuracy must be exact or contains, not {merged['match']!r}."
+        )
+    return merged
+
+
+def postprocess(names: str | Sequence[str] | None, text: str) -> str:
+    """Apply post-processors in order; None, "" or [] leave the text as it is."""
+    if not names:
+        return text
+    for name in [names] if isinstance(names, str) else names:
+        try:
+            processor = POSTPROCESSORS[name]
+        except KeyError:
+            known = ", ".join(sorted(POSTPROCESSORS))
+            raise MetricError(
+                f"Unknown post-processor {name!r}; known post-processors: {known}."
+            ) from None
+        text = processor.func(text)
+    return text
+
+
+def evaluate(
+    metric_name: str,
+    prediction: str,
+    references: Sequence[str] | str | None,
+    options: Mapping[str, Any] | None = None,
+    postprocess: str | Sequence[str] | None = None,
+) -> float:
+    """Score one prediction against its references (a list, or one string).
+
+    The prediction is post-processed first (never the references). A metric that needs a
+    reference raises MetricError when none is given, naming the metric.
+    """
+    metric = get_metric(metric_name)
+    merged = validate_options(metric_name, options)
+    if references is None:
+        refs: list[str] = []
+    elif isinstance(references, str):
+        refs = [references]
+    else:
+        refs = ["" if ref is None else str(ref) for ref in references]
+    if metric.needs_reference and not refs:
+        raise MetricError(f"{metric.display_name} needs at least one reference answer.")
+    text = "" if prediction is None else str(prediction)
+    return float(metric.func(_postprocess(postprocess, text), refs, merged))
+
+
+_postprocess = postprocess  # `evaluate` takes a parameter of the same name
+
+
+# ---- normalisation --------------------------------------------------------------------------
+NORMALISE_OPTIONS = {
+    "ignore_case": True,
+    "ignore_punctuation": True,
+    "collapse_whitespace": True,
+    "ignore_articles": True,
+}
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b", re.IGNORECASE)
+
+
+def _is_punctuation(char: str) -> bool:
+    return char in string.punctuation or unicodedata.category(char).startswith("P")
+
+
+def normalise(
+    text: str,
+    ignore_case: bool = True,
+    ignore_punctuation: bool = True,
+    collapse_whitespace: bool = True,
+    ignore_articles: bool = True,
+) -> str:
+    """SQuAD-style normalisation, each step switchable: lower case, drop punctuation (ASCII
+    and Unicode, so "，。" go too), drop English articles, collapse whitespace."""
+    text = unicodedata.normalize("NFKC", text)
+    if ignore_case:
+        text = text.lower()
+    if ignore_punctuation:
+        text = "".join(char for char in text if not _is_punctuation(char))
+    if ignore_articles:
+        text = _ARTICLES.sub(" ", text)
+    if collapse_whitespace:
+        text = " ".join(text.split())
+    return text.strip()
+
+
+def _normalise_pair(prediction: str, reference: str, options: Mapping[str, Any]) -> tuple[str, str]:
+    flags = {key: options[key] for key in NORMALISE_OPTIONS}
+    pred, ref = normalise(prediction, **flags), normalise(reference, **flags)
+    if flags["ignore_articles"] and reference.strip() and not ref:
+        # A reference that is only an article ("A" as an option letter) must not become ""
+        # and match every empty prediction.
+        flags["ignore_articles"] = False
+        pred, ref = normalise(prediction, **flags), normalise(reference, **flags)
+    return pred, ref
+
+
+# ---- metrics --------------------------------------------------------------------------------
+@register(
+    "exact_match",
+    display_name="Exact match",
+    unit="%",
+    options=NORMALISE_OPTIONS,
+    description="100 when the prediction equals a reference after normalisation, else 0.",
+)
+def exact_match(prediction: str, references: list[str], options: dict[str, Any]) -> float:
+    return max(
+        (100.0 if pred == ref else 0.0)
+        for pred, ref in (_normalise_pair(prediction, r, options) for r in references)
+    )
+
+
+def acceptable_answers(references: Iterable[str], separator: str = "") -> list[str]:
+    """Expand references: a JSON list '["Paris", "City of Paris"]' or `separator`-joined text."""
+    answers: list[str] = []
+    for ref in references:
+        stripped = ref.strip()
+        if stripped.startswith("["):
+            try:
+                items = json.loads(stripped)
+            except ValueError:
+                items = None
+            if isinstance(items, list):
+                answers += [str(item) for item in items]
+                continue
+        answers += ref.split(separator) if separator else [ref]
+    return answers
+
+
+@register(
+    "accuracy",
+    display_name="Accuracy",
+    unit="%",
+    options={**NORMALISE_OPTIONS, "match": "exact", "separator": ""},
+    description=(
+        "100 when the prediction matches any acceptable answer (a list, a JSON list in a "
+        "reference, or references joined by `separator`); `match` is exact or contains."
+    ),
+)
+def accuracy(prediction: str, references: list[str], options: dict[str, Any]) -> float:
+    for answer in acceptable_answers(references, options["separator"]):
+        pred, ref = _normalise_pair(prediction, answer, options)
+        if options["match"] == "contains":
+            if ref and f" {ref} " in f" {pred} ":
+                return 100.0
+        elif pred == ref:
+            return 100.0
+    return 0.0
+
+
+# Scripts written without spaces between words: each character is its own token.
+_CJK = (
+    "\u2e80-\u2fdf\u3005\u3007\u3021-\u3029\u3040-\u30ff\u3100-\u312f\u31a0-\u31bf"
+    "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+)
+_F1_TOKEN = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
+
+
+def f1_tokens(text: str) -> list[str]:
+    """Whitespace tokens, with every CJK character a token of its own: "我爱 NLP" → 我, 爱, nlp."""
+    return _F1_TOKEN.findall(text)
+
+
+def _token_f1(pred_tokens: list[str], ref_tokens: list[str]) -> float:
+    if not pred_tokens or not ref_tokens:
+        return 100.0 if pred_tokens == ref_tokens else 0.0
+    same = sum((Counter(pred_tokens) & Counter(ref_tokens)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred_tokens), same / len(ref_tokens)
+    return 100.0 * 2 * precision * recall / (precision + recall)
+
+
+@register(
+    "token_f1",
+    display_name="Token F1",
+    unit="F1",
+    options=NORMALISE_OPTIONS,
+    description="SQuAD-style token overlap F1 (0–100), best over the references.",
+)
+def token_f1(prediction: str, references: list[str], options: dict[str, Any]) -> float:
+    return max(
+        _token_f1(f1_tokens(pred), f1_tokens(ref))
+        for pred, ref in (_normalise_pair(prediction, r, options) for r in references)
+    )
+
+
+_BLEU_TOKEN = re.compile(rf"[{_CJK}]|\w+|[^\w\s]")
+_SMOOTHING = ("exp", "floor", "add-k", "none")
+
+
+def bleu_tokens(text: str, lowercase: bool = False) -> list[str]:
+    """Words, each punctuation mark, and each CJK character as tokens."""
+    text = unicodedata.normalize("NFKC", text)
+    return _BLEU_TOKEN.findall(text.lower() if lowercase else text)
+
+
+def _ngrams(tokens: list[str], n: int) -> Counter[tuple[str, ...]]:
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+
+
+def sentence_bleu(
+    hypothesis: list[str],
+    references: list[list[str]],
+    max_n: int = 4,
+    smooth: str = "exp",
+    smooth_value: float | None = None,
+    effective_order: bool = True,
+) -> float:
+    """Sentence BLEU (0–100) over tokens, multi-reference, as sacrebleu's sentence_bleu does it.
+
+    N-gram counts are clipped by their most frequent occurrence in any reference; the brevity
+    penalty uses the reference length closest to the hypothesis (the shorter on a tie).
+    Smoothing: "exp" halves the credit for each successive order with no match (sacrebleu's
+    default), "floor" gives `smooth_value` (0.1) matches, "add-k" adds `smooth_value` (1) to
+    orders ≥ 2, "none" gives 0 as soon as an order has no match. With `effective_order`,
+    orders longer than the hypothesis are left out, so short sentences are not zeroed.
+    """
+    if not hypothesis or not references:
+        return 0.0
+    hyp_len = len(hypothesis)
+    ref_len = min((abs(len(ref) - hyp_len), len(ref)) for ref in references)[1]
+    precisions: list[float] = []
+    halving = 1.0
+    for n in range(1, max_n + 1):
+        hyp_counts = _ngrams(hypothesis, n)
+        total = float(sum(hyp_counts.values()))
+        if total == 0:
+            if effective_order:
+                break
+            precisions.append(0.0)
+            continue
+        max_ref: Counter[tuple[str, ...]] = Counter()
+        for ref in references:
+            max_ref |= _ngrams(ref, n)
+        correct = float(sum(min(count, max_ref[gram]) for gram, count in hyp_counts.items()))
+        if smooth == "add-k" and n > 1:
+            k = 1.0 if smooth_value is None else smooth_value
+            correct, total = correct + k, total + k
+        if correct > 0:
+            precisions.append(correct / total)
+        elif smooth == "exp":
+            halving *= 2
+            precisions.append(1.0 / (halving * total))
+        elif smooth == "floor":
+            precisions.append((0.1 if smooth_value is None else smooth_value) / total)
+        else:
+            precisions.append(0.0)
+    if not precisions or min(precisions) <= 0:
+        return 0.0
+    penalty = 1.0 if hyp_len >= ref_len else math.exp(1 - ref_len / hyp_len)
+    return 100.0 * penalty * math.exp(sum(math.log(p) for p in precisions) / len(precisions))
+
+
+@register(
+    "bleu",
+    display_name="BLEU",
+    unit="BLEU",
+    options={"lowercase": False, "max_n": 4, "smooth": "exp"},
+    description="Sentence BLEU (0–100), up to 4-grams, exponential smoothing; CJK by character.",
+)
+def bleu(prediction: str, references: list[str], options: dict[str, Any]) -> float:
+    return sentence_bleu(
+        bleu_tokens(prediction, options["lowercase"]),
+        [bleu_tokens(ref, options["lowercase"]) for ref in references],
+        max_n=options["max_n"],
+        smooth=options["smooth"],
+    )
+
+
+def _compile_pattern(options: Mapping[str, Any]) -> re.Pattern[str]:
+    pattern = options.get("pattern")
+    if not isinstance(pattern, str) or not pattern:
+        raise MetricError("Regex match needs a non-empty 'pattern' option.")
+    try:
+        return re.compile(pattern, re.IGNORECASE if options.get("ignore_case") else 0)
+    except re.error as error:
+        raise MetricError(f"Regex pattern {pattern!r} does not compile: {error}.") from None
+
+
+@register(
+    "regex_match",
+    display_name="Regex match",
+    unit="%",
+    options={"pattern": "", "ignore_case": False, "full": False},
+    needs_reference=False,
+    description="100 when `pattern` is found in the prediction (or matches all of it with `full`).",
+)
+def regex_match(prediction: str, references: list[str], options: dict[str, Any]) -> float:
+    compiled = _compile_pattern(options)
+    found = compiled.fullmatch(prediction) if options["full"] else compiled.search(prediction)
+    return 100.0 if found else 0.0
+
+
+# ---- post-processors ------------------------------------------------------------------------
+@register_postprocessor("extract_choice", display_name="Extract the chosen option (A–Z)")
+def extract_choice(text: str) -> str:
+    """ "(B)" → "B", "Answer: C" → "C", "A and C" → "AC"; "" when no option is found."""
+    try:
+        return "".join(sorted(parse_mcq_choice(text, "upper", 26)))
+    except JudgeReplyError:
+        return ""
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+]?\.\d+")
+
+
+@register_postprocessor("last_number", display_name="Last number")
+def last_number(text: str) -> str:
+    """ "... so 42.5 apples" → "42.5"; thousands commas dropped; "" when there is none."""
+    numbers = _NUMBER.findall(unicodedata.normalize("NFKC", text))
+    return numbers[-1].replace(",", "").lstrip("+") if numbers else ""
+
+
+@register_postprocessor("first_line", display_name="First non-empty line")
+def first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+@register_postprocessor("strip", display_name="Strip surrounding whitespace")
+def strip(text: str) -> str:
+    return text.strip()
+
+
+@register_postprocessor("lowercase", display_name="Lower case")
+def lowercase(text: str) -> str:
+    return text.lower()

@@ -1,0 +1,823 @@
+"""Reading judges' replies: rubric JSON objects and multiple-choice labels.
+
+Pure Python (no Django) so it can be tested and reused anywhere. Every reply that cannot be
+scored raises `JudgeReplyError(kind, message)`; `kind` is one of the `ErrorKind` values in
+apps/runs/models.py (`unparseable`, `missing_subject`, `out_of_range`) and `message` names the
+cause in plain words, so the failed-items page can show it as is.
+
+Rubric replies (`parse_rubric_reply`):
+- The JSON object is found tolerantly (`extract_json_object`): the whole reply, else a fenced
+  ```json block, else the first balanced {...} in the text that parses. Single-quoted strings,
+  trailing commas and Python's True/False/None are repaired outside strings only; anything else
+  that is not JSON is a clear `unparseable` failure.
+- Subject names match case-insensitively (and ignoring surrounding spaces). A subject is looked
+  up at the top level first, then one level down in any nested object such as
+  {"scores": {...}}; a subject's own value may itself be an object holding "score"/"value".
+  Extra keys are ignored. Values may be numbers or numeric strings ("4", "4.5", "4/5" and
+  "4 out of 5" give 4 / 4.5); the numerator is taken and checked against the range.
+- The reason comes from a "reason"/"reasoning"/"explanation"/... key if present.
+
+Multiple-choice replies (`parse_mcq_choice`): see its docstring for the reading order and for
+how "A good answer is B" and "I choose C" are kept from being misread.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# The ErrorKind values (apps/runs/models.py) a judge reply can fail with.
+UNPARSEABLE = "unparseable"
+MISSING_SUBJECT = "missing_subject"
+OUT_OF_RANGE = "out_of_range"
+REPLY_ERROR_KINDS = (UNPARSEABLE, MISSING_SUBJECT, OUT_OF_RANGE)
+
+REASON_KEYS = ("reason", "reasoning", "explanation", "rationale", "justification", "comment")
+_SCORE_KEYS = ("score", "value", "rating", "points")
+_MAX_OBJECT_STARTS = 500  # '{' positions tried in one reply: bounds the work on hostile text
+_MAX_LENIENT_STARTS = 50  # of which this many also get the (slower) lenient repair
+_MAX_OBJECTS = 50  # objects considered per reply
+
+
+class JudgeReplyError(ValueError):
+    """A judge's reply that cannot be scored; `kind` is an ErrorKind value."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        if kind not in REPLY_ERROR_KINDS:
+            raise ValueError(f"Unknown judge reply error kind {kind!r}.")
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        # Keeps both arguments when the error crosses a process boundary (RQ pickles it).
+        return (type(self), (self.kind, self.message))
+
+
+class AnswerKeyError(ValueError):
+    """An item's answer key is not a set of option labels: bad data, not a bad reply."""
+
+
+def _clip(value: Any, limit: int = 60) -> str:
+    """A short, single-line rendering of hostile text for error messages."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _fmt(number: float) -> str:
+    return f"{number:g}"
+
+
+# ---- JSON objects ---------------------------------------------------------------------------
+_DECODER = json.JSONDecoder(strict=False)  # strict=False: raw newlines inside strings are fine
+_FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_+-]*[ \t]*\r?\n?(.*?)```", re.DOTALL)
+_BRACE_SCAN = re.compile(r"[{}\"'\\]")
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    """Index of the '}' closing the '{' at `start`, skipping braces inside '...' or "..."."""
+    depth = 0
+    quote: str | None = None
+    pos = start
+    while True:
+        match = _BRACE_SCAN.search(text, pos)
+        if match is None:
+            return None
+        char, pos = match.group(), match.end()
+        if quote:
+            if char == "\\":
+                pos += 1
+            elif char == quote:
+                quote = None
+        elif char in "\"'":
+            quote = char
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return pos - 1
+
+
+def _repair(candidate: str) -> str:
+    """Single quotes → double quotes, drop trailing commas, Python literals → JSON.
+
+    Only text outside strings is touched, so a reply's own words are never rewritten.
+    """
+    out: list[str] = []
+    i, n = 0, len(candidate)
+    while i < n:
+        char = candidate[i]
+        if char == '"':
+            end = i + 1
+            while end < n and candidate[end] != '"':
+                end += 2 if candidate[end] == "\\" else 1
+            out.append(candidate[i : end + 1])
+            i = end + 1
+        elif char == "'":
+            chunk: list[str] = []
+            i += 1
+            while i < n and candidate[i] != "'":
+                if candidate[i] == "\\" and i + 1 < n:
+                    nxt = candidate[i + 1]
+                    chunk.append("'" if nxt == "'" else "\\" + nxt)
+                    i += 2
+                    continue
+                chunk.append('\\"' if candidate[i] == '"' else candidate[i])
+                i += 1
+            out.append('"' + "".join(chunk) + '"')
+            i += 1
+        elif char == ",":
+            rest = candidate[i + 1 :].lstrip()
+            if not rest.startswith(("}", "]")):
+                out.append(char)
+            i += 1
+        elif char.isalpha():
+            end = i
+            while end < n and (candidate[end].isalnum() or candidate[end] == "_"):
+                end += 1
+            word = candidate[i:end]
+            out.append({"True": "true", "False": "false", "None": "null"}.get(word, word))
+            i = end
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def _object_at(text: str, start: int, lenient: bool) -> tuple[dict[str, Any], int] | None:
+    """The object starting at text[start] and the index just past it, if it parses."""
+    try:
+        obj, end = _DECODER.raw_decode(text, start)
+        return (obj, end) if isinstance(obj, dict) else None
+    except (ValueError, RecursionError):
+        pass
+    if not lenient:
+        return None
+    close = _balanced_end(text, start)
+    if close is None:
+        return None
+    try:
+        obj = _DECODER.decode(_repair(text[start : close + 1]))
+    except (ValueError, RecursionError):
+        return None
+    return (obj, close + 1) if isinstance(obj, dict) else None
+
+
+def _objects_in(text: str) -> Iterator[dict[str, Any]]:
+    """Each top-level object in text, left to right; an object's inner objects are skipped."""
+    start = text.find("{")
+    tried = 0
+    while start != -1 and tried < _MAX_OBJECT_STARTS:
+        found = _object_at(text, start, lenient=tried < _MAX_LENIENT_STARTS)
+        tried += 1
+        if found is not None:
+            yield found[0]
+            start = text.find("{", found[1])
+        else:
+            start = text.find("{", start + 1)
+
+
+def iter_json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects in a judge's reply, most likely first.
+
+    Order: the whole reply (when it starts with "{"); each fenced ``` block (```json or bare);
+    then every balanced {...} in the text that parses, left to right (braces inside strings do
+    not confuse the scan). Single quotes, trailing commas and True/False/None are repaired
+    outside strings only. The same object may come twice (a fenced one is also in the text).
+    Raises JudgeReplyError("unparseable", ...) when no object parses at all.
+    """
+    if text is None or not text.strip():
+        raise JudgeReplyError(UNPARSEABLE, "The reply is empty.")
+    yielded = 0
+    sources = [text.strip()] if text.strip().startswith("{") else []
+    sources += [fence.group(1) for fence in _FENCE.finditer(text)]
+    sources.append(text)
+    for source in sources:
+        for obj in _objects_in(source):
+            yielded += 1
+            yield obj
+            if yielded >= _MAX_OBJECTS:
+                return
+    if yielded:
+        return
+    if "{" not in text:
+        raise JudgeReplyError(UNPARSEABLE, "The reply contains no JSON object ({...}).")
+    raise JudgeReplyError(
+        UNPARSEABLE, "The reply's {...} is not valid JSON, even after repairing quotes and commas."
+    )
+
+
+def extract_json_object(text: str) -> dict[str, Any]:
+    """The first JSON object in a judge's reply (see `iter_json_objects` for the order)."""
+    return next(iter_json_objects(text))
+
+
+# ---- rubric replies -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RubricResult:
+    """One parsed rubric reply: a value per subject (keyed by the judge's names) and a reason."""
+
+    values: dict[str, float]
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Subject:
+    name: str
+    min: float
+    max: float
+
+
+def validate_subjects(subjects: Iterable[Mapping[str, Any]]) -> list[Subject]:
+    """Check a judge's subject list; raises ValueError with a message naming the problem."""
+    result: list[Subject] = []
+    seen: set[str] = set()
+    for position, raw in enumerate(subjects, start=1):
+        if not isinstance(raw, Mapping):
+            raise ValueError(f"Subject {position} must be an object with name, min and max.")
+        name = str(raw.get("name") or "").strip()
+        if not name:
+            raise ValueError(f"Subject {position} has no name.")
+        key = name.casefold()
+        if key in seen:
+            raise ValueError(f"Subject '{name}' is listed twice (names ignore case).")
+        if key in REASON_KEYS:
+            raise ValueError(f"'{name}' is reserved for the judge's reason; rename the subject.")
+        seen.add(key)
+        try:
+            low, high = float(raw["min"]), float(raw["max"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"Subject '{name}' needs numeric min and max.") from None
+        if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+            raise ValueError(
+                f"Subject '{name}': min {raw['min']} must not exceed max {raw['max']}."
+            )
+        result.append(Subject(name, low, high))
+    if not result:
+        raise ValueError("A rubric judge needs at least one subject.")
+    return result
+
+
+_NUMERIC = re.compile(
+    r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(?:(?:/|out\s+of|of)\s*\d+(?:\.\d*)?)?\s*$", re.I
+)
+
+
+def _to_number(subject: str, raw: Any) -> float:
+    if isinstance(raw, Mapping):
+        for key, value in raw.items():
+            if isinstance(key, str) and key.strip().casefold() in _SCORE_KEYS:
+                return _to_number(subject, value)
+        raise JudgeReplyError(
+            UNPARSEABLE, f"'{subject}' is an object without a score ({_clip(raw)})."
+        )
+    if raw is None:
+        raise JudgeReplyError(UNPARSEABLE, f"'{subject}' has no value (null).")
+    if isinstance(raw, bool):
+        raise JudgeReplyError(UNPARSEABLE, f"'{subject}' = {_clip(raw)} is not a number.")
+    if isinstance(raw, int | float):
+        number = float(raw)
+    elif isinstance(raw, str):
+        match = _NUMERIC.match(unicodedata.normalize("NFKC", raw))
+        if match is None:
+            raise JudgeReplyError(UNPARSEABLE, f"'{subject}' = {_clip(raw)!r} is not a number.")
+        number = float(match.group(1))
+    else:
+        raise JudgeReplyError(UNPARSEABLE, f"'{subject}' = {_clip(raw)} is not a number.")
+    if not math.isfinite(number):
+        raise JudgeReplyError(UNPARSEABLE, f"'{subject}' = {_clip(raw)} is not a finite number.")
+    return number
+
+
+def _text_of(value: Any) -> str:
+    if value is None:
+        return ""
+    return value.strip() if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _find_reason(obj: Mapping[str, Any], subject_values: Mapping[str, Any]) -> str:
+    subject_keys = {name.casefold() for name in subject_values}
+    scopes = [obj] + [
+        value
+        for key, value in obj.items()
+        if isinstance(value, Mapping) and str(key).strip().casefold() not in subject_keys
+    ]
+    for scope in scopes:
+        for key, value in scope.items():
+            if str(key).strip().casefold() in REASON_KEYS:
+                return _text_of(value)
+    # Judges sometimes give a reason per subject: {"accuracy": {"score": 4, "reason": "..."}}.
+    parts = []
+    for name, value in subject_values.items():
+        if isinstance(value, Mapping):
+            for key, inner in value.items():
+                if str(key).strip().casefold() in REASON_KEYS:
+                    parts.append(f"{name}: {_text_of(inner)}")
+    return "\n".join(parts)
+
+
+def _lookup(
+    obj: Mapping[str, Any], specs: Sequence[Subject]
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """(raw value per subject found, subjects missing, keys given) for one reply object."""
+    subject_keys = {spec.name.casefold() for spec in specs}
+    top: dict[str, tuple[str, Any]] = {}
+    nested: dict[str, tuple[str, Any]] = {}
+    for key, value in obj.items():
+        top.setdefault(str(key).strip().casefold(), (str(key), value))
+    for key, value in obj.items():
+        if isinstance(value, Mapping) and str(key).strip().casefold() not in subject_keys:
+            for inner_key, inner in value.items():
+                nested.setdefault(str(inner_key).strip().casefold(), (f"{key}.{inner_key}", inner))
+    raw_values: dict[str, Any] = {}
+    missing: list[str] = []
+    for spec in specs:
+        hit = top.get(spec.name.casefold()) or nested.get(spec.name.casefold())
+        if hit is None:
+            missing.append(spec.name)
+        else:
+            raw_values[spec.name] = hit[1]
+    given = [
+        shown
+        for folded, (shown, value) in (top | nested).items()
+        if folded not in REASON_KEYS and not isinstance(value, Mapping)
+    ]
+    return raw_values, missing, given
+
+
+def parse_rubric_reply(text: str, subjects: Sequence[Mapping[str, Any]]) -> RubricResult:
+    """Scores for every subject from a judge's reply; see the module docstring for the rules.
+
+    The first object in the reply (`iter_json_objects` order) that holds every subject is
+    used, so an aside such as {"note": ...} before the scores does not hide them.
+    Raises JudgeReplyError: `unparseable` (no JSON object, or a value that is not a number),
+    `missing_subject` (names every missing subject and the keys that were given, from the
+    object closest to complete), `out_of_range` (names each subject, its value and its range).
+    """
+    specs = validate_subjects(subjects)
+    best: tuple[dict[str, Any], dict[str, Any], list[str], list[str]] | None = None
+    for obj in iter_json_objects(text):
+        raw_values, missing, given = _lookup(obj, specs)
+        if best is None or len(missing) < len(best[2]):
+            best = (obj, raw_values, missing, given)
+        if not missing:
+            break
+    assert best is not None  # iter_json_objects raises rather than yield nothing
+    obj, raw_values, missing, given = best
+    if missing:
+        got = ", ".join(_clip(name, 40) for name in given[:20]) or "no scores"
+        names = ", ".join(f"'{name}'" for name in missing)
+        if len(missing) == 1:
+            message = f"Subject {names} is missing from the reply (got: {got})."
+        else:
+            message = f"Subjects {names} are missing from the reply (got: {got})."
+        raise JudgeReplyError(MISSING_SUBJECT, message)
+
+    values = {spec.name: _to_number(spec.name, raw_values[spec.name]) for spec in specs}
+    outside = [
+        f"'{spec.name}' = {_fmt(values[spec.name])} is outside {_fmt(spec.min)}–{_fmt(spec.max)}"
+        for spec in specs
+        if not spec.min <= values[spec.name] <= spec.max
+    ]
+    if outside:
+        raise JudgeReplyError(OUT_OF_RANGE, "; ".join(outside) + ".")
+    return RubricResult(values=values, reason=_find_reason(obj, raw_values))
+
+
+def response_format_for(subjects: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The `response_format` for endpoints with structured output (OpenAI json_schema).
+
+    Strict mode requires every property to be listed as required, so the optional reason is
+    required-but-nullable. The reason comes first so the model explains before it scores.
+    Ranges are stated in descriptions rather than minimum/maximum, which some strict-mode
+    servers reject; `parse_rubric_reply` checks them anyway.
+    """
+    specs = validate_subjects(subjects)
+    properties: dict[str, Any] = {
+        "reason": {"type": ["string", "null"], "description": "A short justification."}
+    }
+    for spec in specs:
+        properties[spec.name] = {
+            "type": "number",
+            "description": f"Score for {spec.name}, from {_fmt(spec.min)} to {_fmt(spec.max)}.",
+        }
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "judge_scores",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": properties,
+                "required": list(properties),
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+# ---- multiple choice ------------------------------------------------------------------------
+LABEL_TYPES = ("upper", "lower", "digit")
+_MAX_LABELS = {"upper": 26, "lower": 26, "digit": 9}
+
+
+def labels_for(label_type: str, label_count: int) -> list[str]:
+    """The option labels: upper A, B, C…; lower a, b, c…; digit 1, 2, 3… (at most 9, so that a
+    reply "13" can only mean options 1 and 3)."""
+    if label_type not in LABEL_TYPES:
+        raise ValueError(f"Label type must be one of {', '.join(LABEL_TYPES)}, not {label_type!r}.")
+    limit = _MAX_LABELS[label_type]
+    if not isinstance(label_count, int) or not 1 <= label_count <= limit:
+        raise ValueError(
+            f"Label count for {label_type} labels must be 1–{limit}, not {label_count}."
+        )
+    if label_type == "digit":
+        return [str(i) for i in range(1, label_count + 1)]
+    first = "A" if label_type == "upper" else "a"
+    return [chr(ord(first) + i) for i in range(label_count)]
+
+
+def format_labels(labels: Iterable[str]) -> str:
+    """ "A, C" in label order; "none" for the empty set."""
+    ordered = sorted(labels, key=lambda label: (len(label), label))
+    return ", ".join(ordered) if ordered else "none"
+
+
+def score_mcq(chosen: Iterable[str], answer: Iterable[str]) -> float:
+    """100 when exactly the answer's labels were chosen, else 0 (no partial credit)."""
+    return 100.0 if set(chosen) == set(answer) else 0.0
+
+
+@dataclass
+class _Tok:
+    text: str
+    start: int
+    kind: str  # "alnum" | "space" | "char"
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9]+|\s+|.", re.DOTALL)
+# Skipped around labels: brackets, quotes and markdown emphasis.
+_DECOR = set("()[]{}<>*_~`#|\"'“”‘’「」『』【】《》〈〉")
+# Between labels of one list: "A, C", "A和C", "A、C", "A/C", "A & C", "A and C".
+_SEP_CHARS = set(",;/&+、和与及跟")
+_SEP_WORDS = {"and"}
+# Skipped after an answer marker before the labels: "Answer: B", "答案是B", "is → B".
+_LEAD_CHARS = _DECOR | set(":=-–—→>：")
+# Ends a leading label: "B) because", "A. Paris", "C: ...".
+_LEAD_END = set(").:,;、。!！-—")
+# Words after "A"/"I" that show it is a label, not the article or the pronoun:
+# "A and C", "A is correct" — whereas "A good answer", "I think".
+_ARTICLE_FOLLOWERS = {
+    "and", "or", "is", "are", "was", "were", "seems", "appears", "looks", "would", "should",
+    "could", "might", "must", "also", "too",
+}  # fmt: skip
+_PRONOUN_FOLLOWERS = {"and", "or", "is", "are"}
+_NONE_WORDS = {
+    "none", "none of the above", "none of them", "none of these", "no option", "no answer",
+    "nothing", "null", "nil", "n/a", "[]", "无", "没有", "都不是", "都不对", "以上都不是", "以上都不对",
+}  # fmt: skip
+_STRONG_MARKERS = re.compile(
+    r"(?:\b(?:final|correct|right|best)\s+(?:answer|option|choice)s?\b|\banswers?\b)"
+    r"(?:\s+(?:is|are|was|were|would\s+be|should\s+be|will\s+be)\b)?"
+    r"(?:\s+(?:options?|choices?|letters?)\b)?"
+    r"|(?:正确)?答案(?:应该|应)?(?:是|为|選|选)?",
+    re.IGNORECASE,
+)
+_MEDIUM_MARKERS = re.compile(
+    r"\b(?:choose|chose|chosen|select|selected|pick|picked|go\s+with|going\s+with|opt\s+for)\b"
+    r"(?:\s+(?:options?|choices?|letters?|answers?)\b)?"
+    r"|选择?|選擇?",
+    re.IGNORECASE,
+)
+_NEGATION_BEFORE = re.compile(r"(?:\bnot|n't|\bnever)\s*$", re.IGNORECASE)
+# In free text, "not B" / "B is wrong" / "B错" do not choose B.
+_NEGATED_BEFORE = re.compile(
+    r"(?:\bnot|\bno|n't|\bnever|\bexcept|不是|不选|排除|除了)\s*"
+    r"(?:(?:options?|choices?|answer)\s*)?[(\[\"'*]*\s*$",
+    re.IGNORECASE,
+)
+_NEGATED_AFTER = re.compile(
+    r"[)\]\"'*]*\s*(?:(?:is|are|was|were|seems|looks)\s+(?:not\b|wrong|incorrect|false)"
+    r"|(?:is|are|was|were)n't|是?(?:错|不对|不正确))",
+    re.IGNORECASE,
+)
+# Closing marks after a label that opens the reply: "**B** …", "(B) …", "【B】…".
+_CLOSERS = set(")]}*】」』》\"'”’")
+
+
+class _Reader:
+    """Reads option labels out of tokenised text for one label type and count."""
+
+    def __init__(self, text: str, label_type: str, label_count: int) -> None:
+        self.label_type = label_type
+        self.labels = labels_for(label_type, label_count)
+        self.valid = set(self.labels)
+        self.text = text
+        self.toks = [
+            _Tok(m.group(), m.start(), "alnum" if m.group().isalnum() and m.group().isascii()
+                 else "space" if m.group().isspace() else "char")
+            for m in _TOKEN.finditer(text)
+        ]  # fmt: skip
+
+    def tok(self, i: int) -> _Tok | None:
+        return self.toks[i] if 0 <= i < len(self.toks) else None
+
+    # ---- token classification ----
+    def canon(self, char: str) -> str:
+        if self.label_type == "upper":
+            return char.upper()
+        return char.lower() if self.label_type == "lower" else char
+
+    def alphabet_case(self, run: str) -> bool:
+        """Whether a run is written in this label type's alphabet and case."""
+        if self.label_type == "digit":
+            return run.isdigit()
+        return run.isalpha() and (run.isupper() if self.label_type == "upper" else run.islower())
+
+    def is_separator(self, i: int) -> bool:
+        tok = self.tok(i)
+        if tok is None:
+            return False
+        return (tok.kind == "char" and tok.text in _SEP_CHARS) or tok.text.lower() in _SEP_WORDS
+
+    def classify(self, i: int, any_case: bool) -> tuple[list[str], list[str]] | None:
+        """(labels, out-of-range labels) if token i reads as labels, else None (a word)."""
+        tok = self.tok(i)
+        if tok is None or tok.kind != "alnum" or tok.text.lower() in _SEP_WORDS:
+            return None
+        run = tok.text
+        if self.label_type != "digit" and run.isalpha() and any_case and len(run) == 1:
+            run = self.canon(run)
+        if not self.alphabet_case(run) or self.glued(i):
+            return None
+        if len(run) == 1:
+            return ([run], []) if run in self.valid else ([], [run])
+        # "AC" is two labels; a run with repeats or letters beyond the count is a word.
+        if len(set(run)) == len(run) and all(char in self.valid for char in run):
+            return list(run), []
+        return None
+
+    def glued(self, i: int) -> bool:
+        """Part of a bigger word or number: "don't", "I'm", "X-ray", "2.5", "1,000"."""
+        prev, prev2 = self.tok(i - 1), self.tok(i - 2)
+        nxt, nxt2 = self.tok(i + 1), self.tok(i + 2)
+        for joiner, other in ((prev, prev2), (nxt, nxt2)):
+            if joiner and other and joiner.text in "'’-" and other.kind == "alnum":
+                return True
+        if self.label_type == "digit":
+            run = self.toks[i].text
+            if prev and prev2 and prev.text == "." and prev2.text.isdigit():
+                return True
+            if nxt and nxt2 and nxt.text == "." and nxt2.text.isdigit():
+                return True
+            if nxt and nxt2 and nxt.text == "," and nxt2.text.isdigit() and len(nxt2.text) == 3:
+                return True
+            if prev and prev2 and prev.text == "," and prev2.text.isdigit() and len(run) == 3:
+                return True
+        return False
+
+    def is_article(self, i: int) -> bool:
+        """ "A good answer" / "I think": the article or pronoun, not an option."""
+        word = self.toks[i].text
+        if word not in {"A", "a", "I", "i"}:
+            return False
+        space, follower = self.tok(i + 1), self.tok(i + 2)
+        if space is None or space.kind != "space" or "\n" in space.text:
+            return False
+        if follower is None or follower.kind != "alnum" or not follower.text.isalpha():
+            return False
+        followers = _PRONOUN_FOLLOWERS if word in {"I", "i"} else _ARTICLE_FOLLOWERS
+        if follower.text.lower() in followers or self.is_separator(i + 2):
+            return False
+        return self.classify(i + 2, any_case=False) is None
+
+    def is_none_word(self, i: int) -> bool:
+        tok = self.toks[i]
+        if tok.kind == "alnum":
+            if tok.text.lower() in {"none", "nothing"}:
+                return True
+            return tok.text in {"N", "n"} and self.canon("N") not in self.valid
+        return tok.text in {"无", "没"}
+
+    # ---- readers ----
+    def skip(self, i: int, chars: set[str], newlines: bool = True) -> int:
+        while (tok := self.tok(i)) is not None:
+            space = tok.kind == "space" and (newlines or "\n" not in tok.text)
+            if space or (tok.kind == "char" and tok.text in chars):
+                i += 1
+            elif tok.text == "\\" and (word := self.tok(i + 1)) and word.kind == "alnum":
+                i += 2  # \boxed{B}, \text{B}
+            else:
+                break
+        return i
+
+    def read_list(self, i: int, any_case: bool) -> tuple[list[str], list[str], int] | None:
+        """A label list starting at token i: "A", "A, C", "(A) and (C)", "A C", "AC"."""
+        labels: list[str] = []
+        bad: list[str] = []
+        while (read := self.classify(i, any_case)) is not None and not self.is_article(i):
+            labels += read[0]
+            bad += read[1]
+            after = self.skip(i + 1, _DECOR, newlines=False)
+            if self.is_separator(after):
+                i = self.skip(after + 1, _DECOR)
+                continue
+            gap = self.toks[i + 1 : after]
+            if gap and all(tok.kind == "space" for tok in gap) and self.classify(after, any_case):
+                i = after  # space-separated labels on one line: "A C"
+                continue
+            i += 1
+            break
+        if not labels and not bad:
+            return None
+        return labels, bad, i
+
+    def result(self, labels: list[str], bad: list[str]) -> frozenset[str]:
+        if bad:
+            shown = ", ".join(f"'{label}'" for label in dict.fromkeys(bad))
+            raise JudgeReplyError(
+                UNPARSEABLE,
+                f"The reply chose {shown}, which is not among the labels "
+                f"{self.labels[0]}–{self.labels[-1]}.",
+            )
+        return frozenset(labels)
+
+    def whole_reply(self) -> frozenset[str] | None:
+        """The reply is nothing but labels: "B", "A, C", "A.", "(B)", "**B**", "A和C"."""
+        read = self.read_list(self.skip(0, _DECOR), any_case=True)
+        if read is None:
+            return None
+        rest = self.skip(read[2], _DECOR | set(".。!！"))
+        return self.result(read[0], read[1]) if rest == len(self.toks) else None
+
+    def by_markers(self, pattern: re.Pattern[str]) -> frozenset[str] | None:
+        """Labels after the last marker that is followed by labels ("not choose A" is skipped)."""
+        for match in reversed(list(pattern.finditer(self.text))):
+            if _NEGATION_BEFORE.search(self.text[max(0, match.start() - 8) : match.start()]):
+                continue
+            i = next(
+                (k for k, tok in enumerate(self.toks) if tok.start >= match.end()), len(self.toks)
+            )
+            i = self.skip(i, _LEAD_CHARS)
+            if i < len(self.toks) and self.is_none_word(i):
+                return frozenset()
+            read = self.read_list(i, any_case=True)
+            if read is not None:
+                return self.result(read[0], read[1])
+        return None
+
+    def leading(self) -> frozenset[str] | None:
+        """Labels opening the reply, closed by a mark: "B) because", "A. Paris", "**C** is"."""
+        read = self.read_list(self.skip(0, _DECOR), any_case=False)
+        if read is None:
+            return None
+        nxt = self.tok(read[2])
+        if nxt is None or "\n" in nxt.text or nxt.text in _LEAD_END or nxt.text in _CLOSERS:
+            return self.result(read[0], read[1])
+        return None
+
+    def scan(self) -> frozenset[str]:
+        """Every standalone in-range label in the text that is not negated (the last resort)."""
+        found = set()
+        for i, tok in enumerate(self.toks):
+            if tok.kind != "alnum" or tok.text not in self.valid:
+                continue
+            if self.glued(i) or self.is_article(i):
+                continue
+            end = tok.start + len(tok.text)
+            before = self.text[max(0, tok.start - 24) : tok.start]
+            if _NEGATED_BEFORE.search(before) or _NEGATED_AFTER.match(self.text, end):
+                continue
+            found.add(tok.text)
+        return frozenset(found)
+
+
+def parse_mcq_choice(text: str, label_type: str, label_count: int) -> frozenset[str]:
+    """Which option labels a reply chose (an LLM judge's answer, or a free-text response).
+
+    Read in this order; the first that yields labels wins:
+    1. a "none" reply: "N" (when N is not a label), "None", "[]", "无"… → the empty set;
+    2. the whole reply is labels: "B", "A, C", "A.", "(B)", "**B**", "A和C", "1, 3"
+       (letters in either case here: "b" is B for upper labels);
+    3. after the last answer marker that is followed by labels: "Answer: AC", "The answer is (C).",
+       "答案是B", "答案：A和C", "correct answers are A and C", "answer is none";
+    4. labels opening the reply, closed by punctuation: "B) because…", "A. Paris…";
+    5. after the last choice verb: "I choose C", "I'd pick B", "选C" ("not choose" is skipped);
+    6. every standalone label in the text: "I think A and C are correct" → {A, C}.
+    A capital "A"/"I" (or "a"/"i") followed by an ordinary word is the article or the
+    pronoun, not an option: "A good answer is B" → {B}; "A is correct" and "A and C" still
+    count. A label beyond `label_count` that the reply explicitly gives as its answer (steps
+    2–4) makes the reply unparseable, naming it, rather than being dropped silently; in the
+    free-text scan (6) such letters are treated as ordinary text.
+    Raises JudgeReplyError("unparseable", ...) for an empty reply or when no label is found.
+    """
+    reader = _Reader(unicodedata.normalize("NFKC", text or ""), label_type, label_count)
+    if not reader.text.strip():
+        raise JudgeReplyError(UNPARSEABLE, "The reply is empty.")
+    core = re.sub(r"[\s\"'`*_.。!！]+", " ", reader.text).strip().casefold()
+    if core in _NONE_WORDS or (core == "n" and reader.canon("N") not in reader.valid):
+        return frozenset()
+    for step in (
+        reader.whole_reply,
+        lambda: reader.by_markers(_STRONG_MARKERS),
+        reader.leading,
+        lambda: reader.by_markers(_MEDIUM_MARKERS),
+    ):
+        found = step()
+        if found is not None:
+            return found
+    found = reader.scan()
+    if found:
+        return found
+    raise JudgeReplyError(
+        UNPARSEABLE,
+        f"No option label ({reader.labels[0]}–{reader.labels[-1]}) found in the reply "
+        f"({_clip(reader.text)!r}).",
+    )
+
+
+def parse_answer_key(
+    value: Any, label_type: str | None = None, label_count: int | None = None
+) -> frozenset[str]:
+    """An item's answer key as a set of labels: "A,C", "AC", "A C", '["A","C"]', "2", 2, ["A"].
+
+    Without `label_type` the type is inferred (digits, else the letters' case); with it,
+    letters are brought to its case. "N", "None" and "[]" mean no option is correct (unless N
+    is itself a label). With `label_count`, labels beyond it are an error. Raises
+    AnswerKeyError with a message naming the bad key.
+    """
+    shown = _clip(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+    if isinstance(value, bool) or value is None:
+        raise AnswerKeyError(f"Answer key {shown} is not a set of option labels.")
+    if isinstance(value, int):
+        value = str(value)
+    if isinstance(value, str):
+        text = unicodedata.normalize("NFKC", value).strip()
+        if not text:
+            raise AnswerKeyError("The answer key is empty.")
+        if text.startswith("["):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                raise AnswerKeyError(f"Answer key {shown!r} is not a valid JSON list.") from None
+        else:
+            value = [p for p in re.split(r"(?:\s*(?:[,;/&+、和与及]|\band\b)\s*|\s+)", text) if p]
+    if not isinstance(value, list | tuple | set | frozenset):
+        raise AnswerKeyError(f"Answer key {shown} is not a set of option labels.")
+    pieces = [str(piece).strip() for piece in value]
+    if label_type is None:
+        joined = "".join(pieces)
+        label_type = "digit" if joined.isdigit() else "lower" if joined.islower() else "upper"
+    if label_type not in LABEL_TYPES:
+        raise ValueError(f"Label type must be one of {', '.join(LABEL_TYPES)}, not {label_type!r}.")
+    valid = set(labels_for(label_type, label_count)) if label_count is not None else None
+    folded = [piece.casefold() for piece in pieces]
+    if folded == ["none"] or (folded == ["n"] and not (valid and valid & {"N", "n"})):
+        return frozenset()
+    labels: set[str] = set()
+    for piece in pieces:
+        if label_type == "digit":
+            ok = piece.isdigit() and "0" not in piece
+            chars = list(piece)
+        else:
+            ok = piece.isascii() and piece.isalpha()
+            chars = [c.upper() if label_type == "upper" else c.lower() for c in piece]
+        if not ok:
+            raise AnswerKeyError(f"Answer key {shown!r}: {piece!r} is not an option label.")
+        labels.update(chars)
+    if valid is not None and not labels <= valid:
+        outside = format_labels(labels - valid)
+        raise AnswerKeyError(
+            f"Answer key {shown!r} has {outside}, outside the labels "
+            f"{min(valid, key=lambda x: (len(x), x))}–{max(valid, key=lambda x: (len(x), x))}."
+        )
+    return frozenset(labels)
+
+
+__all__ = [
+    "MISSING_SUBJECT",
+    "OUT_OF_RANGE",
+    "REASON_KEYS",
+    "UNPARSEABLE",
+    "AnswerKeyError",
+    "JudgeReplyError",
+    "RubricResult",
+    "Subject",
+    "extract_json_object",
+    "format_labels",
+    "iter_json_objects",
+    "labels_for",
+    "parse_answer_key",
+    "parse_mcq_choice",
+    "parse_rubric_reply",
+    "response_format_for",
+    "score_mcq",
+    "validate_subjects",
+]
