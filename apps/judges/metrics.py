@@ -359,24 +359,27 @@ def sentence_bleu(
         return 0.0
     hyp_len = len(hypothesis)
     ref_len = min((abs(len(ref) - hyp_len), len(ref)) for ref in references)[1]
-    precisions: list[float] = []
-    halving = 1.0
+    counts: list[tuple[float, float]] = []  # (clipped matches, hypothesis n-grams) per order
     for n in range(1, max_n + 1):
         hyp_counts = _ngrams(hypothesis, n)
-        total = float(sum(hyp_counts.values()))
+        max_ref: Counter[tuple[str, ...]] = Counter()
+        for ref in references:
+            max_ref |= _ngrams(ref, n)
+        correct = sum(min(count, max_ref[gram]) for gram, count in hyp_counts.items())
+        counts.append((float(correct), float(sum(hyp_counts.values()))))
+    if not any(correct for correct, _ in counts):
+        return 0.0  # no word in common: smoothing must not invent a score
+    precisions: list[float] = []
+    halving = 1.0
+    for n, (correct, total) in enumerate(counts, start=1):
+        if smooth == "add-k" and n > 1:
+            k = 1.0 if smooth_value is None else smooth_value
+            correct, total = correct + k, total + k
         if total == 0:
             if effective_order:
                 break
             precisions.append(0.0)
-            continue
-        max_ref: Counter[tuple[str, ...]] = Counter()
-        for ref in references:
-            max_ref |= _ngrams(ref, n)
-        correct = float(sum(min(count, max_ref[gram]) for gram, count in hyp_counts.items()))
-        if smooth == "add-k" and n > 1:
-            k = 1.0 if smooth_value is None else smooth_value
-            correct, total = correct + k, total + k
-        if correct > 0:
+        elif correct > 0:
             precisions.append(correct / total)
         elif smooth == "exp":
             halving *= 2
