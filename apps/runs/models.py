@@ -1,7 +1,8 @@
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
@@ -91,6 +92,17 @@ class Endpoint(models.Model):
         return (prompt_tokens * prompt + completion_tokens * completion) / 1_000_000
 
 
+class PromptTemplateQuerySet(models.QuerySet["PromptTemplate"]):
+    def latest_versions(self) -> "PromptTemplateQuerySet":
+        """The newest version of every template name (one row per task and name)."""
+        newer = PromptTemplate.objects.filter(
+            task=models.OuterRef("task"),
+            name=models.OuterRef("name"),
+            version__gt=models.OuterRef("version"),
+        )
+        return self.exclude(models.Exists(newer))
+
+
 class PromptTemplate(models.Model):
     """System + user message over item fields. Editing makes a new version."""
 
@@ -111,6 +123,8 @@ class PromptTemplate(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = PromptTemplateQuerySet.as_manager()
+
     class Meta:
         ordering = ["task", "name", "-version"]
         constraints = [
@@ -121,6 +135,45 @@ class PromptTemplate(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:template-detail", args=[self.pk])
+
+    CONTENT_FIELDS = (
+        "system_message",
+        "user_message",
+        "fewshot_dataset_id",
+        "fewshot_k",
+        "fewshot_seed",
+        "fewshot_format",
+    )
+
+    def versions(self) -> "PromptTemplateQuerySet":
+        return PromptTemplate.objects.filter(task_id=self.task_id, name=self.name)
+
+    def is_latest(self) -> bool:
+        return not self.versions().filter(version__gt=self.version).exists()
+
+    def save_as_new_version(self, user: Any) -> "PromptTemplate":
+        """Store this (edited, unsaved) copy as the next version; earlier versions never change.
+
+        Runs point at the exact version they used, so an edit must never touch a saved row.
+        """
+        with transaction.atomic():
+            # Lock the name's rows so two editors cannot both take the same version number.
+            last = (
+                PromptTemplate.objects.select_for_update()
+                .filter(task_id=self.task_id, name=self.name)
+                .order_by("-version")
+                .values_list("version", flat=True)
+                .first()
+            )
+            self.pk = None
+            self._state.adding = True
+            self.version = (last or 0) + 1
+            self.created_by = user
+            self.save()
+        return self
 
 
 class RunQuerySet(models.QuerySet["Run"]):
@@ -149,7 +202,20 @@ class Run(models.Model):
         CANCELLED = "cancelled", "Cancelled"
         FAILED = "failed", "Failed"
 
+    class Mode(models.TextChoices):
+        """What a launch of the run works on (see apps.runs.engine)."""
+
+        RESUME = "resume", "Items without a result"
+        RETRY_FAILED = "retry_failed", "Failed items only"
+        OVERWRITE = "overwrite", "Every item again"
+
     ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+    TERMINAL_STATUSES = (
+        Status.COMPLETED,
+        Status.COMPLETED_WITH_FAILURES,
+        Status.CANCELLED,
+        Status.FAILED,
+    )
     STALL_AFTER = timedelta(seconds=90)
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs")
@@ -186,6 +252,14 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Each start, resume, retry or overwrite is a new epoch: chunk jobs of an older epoch
+    # stop at their next check, and results remember the epoch that wrote them.
+    epoch = models.PositiveIntegerField(default=0)
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.RESUME)
+    # done + failed when this epoch started, so items/s measures this epoch only.
+    progress_base = models.PositiveIntegerField(default=0)
+    # Set when the last live chunk found work that a dead worker had taken: resume finishes it.
+    interrupted_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -214,11 +288,28 @@ class Run(models.Model):
         return self.status in self.ACTIVE_STATUSES
 
     @property
+    def is_terminal(self) -> bool:
+        return self.status in self.TERMINAL_STATUSES
+
+    @property
     def is_stalled(self) -> bool:
-        """Running, but no worker has reported for a while: its worker probably died."""
-        if self.status != self.Status.RUNNING or self.heartbeat_at is None:
+        """Running, but no worker has reported for a while (or the last one found lost work)."""
+        if self.status != self.Status.RUNNING:
+            return False
+        if self.interrupted_at is not None:
+            return True
+        if self.heartbeat_at is None:
             return False
         return timezone.now() - self.heartbeat_at > self.STALL_AFTER
+
+    @property
+    def can_resume(self) -> bool:
+        """Resuming makes sense when the run stopped (or stalled) with items left to do."""
+        return (self.is_terminal and self.status != self.Status.COMPLETED) or self.is_stalled
+
+    @property
+    def can_retry_failed(self) -> bool:
+        return self.failed > 0 and (self.is_terminal or self.is_stalled)
 
     @property
     def remaining(self) -> int:
@@ -230,11 +321,17 @@ class Run(models.Model):
 
     @property
     def items_per_second(self) -> float | None:
+        """The rate of the current epoch (a resume does not count the earlier work)."""
         if not self.started_at:
             return None
         end = self.finished_at or timezone.now()
         seconds = (end - self.started_at).total_seconds()
-        return (self.done + self.failed) / seconds if seconds > 0 else None
+        settled = max(self.done + self.failed - self.progress_base, 0)
+        return settled / seconds if seconds > 0 else None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
     @property
     def eta_seconds(self) -> float | None:
@@ -276,10 +373,43 @@ class Run(models.Model):
         self.refresh_from_db()
 
     def mark_failed(self, traceback_text: str) -> None:
-        Run.objects.filter(pk=self.pk).update(
+        """The run itself broke (a crashed job, a refused API key): it stops where it is."""
+        Run.objects.filter(pk=self.pk, status__in=self.ACTIVE_STATUSES).update(
             status=self.Status.FAILED, error=traceback_text, finished_at=timezone.now()
         )
         self.refresh_from_db()
+
+    def begin_epoch(self, mode: str) -> int:
+        """Start a new launch (start, resume, retry failed, overwrite) and return its epoch.
+
+        The caller then sets the counters to the results this launch keeps (see engine.launch).
+        """
+        Run.objects.filter(pk=self.pk).update(
+            epoch=F("epoch") + 1,
+            mode=mode,
+            status=self.Status.QUEUED,
+            cancel_requested=False,
+            error="",
+            started_at=None,
+            finished_at=None,
+            heartbeat_at=None,
+            interrupted_at=None,
+        )
+        self.refresh_from_db()
+        return self.epoch
+
+    def finish(self, status: str, *, done: int, failed: int) -> bool:
+        """Settle an active run in `status` with exact counts; False if it had already ended."""
+        changed = Run.objects.filter(pk=self.pk, status__in=self.ACTIVE_STATUSES).update(
+            status=status, done=done, failed=failed, finished_at=timezone.now()
+        )
+        self.refresh_from_db()
+        return bool(changed)
+
+    def mark_interrupted(self) -> None:
+        Run.objects.filter(pk=self.pk, status=self.Status.RUNNING).update(
+            interrupted_at=timezone.now()
+        )
 
 
 class ResponseQuerySet(models.QuerySet["Response"]):
@@ -309,6 +439,7 @@ class Response(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     error = models.TextField(blank=True)
+    epoch = models.PositiveIntegerField(default=0)  # the run epoch that wrote this result
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,0 +1,662 @@
+"""The execution engine shared by generation runs and judge runs.
+
+A run's work is a set of *units*, each named by a string key (a generation run: one key per
+item, the item id; a judge run may use "item:round"). What a unit is and how it is done
+belongs to a `RunKind`; everything else is here and the same for every kind:
+
+Launch (`launch(run, mode)`, inside the caller's transaction)
+    A new epoch starts (`Run.epoch` + 1, status queued); the kind lists the pending keys for
+    the mode (resume: units without a result; retry_failed: failed units; overwrite: all),
+    they go to one Redis list for the epoch, and `ceil(n / chunk_size)` chunk jobs
+    `run-<id>-e<epoch>-chunk-<n>` are enqueued on RQ after commit.
+
+A chunk job (`run_chunk`, wrapped by `apps.runs.jobs.guarded`)
+    registers a job lease, then pops keys from the epoch's list in small batches (so every
+    worker on every machine shares one run, and one worker keeps its lanes full from one
+    chunk to the next instead of draining each chunk's tail). It has taken at least
+    `chunk_size` keys (or the list ran dry) before it may stop for its time budget, so the
+    enqueued jobs always cover the list. `lanes` coroutines perform units concurrently with
+    one `LLM` (one AsyncOpenAI client) per chunk; every request takes a slot of the
+    endpoint's concurrency limit and a turn of its rate limit, both in Redis (apps.runs.limits).
+    Results are committed in small batches (at least every `FLUSH_EVERY` results and 0.1 s
+    apart, and never later than `FLUSH_AFTER` s), so SIGKILL loses only what was in flight.
+    A heartbeat task renews leases, writes `Run.heartbeat_at`, and notices cancel, a fatal
+    endpoint error, a failed run or a newer epoch within a second; lanes then stop asking.
+    The job that leaves last (no live job lease, list empty) finalizes the run with exact
+    counts from the database; if units are still pending then (a dead worker took them) the
+    run is marked interrupted, shown as stalled, and resume finishes it.
+
+The `RunKind` interface (register an instance with `register(kind)`)
+    kind: str                                           Run.Kind value it serves
+    total(run) -> int                                   progress units of the run (items)
+    pending_keys(run, mode) -> list[str]                work of this epoch (run.epoch is set)
+    pending_count(run, mode) -> int                     default len(pending_keys)
+    settled_counts(run, mode) -> (done, failed)         results that are not pending
+    lanes(run) -> int                                   concurrent units per chunk
+    prepare(run) -> ctx                                 once per chunk, DB thread (templates, judge…)
+    load_units(run, ctx, keys) -> list[unit]            DB thread: everything perform needs
+    async perform(run, ctx, unit, call) -> Result       no DB here; call.chat(messages) for LLM
+                                                        requests (raises LLMError; re-raise it
+                                                        when .fatal), call.record(Attempt) for
+                                                        rule evaluations
+    failed_result(run, ctx, unit, error_kind, message) -> Result   unexpected exception in perform
+    persist(run, ctx, results) -> Progress              DB thread, inside a transaction; write
+                                                        domain rows exactly once (unique
+                                                        constraints), return the progress deltas
+    on_finished(run)                                    after a completed run (e.g. auto-judge)
+    add_cli_arguments(parser), create_from_cli(options, user) -> Run   `start_run <kind> …`
+    The engine writes AttemptLog rows from `Result.attempts` per the run's logging mode.
+"""
+
+import asyncio
+import contextlib
+import functools
+import math
+import time
+import traceback
+from abc import ABC, abstractmethod
+from argparse import ArgumentParser
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from django.db import close_old_connections, connection, transaction
+from django.utils import timezone
+
+from apps.runs.limits import KEY_PREFIX, EndpointSemaphore, RateLimiter, async_redis
+from apps.runs.llm import LLM, Attempt, LLMError, Reply, SlotPool, Stopped
+from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Run
+
+FLUSH_EVERY = 20
+FLUSH_GAP = 0.1
+FLUSH_AFTER = 1.0
+HEARTBEAT_EVERY = 1.0
+DB_HEARTBEAT_EVERY = 5.0
+JOB_LEASE_SECONDS = 30
+CANCEL_GRACE = 3.0
+KEY_TTL = 7 * 24 * 3600
+
+
+# ---- the interface ---------------------------------------------------------------------------
+@dataclass
+class Progress:
+    done: int = 0
+    failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+    def __iadd__(self, other: "Progress") -> "Progress":
+        self.done += other.done
+        self.failed += other.failed
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost += other.cost
+        return self
+
+
+@dataclass
+class Result:
+    """The outcome of one unit; `data` is the kind's own (a reply, scores, an error…)."""
+
+    key: str
+    item_id: int
+    ok: bool
+    attempts: list[Attempt] = field(default_factory=list)
+    data: Any = None
+
+
+class Call:
+    """What `perform` may do with the outside world for one unit."""
+
+    def __init__(self, llm: LLM | None, item_id: int) -> None:
+        self.llm = llm
+        self.item_id = item_id
+        self.log: list[Attempt] = []
+
+    async def chat(
+        self, messages: list[dict[str, str]], *, round: int | None = None, **params: Any
+    ) -> Reply:
+        if self.llm is None:
+            raise LLMError(ErrorKind.INTERNAL, "this run has no endpoint to ask")
+        return await self.llm.chat(
+            messages, log=self.log, item_id=self.item_id, round=round, **params
+        )
+
+    def record(self, attempt: Attempt) -> None:
+        self.log.append(attempt)
+
+
+class RunKind(ABC):
+    kind: ClassVar[str]
+
+    @abstractmethod
+    def total(self, run: Run) -> int: ...
+
+    @abstractmethod
+    def pending_keys(self, run: Run, mode: str) -> list[str]: ...
+
+    def pending_count(self, run: Run, mode: str) -> int:
+        return len(self.pending_keys(run, mode))
+
+    @abstractmethod
+    def settled_counts(self, run: Run, mode: str) -> tuple[int, int]: ...
+
+    def lanes(self, run: Run) -> int:
+        return run.endpoint.concurrency_limit if run.endpoint_id else 1
+
+    def prepare(self, run: Run) -> Any:
+        return None
+
+    @abstractmethod
+    def load_units(self, run: Run, ctx: Any, keys: list[str]) -> list[Any]: ...
+
+    @abstractmethod
+    async def perform(self, run: Run, ctx: Any, unit: Any, call: Call) -> Result: ...
+
+    @abstractmethod
+    def failed_result(
+        self, run: Run, ctx: Any, unit: Any, error_kind: str, message: str
+    ) -> Result: ...
+
+    @abstractmethod
+    def persist(self, run: Run, ctx: Any, results: list[Result]) -> Progress: ...
+
+    def on_finished(self, run: Run) -> None:
+        return None
+
+    def add_cli_arguments(self, parser: ArgumentParser) -> None:
+        return None
+
+    def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
+        raise NotImplementedError(f"{self.kind} runs cannot be started from the command line")
+
+
+KINDS: dict[str, RunKind] = {}
+
+
+def register(kind: RunKind) -> RunKind:
+    KINDS[kind.kind] = kind
+    return kind
+
+
+def kind_for(run: Run) -> RunKind:
+    if run.kind not in KINDS:
+        # Kinds register when their module is imported; the apps import them in ready().
+        import apps.runs.generation  # noqa: F401
+    return KINDS[run.kind]
+
+
+# ---- Redis keys -----------------------------------------------------------------------------------
+def _key(run_id: int, suffix: str) -> str:
+    return f"{KEY_PREFIX}:run:{run_id}:{suffix}"
+
+
+def todo_key(run_id: int, epoch: int) -> str:
+    return _key(run_id, f"e{epoch}:todo")
+
+
+def jobs_key(run_id: int, epoch: int) -> str:
+    return _key(run_id, f"e{epoch}:jobs")
+
+
+def epoch_key(run_id: int) -> str:
+    return _key(run_id, "epoch")
+
+
+def stop_key(run_id: int) -> str:
+    return _key(run_id, "stop")
+
+
+def job_id(run_id: int, epoch: int, n: int) -> str:
+    return f"run-{run_id}-e{epoch}-chunk-{n}"
+
+
+def _redis() -> Any:
+    import django_rq
+
+    return django_rq.get_connection("default")
+
+
+_LEAVE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return {redis.call('ZCARD', KEYS[1]), redis.call('LLEN', KEYS[2])}
+"""
+
+_JOIN = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+return 1
+"""
+
+
+def live_jobs(run_id: int, epoch: int) -> int:
+    now_ms = int(time.time() * 1000)
+    return int(_redis().zcount(jobs_key(run_id, epoch), now_ms, "+inf"))
+
+
+# ---- launching --------------------------------------------------------------------------------------
+class LaunchError(Exception):
+    """The run cannot be (re)started now; the message says why."""
+
+
+def chunk_timeout(run: Run, lanes: int) -> int:
+    """RQ's limit for one chunk job: its `chunk_size` units in the worst case, with margin."""
+    endpoint = run.endpoint
+    per_unit = 60.0
+    if endpoint is not None:
+        retries = endpoint.max_retries
+        per_unit = (endpoint.timeout_seconds + 5) * (retries + 1) + 30.0 * retries
+    waves = math.ceil(max(run.chunk_size, 1) / max(lanes, 1))
+    return int(min(max(600.0, waves * per_unit * 1.5 + 120), 24 * 3600))
+
+
+def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
+    """Start a new epoch of `run` in `mode`; returns how many units it will do.
+
+    Call inside a transaction (or autocommit): the Redis list and the jobs appear only
+    after commit, so no worker sees a half-made launch.
+    """
+    from apps.runs.jobs import run_chunk
+    from apps.runs.queue import enqueue
+
+    kind = kind_for(run)
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.is_active and not locked.is_stalled and locked.epoch > 0:
+            raise LaunchError("This run is still going; cancel it first or wait for it to end.")
+        epoch = locked.begin_epoch(mode)
+        keys = kind.pending_keys(locked, mode)
+        done, failed = kind.settled_counts(locked, mode)
+        Run.objects.filter(pk=run.pk).update(
+            total=kind.total(locked), done=done, failed=failed, progress_base=done + failed
+        )
+        locked.refresh_from_db()
+        if not keys:
+            _settle(locked, kind)
+            run.refresh_from_db()
+            return 0
+        lanes = max(1, kind.lanes(locked))
+        n_jobs = math.ceil(len(keys) / max(locked.chunk_size, 1))
+        run_id = run.pk
+
+        def _push() -> None:
+            conn = _redis()
+            pipe = conn.pipeline()
+            pipe.delete(stop_key(run_id))
+            pipe.set(epoch_key(run_id), epoch, ex=KEY_TTL)
+            if epoch > 1:
+                pipe.delete(todo_key(run_id, epoch - 1))
+            for start in range(0, len(keys), 5000):
+                pipe.rpush(todo_key(run_id, epoch), *keys[start : start + 5000])
+            pipe.expire(todo_key(run_id, epoch), KEY_TTL)
+            pipe.execute()
+
+        transaction.on_commit(_push)
+        timeout = chunk_timeout(locked, lanes)
+        for n in range(n_jobs):
+            enqueue(run_chunk, run_id, epoch, n, job_id=job_id(run_id, epoch, n), timeout=timeout)
+    run.refresh_from_db()
+    return len(keys)
+
+
+def cancel(run: Run) -> None:
+    """Stop asking the endpoint within seconds; what is answered stays, resume does the rest."""
+    run.request_cancel()
+    conn = _redis()
+    conn.set(stop_key(run.pk), "cancel", ex=KEY_TTL)
+    conn.delete(todo_key(run.pk, run.epoch))
+    run.refresh_from_db()
+    if run.status == Run.Status.RUNNING and live_jobs(run.pk, run.epoch) == 0:
+        finalize(run.pk, run.epoch)
+    run.refresh_from_db()
+
+
+def fail(run_id: int, message: str) -> None:
+    """The run itself broke: every chunk stops at its next check."""
+    with contextlib.suppress(Exception):
+        _redis().set(stop_key(run_id), "failed", ex=KEY_TTL)
+    run = Run.objects.filter(pk=run_id).first()
+    if run is not None:
+        run.mark_failed(message)
+
+
+def finalize(run_id: int, epoch: int) -> None:
+    """Settle the run once no chunk of `epoch` is left: exact counts and the final status."""
+    run = Run.objects.select_related("endpoint").get(pk=run_id)
+    if run.epoch != epoch:
+        return  # a newer launch owns the run now
+    _settle(run, kind_for(run))
+    with contextlib.suppress(Exception):
+        _redis().delete(todo_key(run_id, epoch), jobs_key(run_id, epoch))
+
+
+def _settle(run: Run, kind: RunKind) -> None:
+    done, failed = kind.settled_counts(run, run.mode)
+    if not run.is_active:
+        Run.objects.filter(pk=run.pk).update(done=done, failed=failed)
+        run.refresh_from_db()
+        return
+    if run.cancel_requested:
+        run.finish(Run.Status.CANCELLED, done=done, failed=failed)
+        return
+    if kind.pending_count(run, run.mode) > 0:
+        Run.objects.filter(pk=run.pk).update(done=done, failed=failed)
+        run.mark_interrupted()
+        run.refresh_from_db()
+        return
+    status = Run.Status.COMPLETED_WITH_FAILURES if failed else Run.Status.COMPLETED
+    if run.finish(status, done=done, failed=failed):
+        kind.on_finished(run)
+
+
+# ---- the chunk job ------------------------------------------------------------------------------
+def run_chunk(run_id: int, epoch: int, n: int) -> str:
+    """Do units of `run_id`'s epoch until none are left (or the budget is spent)."""
+    run = Run.objects.select_related("endpoint", "template", "dataset").filter(pk=run_id).first()
+    if run is None or run.epoch != epoch or not run.is_active or run.cancel_requested:
+        return "nothing to do"
+    conn = _redis()
+    me = job_id(run_id, epoch, n)
+    conn.register_script(_JOIN)(
+        keys=[jobs_key(run_id, epoch)], args=[me, JOB_LEASE_SECONDS * 1000, KEY_TTL]
+    )
+    try:
+        run.mark_running()
+        kind = kind_for(run)
+        lanes = max(1, kind.lanes(run))
+        runner = ChunkRunner(run, kind, me, lanes, budget=chunk_timeout(run, lanes) * 0.5)
+        # Our own thread does the ORM work: the event loop thread must not touch the DB.
+        connection.close()
+        processed = asyncio.run(runner.execute())
+    except BaseException:
+        # Fail the run before leaving, so the last one out does not call it complete.
+        fail(run_id, traceback.format_exc())
+        raise
+    finally:
+        close_old_connections()
+        remaining, todo = conn.register_script(_LEAVE)(
+            keys=[jobs_key(run_id, epoch), todo_key(run_id, epoch)], args=[me]
+        )
+        if int(remaining) == 0 and int(todo) == 0:
+            finalize(run_id, epoch)
+    return f"{processed} units"
+
+
+class ChunkRunner:
+    def __init__(self, run: Run, kind: RunKind, me: str, lanes: int, budget: float) -> None:
+        self.run = run
+        self.kind = kind
+        self.me = me
+        self.lanes = lanes
+        self.budget = budget
+        self.epoch = run.epoch
+        self.logging_mode = run.logging_mode
+        self.buffer: list[Result] = []
+        self.attempt_buffer: list[Attempt] = []
+        self.processed = 0
+
+    async def db(self, func: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(
+            self.pool, functools.partial(func, *args)
+        )
+
+    async def execute(self) -> int:
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-db")
+        self.redis = async_redis()
+        self.stop = asyncio.Event()
+        self.started = time.monotonic()
+        self.llm: LLM | None = None
+        self.semaphore: EndpointSemaphore | None = None
+        self.queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=self.lanes)
+        self.flush_lock = asyncio.Lock()
+        self.last_flush = time.monotonic()
+        self.first_buffered: float | None = None
+        try:
+            self.ctx = await self.db(self.kind.prepare, self.run)
+            endpoint = self.run.endpoint
+            if endpoint is not None:
+                self.semaphore = EndpointSemaphore(
+                    self.redis, endpoint.pk, endpoint.concurrency_limit
+                )
+                rate = None
+                if endpoint.rpm_limit:
+                    burst = max(1, min(endpoint.rpm_limit // 60, endpoint.concurrency_limit))
+                    rate = RateLimiter(self.redis, endpoint.pk, endpoint.rpm_limit, burst)
+                self.llm = LLM(
+                    endpoint,
+                    slots=SlotPool(self.semaphore, self.stop),
+                    rate=rate,
+                    stop=self.stop,
+                    connections=self.lanes,
+                )
+            helpers = [asyncio.create_task(self.heartbeat()), asyncio.create_task(self.feed())]
+            lanes = [asyncio.create_task(self.lane()) for _ in range(self.lanes)]
+            await self._wait_lanes(lanes, helpers)
+            await self.flush(force=True)
+        finally:
+            if self.llm is not None:
+                with contextlib.suppress(Exception):
+                    await self.llm.slots.trim(everything=True)  # type: ignore[union-attr]
+                    await self.llm.close()
+            if self.semaphore is not None:
+                with contextlib.suppress(Exception):
+                    await self.semaphore.release_all()
+            with contextlib.suppress(Exception):
+                await self.redis.aclose()
+            with contextlib.suppress(Exception):
+                await self.db(close_old_connections)
+                await self.db(connection.close)
+            self.pool.shutdown(wait=True)
+        return self.processed
+
+    async def _wait_lanes(
+        self, lanes: list[asyncio.Task[Any]], helpers: list[asyncio.Task[Any]]
+    ) -> None:
+        """Until every lane ends; a crash anywhere stops all, and once stopping, units in
+        flight get `CANCEL_GRACE` seconds before they are cut (they stay pending)."""
+        stopper = asyncio.create_task(self.stop.wait())
+        watch: set[asyncio.Task[Any]] = {*lanes, *helpers, stopper}
+        error: BaseException | None = None
+        while any(not lane.done() for lane in lanes):
+            done, watch = await asyncio.wait(watch, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is not stopper and not task.cancelled() and task.exception():
+                    error = error or task.exception()
+            if error is not None or stopper in done:
+                self.stop.set()
+                break
+        if self.stop.is_set():
+            for _ in lanes:  # wake lanes waiting for work
+                with contextlib.suppress(asyncio.QueueFull):
+                    self.queue.put_nowait(None)
+            _, pending = await asyncio.wait(lanes, timeout=CANCEL_GRACE)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        for task in [*helpers, stopper]:
+            task.cancel()
+        await asyncio.gather(*helpers, stopper, return_exceptions=True)
+        for lane in lanes:
+            if not lane.cancelled() and lane.exception() is not None:
+                error = error or lane.exception()
+        if error is not None:
+            raise error
+
+    # -- claiming work ---------------------------------------------------------------------
+    async def feed(self) -> None:
+        claimed = 0
+        key = todo_key(self.run.pk, self.epoch)
+        batch = max(8, min(self.lanes, 256))
+        while not self.stop.is_set():
+            over_budget = time.monotonic() - self.started > self.budget
+            if claimed >= self.run.chunk_size and over_budget:
+                break
+            raw = await self.redis.lpop(key, batch)
+            if not raw:
+                break
+            keys = [k.decode() if isinstance(k, bytes) else k for k in raw]
+            claimed += len(keys)
+            try:
+                units = await self.db(self.kind.load_units, self.run, self.ctx, keys)
+            except BaseException:
+                # Give the keys back so another chunk (or a resume) still sees them.
+                await self.redis.rpush(key, *keys)
+                raise
+            for unit in units:
+                await self.queue.put(unit)
+        for _ in range(self.lanes):
+            await self.queue.put(None)
+
+    async def lane(self) -> None:
+        while True:
+            unit = await self.queue.get()
+            if unit is None or self.stop.is_set():
+                return
+            result = await self.perform(unit)
+            if result is not None:
+                self.processed += 1
+                self.buffer.append(result)
+                if self.first_buffered is None:
+                    self.first_buffered = time.monotonic()
+                await self.flush()
+
+    async def perform(self, unit: Any) -> Result | None:
+        item_id = getattr(unit, "item_id", 0)
+        call = Call(self.llm, item_id)
+        try:
+            result = await self.kind.perform(self.run, self.ctx, unit, call)
+        except Stopped:
+            return None  # not done: it stays pending for resume
+        except LLMError as exc:
+            if exc.fatal:
+                self.attempt_buffer.extend(call.log)
+                await self.fatal(exc.message)
+                return None
+            result = self.kind.failed_result(self.run, self.ctx, unit, exc.kind, exc.message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            result = self.kind.failed_result(self.run, self.ctx, unit, ErrorKind.INTERNAL, message)
+            call.log.append(
+                Attempt(
+                    item_id=item_id,
+                    attempt=len(call.log) + 1,
+                    ok=False,
+                    request_messages=[],
+                    error_kind=ErrorKind.INTERNAL,
+                    error=message,
+                    traceback="".join(traceback.format_exception(exc)),
+                )
+            )
+        result.attempts = call.log
+        return result
+
+    async def fatal(self, message: str) -> None:
+        if self.stop.is_set():
+            return
+        self.stop.set()
+        await self.redis.set(stop_key(self.run.pk), "failed", ex=KEY_TTL)
+        await self.flush(force=True)
+        await self.db(self.run.mark_failed, f"Stopped: {message}")
+
+    # -- committing results ---------------------------------------------------------------
+    async def flush(self, force: bool = False) -> None:
+        if not self.buffer and not self.attempt_buffer:
+            return
+        now = time.monotonic()
+        due = (len(self.buffer) >= FLUSH_EVERY and now - self.last_flush >= FLUSH_GAP) or (
+            self.first_buffered is not None and now - self.first_buffered >= FLUSH_AFTER
+        )
+        if not (force or due) or (self.flush_lock.locked() and not force):
+            return
+        async with self.flush_lock:
+            batch, self.buffer = self.buffer, []
+            attempts, self.attempt_buffer = self.attempt_buffer, []
+            self.first_buffered = None
+            if batch or attempts:
+                await self.db(self._write, batch, attempts)
+            self.last_flush = time.monotonic()
+
+    def _write(self, results: list[Result], stray_attempts: list[Attempt]) -> None:
+        with transaction.atomic():
+            progress = self.kind.persist(self.run, self.ctx, results) if results else Progress()
+            logs = [a for r in results for a in r.attempts] + stray_attempts
+            self._write_logs(logs)
+            self.run.add_progress(
+                done=progress.done,
+                failed=progress.failed,
+                prompt_tokens=progress.prompt_tokens,
+                completion_tokens=progress.completion_tokens,
+                cost=progress.cost,
+            )
+
+    def _write_logs(self, attempts: list[Attempt]) -> None:
+        if self.logging_mode == LoggingMode.NONE:
+            return
+        if self.logging_mode == LoggingMode.FAILED:
+            attempts = [a for a in attempts if not a.ok]
+        if attempts:
+            AttemptLog.objects.bulk_create(
+                [
+                    AttemptLog(
+                        run_id=self.run.pk,
+                        item_id=a.item_id,
+                        round=a.round,
+                        attempt=a.attempt,
+                        ok=a.ok,
+                        request_messages=a.request_messages,
+                        raw_reply=a.raw_reply,
+                        error_kind=a.error_kind,
+                        error=a.error,
+                        traceback=a.traceback,
+                        latency_ms=a.latency_ms,
+                        prompt_tokens=a.prompt_tokens,
+                        completion_tokens=a.completion_tokens,
+                        cost=a.cost,
+                    )
+                    for a in attempts
+                    if a.item_id
+                ]
+            )
+
+    # -- staying in touch -------------------------------------------------------------------
+    async def heartbeat(self) -> None:
+        jobs = jobs_key(self.run.pk, self.epoch)
+        join = self.redis.register_script(_JOIN)
+        last_db = time.monotonic()
+        while True:
+            await asyncio.sleep(HEARTBEAT_EVERY)
+            await join(keys=[jobs], args=[self.me, JOB_LEASE_SECONDS * 1000, KEY_TTL])
+            if self.semaphore is not None:
+                await self.semaphore.renew()
+            if self.llm is not None and self.llm.slots is not None:
+                await self.llm.slots.trim()
+            stop, epoch = await self.redis.mget(stop_key(self.run.pk), epoch_key(self.run.pk))
+            if stop or (epoch is not None and int(epoch) != self.epoch):
+                self.stop.set()
+            await self.flush()
+            if time.monotonic() - last_db >= DB_HEARTBEAT_EVERY:
+                last_db = time.monotonic()
+                if not await self.db(self._db_heartbeat):
+                    self.stop.set()
+
+    def _db_heartbeat(self) -> bool:
+        """Write the heartbeat; False when the run was ended or relaunched meanwhile."""
+        Run.objects.filter(pk=self.run.pk, epoch=self.epoch).update(heartbeat_at=timezone.now())
+        row = (
+            Run.objects.filter(pk=self.run.pk).values("status", "epoch", "cancel_requested").first()
+        )
+        return bool(
+            row
+            and row["epoch"] == self.epoch
+            and row["status"] in Run.ACTIVE_STATUSES
+            and not row["cancel_requested"]
+        )

@@ -1,0 +1,267 @@
+"""Generation runs: dataset × endpoint × template version → one Response per item."""
+
+from argparse import ArgumentParser
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Q
+
+from apps.datasets.models import Dataset, Item
+from apps.runs.engine import Call, Progress, Result, RunKind, register
+from apps.runs.llm import Reply
+from apps.runs.models import Endpoint, ErrorKind, LoggingMode, PromptTemplate, Response, Run
+from apps.runs.prompts import ItemData, PromptError, PromptRenderer
+
+
+@dataclass(slots=True)
+class GenerationUnit:
+    key: str
+    item_id: int
+    messages: list[dict[str, str]]
+    error: str = ""  # the template could not be rendered for this item
+
+
+@dataclass(slots=True)
+class Failure:
+    error_kind: str
+    message: str
+    attempts: int = 0
+
+
+def _pending_filter(run: Run, mode: str) -> Q:
+    """Responses that this epoch must (re)do; resume has none (it works on missing rows)."""
+    if mode == Run.Mode.RETRY_FAILED:
+        return Q(status=Response.Status.FAILED, epoch__lt=run.epoch)
+    if mode == Run.Mode.OVERWRITE:
+        return Q(epoch__lt=run.epoch)
+    return Q(pk__in=[])
+
+
+class GenerationKind(RunKind):
+    kind = Run.Kind.GENERATION
+
+    def total(self, run: Run) -> int:
+        return Item.objects.filter(dataset_id=run.dataset_id).count()
+
+    def pending_keys(self, run: Run, mode: str) -> list[str]:
+        items = Item.objects.filter(dataset_id=run.dataset_id)
+        if mode == Run.Mode.RESUME:
+            answered = Response.objects.filter(run=run).values("item_id")
+            ids = items.exclude(id__in=answered)
+        elif mode == Run.Mode.RETRY_FAILED:
+            ids = items.filter(
+                id__in=Response.objects.filter(run=run)
+                .filter(_pending_filter(run, mode))
+                .values("item_id")
+            )
+        else:
+            kept = Response.objects.filter(run=run, epoch__gte=run.epoch).values("item_id")
+            ids = items.exclude(id__in=kept)
+        return [str(pk) for pk in ids.order_by("position").values_list("id", flat=True)]
+
+    def pending_count(self, run: Run, mode: str) -> int:
+        missing = (
+            Item.objects.filter(dataset_id=run.dataset_id).count()
+            - Response.objects.filter(run=run).count()
+        )
+        if mode == Run.Mode.RESUME:
+            return missing
+        redo = Response.objects.filter(run=run).filter(_pending_filter(run, mode)).count()
+        # retry_failed leaves items that never got a response alone (resume is for those).
+        return redo + (missing if mode == Run.Mode.OVERWRITE else 0)
+
+    def settled_counts(self, run: Run, mode: str) -> tuple[int, int]:
+        rows = Response.objects.filter(run=run).exclude(_pending_filter(run, mode))
+        counts = rows.aggregate(
+            done=Count("pk", filter=Q(status=Response.Status.OK)),
+            failed=Count("pk", filter=Q(status=Response.Status.FAILED)),
+        )
+        return counts["done"], counts["failed"]
+
+    def prepare(self, run: Run) -> PromptRenderer:
+        return PromptRenderer.for_template(run.template, item_dataset_id=run.dataset_id)
+
+    def load_units(self, run: Run, ctx: PromptRenderer, keys: list[str]) -> list[GenerationUnit]:
+        rows = Item.objects.filter(id__in=[int(k) for k in keys]).values(*ItemData.VALUES)
+        units = []
+        for row in rows:
+            item = ItemData.from_values(row)
+            try:
+                messages = ctx.render(item).messages
+                units.append(GenerationUnit(str(item.id), item.id, messages))
+            except PromptError as exc:
+                units.append(GenerationUnit(str(item.id), item.id, [], error=str(exc)))
+        return units
+
+    async def perform(self, run: Run, ctx: Any, unit: GenerationUnit, call: Call) -> Result:
+        if unit.error:
+            return self.failed_result(run, ctx, unit, ErrorKind.TEMPLATE, unit.error)
+        reply = await call.chat(unit.messages)  # LLMError: the engine records the failure
+        return Result(unit.key, unit.item_id, True, data=reply)
+
+    def failed_result(
+        self, run: Run, ctx: Any, unit: GenerationUnit, error_kind: str, message: str
+    ) -> Result:
+        return Result(unit.key, unit.item_id, False, data=Failure(error_kind, message))
+
+    def persist(self, run: Run, ctx: Any, results: list[Result]) -> Progress:
+        """Write each item's response exactly once per epoch; count what was really written."""
+        progress = Progress()
+        by_item = {r.item_id: r for r in results}
+        existing = dict(
+            Response.objects.filter(run=run, item_id__in=by_item).values_list("item_id", "epoch")
+        )
+        fresh, redo = [], []
+        for item_id, result in by_item.items():
+            if item_id not in existing:
+                target = fresh
+            elif run.mode != Run.Mode.RESUME and existing[item_id] < run.epoch:
+                target = redo
+            else:
+                continue  # a duplicate (a relaunched chunk did it too): the first one stays
+            row = self._row(run, result)
+            target.append(row)
+            ok = row.status == Response.Status.OK
+            progress += Progress(done=int(ok), failed=int(not ok))
+        for result in results:
+            for attempt in result.attempts:
+                progress += Progress(
+                    prompt_tokens=attempt.prompt_tokens,
+                    completion_tokens=attempt.completion_tokens,
+                    cost=attempt.cost,
+                )
+        if fresh:
+            Response.objects.bulk_create(fresh, ignore_conflicts=True)
+        if redo:
+            Response.objects.bulk_create(
+                redo,
+                update_conflicts=True,
+                unique_fields=["run", "item"],
+                update_fields=[*RESULT_FIELDS, "epoch", "updated_at"],
+            )
+        return progress
+
+    @staticmethod
+    def _row(run: Run, result: Result) -> Response:
+        if result.ok:
+            reply: Reply = result.data
+            return Response(
+                run_id=run.pk,
+                item_id=result.item_id,
+                status=Response.Status.OK,
+                text=reply.text,
+                finish_reason=reply.finish_reason[:32],
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+                latency_ms=reply.latency_ms,
+                cost=reply.cost,
+                attempts=reply.attempts,
+                epoch=run.epoch,
+            )
+        failure: Failure = result.data
+        return Response(
+            run_id=run.pk,
+            item_id=result.item_id,
+            status=Response.Status.FAILED,
+            attempts=len(result.attempts),
+            latency_ms=result.attempts[-1].latency_ms if result.attempts else 0,
+            error_kind=failure.error_kind,
+            error=failure.message,
+            epoch=run.epoch,
+        )
+
+    # -- the command line ---------------------------------------------------------------------
+    def add_cli_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--dataset", type=int, required=True, help="dataset id")
+        parser.add_argument("--endpoint", required=True, help="endpoint name")
+        parser.add_argument("--template", required=True, help="prompt template name")
+        parser.add_argument("--template-version", type=int, help="default: the latest version")
+        parser.add_argument("--label", default="", help="the model's name on leaderboards")
+        parser.add_argument(
+            "--logging", choices=[m.value for m in LoggingMode], default=LoggingMode.FAILED.value
+        )
+        parser.add_argument("--chunk-size", type=int, default=200)
+
+    def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
+        from django.core.management.base import CommandError
+
+        dataset = Dataset.objects.filter(pk=options["dataset"]).first()
+        if dataset is None:
+            raise CommandError(f"No dataset with id {options['dataset']}.")
+        endpoint = Endpoint.objects.filter(name=options["endpoint"]).first()
+        if endpoint is None:
+            names = ", ".join(Endpoint.objects.values_list("name", flat=True)) or "none yet"
+            raise CommandError(f"No endpoint named {options['endpoint']!r} (there are: {names}).")
+        templates = PromptTemplate.objects.filter(task_id=dataset.task_id, name=options["template"])
+        if options.get("template_version"):
+            templates = templates.filter(version=options["template_version"])
+        template = templates.order_by("-version").first()
+        if template is None:
+            raise CommandError(
+                f"No template {options['template']!r} in task {dataset.task.slug}"
+                + (
+                    f" at version {options['template_version']}."
+                    if options.get("template_version")
+                    else "."
+                )
+            )
+        return create_generation_run(
+            dataset,
+            endpoint,
+            template,
+            user=user,
+            label=options.get("label") or "",
+            logging_mode=options.get("logging") or LoggingMode.FAILED,
+            chunk_size=options.get("chunk_size") or 200,
+        )
+
+
+RESULT_FIELDS = [
+    "status",
+    "text",
+    "finish_reason",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_ms",
+    "cost",
+    "attempts",
+    "error_kind",
+    "error",
+]
+
+
+def create_generation_run(
+    dataset: Dataset,
+    endpoint: Endpoint,
+    template: PromptTemplate,
+    *,
+    user: Any = None,
+    label: str = "",
+    logging_mode: str = LoggingMode.FAILED,
+    chunk_size: int = 200,
+) -> Run:
+    """A new generation run, launched (its jobs are enqueued when the transaction commits)."""
+    from django.db import transaction
+
+    from apps.runs.engine import launch
+
+    if template.task_id != dataset.task_id:
+        raise ValueError("The template belongs to another task than the dataset.")
+    with transaction.atomic():
+        run = Run.objects.create(
+            task_id=dataset.task_id,
+            kind=Run.Kind.GENERATION,
+            dataset=dataset,
+            endpoint=endpoint,
+            template=template,
+            label=label or f"{endpoint.model} · {template.name} v{template.version}",
+            logging_mode=logging_mode,
+            chunk_size=max(1, chunk_size),
+            total=dataset.items.count(),
+            created_by=user if getattr(user, "pk", None) else None,
+        )
+        launch(run, Run.Mode.RESUME)
+    return run
+
+
+register(GenerationKind())

@@ -1,0 +1,491 @@
+"""Talking to OpenAI-compatible chat endpoints: one `AsyncOpenAI` client per chunk.
+
+`LLM.chat(messages, ...)` sends one chat completion with everything the engine promises:
+a slot of the endpoint's shared concurrency limit for each request (`SlotPool`), the
+shared requests-per-minute limit, a per-request timeout, retries with exponential backoff
+and jitter on 429, 5xx, timeouts, connection errors and garbage bodies (honouring
+Retry-After), and no retry on 401/403/404, which raise `LLMError(fatal=True)` so the run
+stops with a plain message instead of failing every item the same way. Every attempt is
+appended to the caller's list as an `Attempt` (what was sent, the raw reply, the error,
+latency, tokens); the engine stores them according to the run's logging mode.
+
+Speed (see bench/bench_generation.py): the client uses the SDK's aiohttp transport and the
+SDK's low-level `post` with a raw response, and the reply JSON is read as a dict; the SDK's
+typed request transform and pydantic parsing cost three times more CPU than the request.
+
+The API key never leaves this module in text: every stored or shown string is scrubbed.
+"""
+
+import asyncio
+import contextlib
+import email.utils
+import json
+import random
+import time
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+import openai
+
+from apps.runs.limits import EndpointSemaphore, RateLimiter
+from apps.runs.models import Endpoint, ErrorKind
+
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 30.0
+RETRY_AFTER_CAP = 120.0
+RAW_LIMIT = 20_000  # characters of a raw reply kept in a log
+NO_KEY = "no-key-configured"
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One request (or, for rule-based judges, one evaluation) for the attempt log."""
+
+    item_id: int
+    attempt: int
+    ok: bool
+    request_messages: list[dict[str, str]]
+    round: int | None = None
+    raw_reply: str = ""
+    error_kind: str = ""
+    error: str = ""
+    traceback: str = ""
+    latency_ms: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+
+@dataclass(slots=True)
+class Reply:
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: int
+    cost: float
+    raw: str
+    attempts: int
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class LLMError(Exception):
+    """A request that failed for good (after retries, or at once when retrying is pointless)."""
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        retryable: bool = False,
+        fatal: bool = False,
+        retry_after: float | None = None,
+        raw: str = "",
+        attempts: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retryable = retryable
+        self.fatal = fatal
+        self.retry_after = retry_after
+        self.raw = raw
+        self.attempts = attempts
+
+
+class Stopped(Exception):
+    """The run was cancelled or stopped while this request waited: leave the unit pending."""
+
+
+# ---- slots of the shared concurrency limit ------------------------------------------------------
+class SlotPool:
+    """This chunk's share of the endpoint's concurrency limit.
+
+    A lease taken from Redis is kept locally while requests keep coming, so a busy chunk
+    costs no Redis round trip per request; leases idle for `IDLE` seconds go back (`trim`),
+    and every lease is renewed by the chunk's heartbeat so a dead worker's expire.
+    """
+
+    IDLE = 0.25
+
+    def __init__(self, semaphore: EndpointSemaphore, stop: asyncio.Event) -> None:
+        self.semaphore = semaphore
+        self.stop = stop
+        self.free: deque[tuple[str, float]] = deque()
+        self.waiters: deque[asyncio.Future[str]] = deque()
+
+    async def acquire(self) -> str:
+        if self.free:
+            return self.free.pop()[0]
+        delay = 0.005
+        while not self.stop.is_set():
+            got = await self.semaphore.try_acquire(1)
+            if got:
+                return got[0]
+            waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            self.waiters.append(waiter)
+            lease: str | None = None
+            try:
+                # A local release hands its lease straight over; else poll Redis again.
+                lease = await asyncio.wait_for(
+                    asyncio.shield(waiter), timeout=delay * (0.5 + random.random())
+                )
+            except TimeoutError:
+                delay = min(delay * 1.5, 0.05)
+            with contextlib.suppress(ValueError):
+                self.waiters.remove(waiter)
+            if lease is not None:
+                return lease
+            if waiter.done() and not waiter.cancelled():
+                return waiter.result()  # handed over just as the wait timed out
+            waiter.cancel()
+        raise Stopped
+
+    def release(self, lease: str) -> None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(lease)
+                return
+        self.free.append((lease, time.monotonic()))
+
+    async def trim(self, everything: bool = False) -> None:
+        cutoff = time.monotonic() - self.IDLE
+        while self.free and (everything or self.free[0][1] < cutoff):
+            lease, _ = self.free.popleft()
+            await self.semaphore.release(lease)
+
+
+# ---- errors in plain words -----------------------------------------------------------------------
+def _body_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("error") or json.dumps(body)
+    elif body is None:
+        message = exc.response.text if exc.response is not None else ""
+    else:
+        message = str(body)
+    return str(message).strip()[:500]
+
+
+def _retry_after(response: httpx2.Response | None) -> float | None:
+    if response is None:
+        return None
+    headers = response.headers
+    with contextlib.suppress(TypeError, ValueError):
+        if (ms := headers.get("retry-after-ms")) is not None:
+            return float(ms) / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        with contextlib.suppress(TypeError, ValueError, IndexError):
+            when = email.utils.parsedate_to_datetime(value)
+            return max(when.timestamp() - time.time(), 0.0)
+    return None
+
+
+def classify(exc: BaseException, endpoint: Endpoint, timeout: float) -> LLMError:
+    """Turn whatever the SDK raised into an `LLMError` with a message a person can act on."""
+    where = endpoint.effective_base_url() or "the OpenAI API"
+    if isinstance(exc, LLMError):
+        return exc
+    if isinstance(exc, openai.APITimeoutError | TimeoutError):
+        return LLMError(ErrorKind.TIMEOUT, f"no answer within {timeout:g} s", retryable=True)
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        if cause is not None and "connect" in type(cause).__name__.lower():
+            return LLMError(ErrorKind.API_ERROR, f"nothing answers at {where}", retryable=True)
+        detail = f": {cause}" if cause else ""
+        return LLMError(
+            ErrorKind.API_ERROR, f"the connection to {where} failed{detail}", retryable=True
+        )
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        detail = _body_message(exc)
+        raw = exc.response.text[:RAW_LIMIT] if exc.response is not None else ""
+        if status == 401:
+            return LLMError(
+                ErrorKind.API_ERROR,
+                f"the API key was refused (401) by {where}: {detail}",
+                fatal=True,
+                raw=raw,
+            )
+        if status == 403:
+            return LLMError(
+                ErrorKind.API_ERROR,
+                f"the API key may not use this endpoint or model (403): {detail}",
+                fatal=True,
+                raw=raw,
+            )
+        if status == 404:
+            return LLMError(
+                ErrorKind.API_ERROR,
+                f"model “{endpoint.model}” not found, or no chat API at {where} (404): {detail}",
+                fatal=True,
+                raw=raw,
+            )
+        if status == 429:
+            return LLMError(
+                ErrorKind.API_ERROR,
+                f"rate limited (429): {detail}",
+                retryable=True,
+                retry_after=_retry_after(exc.response),
+                raw=raw,
+            )
+        if status >= 500 or status in (408, 409):
+            return LLMError(
+                ErrorKind.API_ERROR,
+                f"the server failed ({status}): {detail}",
+                retryable=True,
+                retry_after=_retry_after(exc.response),
+                raw=raw,
+            )
+        return LLMError(
+            ErrorKind.API_ERROR, f"the request was refused ({status}): {detail}", raw=raw
+        )
+    if isinstance(exc, openai.OpenAIError):
+        return LLMError(ErrorKind.API_ERROR, f"{type(exc).__name__}: {exc}", retryable=True)
+    return LLMError(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
+
+
+def parse_completion(raw: bytes, endpoint: Endpoint) -> tuple[dict[str, Any], str, str, int, int]:
+    """(data, text, finish_reason, prompt_tokens, completion_tokens) of a chat completion body."""
+    text_body = raw.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text_body)
+    except ValueError:
+        snippet = text_body[:200] or "(empty)"
+        raise LLMError(
+            ErrorKind.API_ERROR,
+            f"the endpoint answered with a body that is not JSON: {snippet}",
+            retryable=True,
+            raw=text_body[:RAW_LIMIT],
+        ) from None
+    try:
+        choice = data["choices"][0]
+        message = choice.get("message") or {}
+        content = message.get("content")
+        if content is None:
+            content = message.get("refusal") or ""
+        if not isinstance(content, str):
+            content = json.dumps(content, ensure_ascii=False)
+        usage = data.get("usage") or {}
+        return (
+            data,
+            content,
+            str(choice.get("finish_reason") or ""),
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+        )
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+        raise LLMError(
+            ErrorKind.API_ERROR,
+            f"the endpoint's reply is not a chat completion: {text_body[:200]}",
+            retryable=True,
+            raw=text_body[:RAW_LIMIT],
+        ) from None
+
+
+# ---- the client ---------------------------------------------------------------------------------
+def make_client(endpoint: Endpoint, connections: int) -> openai.AsyncOpenAI:
+    """One AsyncOpenAI client whose connection pool matches the concurrency it will use."""
+    timeout = float(endpoint.timeout_seconds)
+    limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=connections)
+    http = openai.DefaultAioHttpClient(
+        limits=limits, timeout=httpx2.Timeout(timeout, connect=min(timeout, 10.0))
+    )
+    return openai.AsyncOpenAI(
+        api_key=endpoint.api_key() or NO_KEY,
+        base_url=endpoint.effective_base_url(),
+        max_retries=0,  # ours: shared limits, jitter, logs, and fatal errors stop the run
+        timeout=timeout,
+        http_client=http,
+    )
+
+
+class LLM:
+    """Chat requests to one endpoint for one chunk, within the shared limits."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        slots: SlotPool | None,
+        rate: RateLimiter | None,
+        stop: asyncio.Event,
+        connections: int | None = None,
+        max_retries: int | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.slots = slots
+        self.rate = rate
+        self.stop = stop
+        self.timeout = float(endpoint.timeout_seconds)
+        self.max_retries = endpoint.max_retries if max_retries is None else max_retries
+        self.client = make_client(endpoint, connections or endpoint.concurrency_limit)
+        self._secret = endpoint.api_key()
+        self._params = {
+            k: v
+            for k, v in {
+                "temperature": endpoint.temperature,
+                "top_p": endpoint.top_p,
+                "max_tokens": endpoint.max_tokens,
+                "seed": endpoint.seed,
+            }.items()
+            if v is not None
+        }
+        self._extra = dict(endpoint.extra_params or {})
+        self._price = endpoint.price_per_million()
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    def scrub(self, text: str) -> str:
+        """No stored or shown string may carry the key, whatever a server echoes back."""
+        if self._secret and len(self._secret) >= 4 and self._secret in text:
+            return text.replace(self._secret, "[api key]")
+        return text
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self._price[0] + completion_tokens * self._price[1]) / 1_000_000
+
+    async def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        log: list[Attempt],
+        item_id: int,
+        round: int | None = None,
+        **params: Any,
+    ) -> Reply:
+        """One chat completion with retries; raises `LLMError` (or `Stopped`) when it gives up."""
+        body = {
+            **self._extra,
+            **self._params,
+            **params,
+            "model": self.endpoint.model,
+            "messages": messages,
+        }
+        attempt = 0
+        while True:
+            attempt += 1
+            if self.stop.is_set():
+                raise Stopped
+            if self.rate is not None and not await self.rate.wait(self.stop):
+                raise Stopped
+            # Outside the try: a Redis failure here is the chunk's problem, not the item's.
+            lease = await self.slots.acquire() if self.slots is not None else None
+            started = time.perf_counter()
+            try:
+                try:
+                    raw = await self._post(body)
+                finally:
+                    if lease is not None:
+                        self.slots.release(lease)  # type: ignore[union-attr]
+                latency = int((time.perf_counter() - started) * 1000)
+                data, text, finish, ptok, ctok = parse_completion(raw, self.endpoint)
+            except Exception as exc:
+                latency = int((time.perf_counter() - started) * 1000)
+                error = classify(exc, self.endpoint, self.timeout)
+                error.attempts = attempt
+                log.append(
+                    Attempt(
+                        item_id=item_id,
+                        round=round,
+                        attempt=attempt,
+                        ok=False,
+                        request_messages=messages,
+                        raw_reply=self.scrub(error.raw),
+                        error_kind=error.kind,
+                        error=self.scrub(error.message),
+                        traceback=self.scrub("".join(traceback.format_exception(exc))),
+                        latency_ms=latency,
+                    )
+                )
+                if error.fatal or not error.retryable or attempt > self.max_retries:
+                    raise error from None
+                await self._backoff(attempt, error.retry_after)
+                continue
+            cost = self.cost(ptok, ctok)
+            raw_text = self.scrub(raw.decode("utf-8", errors="replace")[:RAW_LIMIT])
+            log.append(
+                Attempt(
+                    item_id=item_id,
+                    round=round,
+                    attempt=attempt,
+                    ok=True,
+                    request_messages=messages,
+                    raw_reply=raw_text,
+                    latency_ms=latency,
+                    prompt_tokens=ptok,
+                    completion_tokens=ctok,
+                    cost=cost,
+                )
+            )
+            return Reply(text, finish, ptok, ctok, latency, cost, raw_text, attempt, data)
+
+    async def _post(self, body: dict[str, Any]) -> bytes:
+        # A hard bound over the SDK's own timeout: aiohttp's read timeout is per read,
+        # so a server trickling bytes could otherwise hold a request forever.
+        async with asyncio.timeout(self.timeout + 5):
+            response = await self.client.post(
+                "/chat/completions", body=body, cast_to=httpx2.Response
+            )
+            return await response.aread()
+
+    async def _backoff(self, attempt: int, retry_after: float | None) -> None:
+        delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
+        delay = delay / 2 + random.random() * delay / 2  # "equal jitter": never zero
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, RETRY_AFTER_CAP) * (1 + random.random() * 0.1))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stop.wait(), timeout=delay)
+        if self.stop.is_set():
+            raise Stopped
+
+
+# ---- test connection --------------------------------------------------------------------------
+@dataclass
+class ConnectionCheck:
+    ok: bool
+    message: str
+    latency_ms: int = 0
+
+
+async def _check(endpoint: Endpoint) -> ConnectionCheck:
+    stop = asyncio.Event()
+    llm = LLM(endpoint, slots=None, rate=None, stop=stop, connections=1, max_retries=0)
+    llm.timeout = min(llm.timeout, 20.0)
+    log: list[Attempt] = []
+    try:
+        reply = await llm.chat(
+            [{"role": "user", "content": "Reply with the single word OK."}],
+            log=log,
+            item_id=0,
+            max_tokens=5,
+        )
+    except LLMError as exc:
+        return ConnectionCheck(False, llm.scrub(exc.message))
+    finally:
+        await llm.close()
+    shown = reply.text.strip()[:200] or "(an empty reply)"
+    note = "" if endpoint.api_key() else " (no API key is set; it answered without one)"
+    return ConnectionCheck(
+        True,
+        f"Connected: {endpoint.model} answered “{shown}” in {reply.latency_ms} ms{note}.",
+        reply.latency_ms,
+    )
+
+
+def test_connection(endpoint: Endpoint) -> ConnectionCheck:
+    """One tiny request, no retries; the answer or the error in plain words."""
+    return asyncio.run(_check(endpoint))
+
+
+test_connection.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
