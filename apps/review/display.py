@@ -167,8 +167,9 @@ def inputs_of(run: Run, item: Item) -> tuple[list[tuple[str, str]], list[tuple[s
     dataset = run.dataset
     inputs = dataset.input_columns
     mapping = dataset.mapping or {}
-    # Shown elsewhere on the page already: the id as the title, tags as badges.
-    skip = {*inputs, dataset.reference_column, run.source_column}
+    # Shown elsewhere already (the id as the title, tags as badges), or other models'
+    # responses, which would be mistaken for the one under review.
+    skip = {*inputs, *dataset.response_columns, dataset.reference_column, run.source_column}
     skip |= {mapping.get("id_column"), mapping.get("tags_column")}
     shown = [(name, as_text(item.fields.get(name))) for name in inputs]
     others = [(name, as_text(value)) for name, value in item.fields.items() if name not in skip]

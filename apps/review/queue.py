@@ -154,6 +154,10 @@ class Queue:
     n: int = 50
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        if self.order == "unreviewed":
+            self.unreviewed = True
+
     @classmethod
     def from_params(cls, run: Run, user: Any, params: Mapping[str, str]) -> "Queue":
         order = params.get("order") or "position"
@@ -161,7 +165,7 @@ class Queue:
             run=run,
             user=user,
             order=order if order in ORDERS else "position",
-            unreviewed=params.get("unreviewed") == "1" or order == "unreviewed",
+            unreviewed=params.get("unreviewed") == "1",
             mine=params.get("mine") == "1",
             blind=params.get("blind") == "1",
             threshold=_to_float(params.get("threshold")),
