@@ -85,6 +85,7 @@ def subject_infos(judge: Judge) -> list[SubjectInfo]:
         _registry_entry(judge.metric) if judge.kind == Judge.Kind.METRIC and judge.metric else None
     )
     infos = []
+    bounds = _attr(entry, "range", None) or (None, None)
     for subject in judge.subjects:
         name = subject["name"]
         higher = subject.get("higher_is_better", _attr(entry, "higher_is_better", True))
@@ -96,8 +97,8 @@ def subject_infos(judge: Judge) -> list[SubjectInfo]:
                 name=name,
                 label=str(label),
                 unit=str(subject.get("unit") or _attr(entry, "unit", "") or ""),
-                low=_number(subject.get("min")),
-                high=_number(subject.get("max")),
+                low=_number(subject.get("min", bounds[0])),
+                high=_number(subject.get("max", bounds[1])),
                 higher_is_better=bool(higher),
             )
         )

@@ -1,0 +1,98 @@
+"""Print a task's leaderboard: means per subject (like ml3m's load_avg_score) with 95% CIs,
+and how many items failed or are missing, since a mean that drops them silently misleads.
+
+    python manage.py leaderboard TASK [--judge NAME] [--judge-version N] [--values human|judge]
+                                      [--tag TAG] [--format table|csv|jsonl]
+"""
+
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.datasets.models import Task
+from apps.leaderboards import boards, display, exports
+
+
+class Command(BaseCommand):
+    help = "Print a task's leaderboard (means per subject, CIs, failed and missing items)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("task", help="the task's slug")
+        parser.add_argument("--judge", help="judge name (default: the task's default judge)")
+        parser.add_argument(
+            "--judge-version", type=int, help="judge version (default: the newest with runs)"
+        )
+        parser.add_argument("--values", choices=["human", "judge"], default="human")
+        parser.add_argument("--tag", help="only items with this tag")
+        parser.add_argument("--format", choices=["table", "csv", "jsonl"], default="table")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        task = Task.objects.filter(slug=options["task"]).first()
+        if task is None:
+            raise CommandError(f"There is no task {options['task']!r}.")
+        params = boards.Params(
+            judge_name=options["judge"],
+            judge_version=options["judge_version"],
+            values=options["values"],
+            tag=options["tag"],
+        )
+        board = boards.build(task, params)
+        if board.judge is None:
+            names = sorted({j.name for j in board.judges})
+            hint = f" Judges with runs: {', '.join(names)}." if names else ""
+            wanted = f" {options['judge']!r}" if options["judge"] else ""
+            raise CommandError(f"No judge{wanted} has judged anything in {task.slug}.{hint}")
+        if options["tag"] and options["tag"] not in board.tags:
+            raise CommandError(f"No item of {task.slug} has the tag {options['tag']!r}.")
+        if options["format"] == "csv":
+            sys.stdout.writelines(exports.board_csv(board))
+        elif options["format"] == "jsonl":
+            sys.stdout.writelines(exports.board_jsonl(board))
+        else:
+            self.stdout.write(table(board))
+
+
+def table(board: boards.Board) -> str:
+    mode = board.mode
+    header = ["#", "model", "overall"]
+    for info in board.subjects:
+        header += [f"{info.name} mean", "95% CI", "n", "failed", "missing"]
+    lines = [header]
+    for rank, row in enumerate(board.rows, start=1):
+        line = [str(rank), row.label, display.number(row.overall[mode])]
+        for info in board.subjects:
+            c = row.cells[mode][info.name]
+            line += [
+                display.number(c.mean),
+                display.interval(c.ci),
+                str(c.n),
+                str(c.failed),
+                str(c.missing),
+            ]
+        lines.append(line)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    text = "\n".join(
+        "  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
+    judge = board.judge
+    notes = [
+        f"{board.task.slug} · judge {judge.name} v{judge.version} · "  # type: ignore[union-attr]
+        f"{'human-corrected' if mode == 'human' else 'judge-only'} values"
+        + (f" · items tagged {board.params.tag}" if board.params.tag else "")
+    ]
+    for row in board.rows:
+        left_out = [
+            f"{info.name}: {c.failed} failed, {c.missing} not scored"
+            for info in board.subjects
+            if (c := row.cells[mode][info.name]).failed or c.missing
+        ]
+        if left_out:
+            notes.append(f"Not in the means of {row.label}: " + "; ".join(left_out))
+    return (
+        "\n".join(notes[:1])
+        + "\n"
+        + text
+        + ("\n" + "\n".join(notes[1:]) if notes[1:] else "")
+        + "\n"
+    )

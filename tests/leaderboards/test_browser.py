@@ -1,0 +1,49 @@
+"""In Chromium: the board switches to human-corrected values after an override, and weights
+re-weight the overall score, both over HTMX."""
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.base import make_user
+from tests.leaderboards import factories as f
+
+
+def cell(page, run, subject, mode, stat="mean"):
+    return page.locator(
+        f'td[data-run="{run.pk}"][data-subject="{subject}"][data-mode="{mode}"][data-stat="{stat}"]'
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_switch_to_human_corrected_after_an_override(board_data, login, live_server):
+    run = board_data["run_a"]
+    page = login(make_user("viewer"), "/leaderboards/demo/?values=judge")
+    expect(cell(page, run, "accuracy", "judge")).to_have_text("3.80")
+    expect(cell(page, run, "accuracy", "human")).to_have_count(0)
+
+    f.score(run, "k0", "accuracy").override(1, make_user("reviewer"), "the answer is wrong")
+
+    page.click("#values-human")
+    # (1 + 4 + 3 + 5 + 2) / 5: the override replaces the judge's 5.
+    expect(cell(page, run, "accuracy", "human")).to_have_text("3.00")
+    expect(cell(page, run, "accuracy", "human", "overridden")).to_have_text("1")
+    expect(cell(page, run, "accuracy", "judge")).to_have_count(0)
+    assert "values=human" in page.url  # the view is in the address, so it can be shared
+
+    page.click("#values-judge")
+    expect(cell(page, run, "accuracy", "judge")).to_have_text("3.80")
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_weights_update_the_overall_score(board_data, login, live_server):
+    run = board_data["run_a"]
+    page = login(make_user("viewer"), "/leaderboards/demo/")
+    overall = page.locator(f'td[data-run="{run.pk}"][data-stat="overall"]')
+    expect(overall).to_have_text("72.50")
+    page.fill('input[name="w.clarity"]', "0")
+    page.locator('input[name="w.clarity"]').dispatch_event("change")
+    # Accuracy alone: (3.8 - 1) / 4 on 0–100.
+    expect(overall).to_have_text("70.00")
+    assert "w.clarity=0" in page.url

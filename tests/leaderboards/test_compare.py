@@ -1,0 +1,83 @@
+"""Comparing two runs item by item."""
+
+import pytest
+from django.urls import reverse
+from scipy import stats as scipy_stats
+
+from apps.leaderboards import stats
+from apps.leaderboards.compare import compare
+from tests.leaderboards import factories as f
+
+# board_data: accuracy A = 5 4 3 (failed) 5 2, B = 3 3 2 2 4 1 on k0..k5.
+PAIRED_A = [5, 4, 3, 5, 2]  # k3 is failed in A: not paired
+PAIRED_B = [3, 3, 2, 4, 1]
+
+
+def by_subject(comparisons):
+    return {c.subject: c for c in comparisons}
+
+
+def test_wins_losses_ties_and_tests(board_data):
+    result = by_subject(compare(board_data["run_a"], board_data["run_b"], "judge"))
+    accuracy = result["accuracy"]
+    assert (
+        accuracy.result.n,
+        accuracy.result.wins,
+        accuracy.result.losses,
+        accuracy.result.ties,
+    ) == (5, 5, 0, 0)
+    assert accuracy.result.mean_diff == pytest.approx(6 / 5)
+    diffs = [a - b for a, b in zip(PAIRED_A, PAIRED_B, strict=True)]
+    assert accuracy.result.ci == stats.mean_ci(diffs)
+    assert accuracy.result.sign_p == pytest.approx(2 / 2**5)  # 5 of 5 wins, two-sided
+    assert accuracy.result.wilcoxon_p == pytest.approx(
+        scipy_stats.wilcoxon(PAIRED_A, PAIRED_B).pvalue
+    )
+    assert (accuracy.only_a, accuracy.only_b, accuracy.neither) == (0, 1, 0)
+    clarity = result["clarity"]
+    # k5 has no clarity score in A; B is better on the other five.
+    assert (clarity.result.n, clarity.result.wins, clarity.result.losses) == (5, 0, 5)
+    assert clarity.only_b == 1
+
+
+def test_largest_differences_link_to_review(board_data):
+    accuracy = by_subject(compare(board_data["run_a"], board_data["run_b"], "judge"))["accuracy"]
+    assert [(d.key, d.diff) for d in accuracy.largest][:1] == [("k0", 2.0)]
+    assert {d.key for d in accuracy.largest} == {"k0", "k1", "k2", "k4", "k5"}
+    first = accuracy.largest[0]
+    k0 = board_data["dataset"].items.get(key="k0")
+    assert first.url_a == reverse("review:item", args=[board_data["run_a"].pk, k0.pk])
+    assert first.url_b == reverse("review:item", args=[board_data["run_b"].pk, k0.pk])
+
+
+def test_human_corrected_comparison_uses_overrides(board_data, reviewer_user):
+    f.score(board_data["run_a"], "k3", "accuracy").override(1, reviewer_user, "judge failed")
+    f.score(board_data["run_a"], "k0", "accuracy").override(3, reviewer_user, "tie really")
+    human = by_subject(compare(board_data["run_a"], board_data["run_b"], "human"))["accuracy"]
+    assert (human.result.n, human.result.wins, human.result.losses, human.result.ties) == (
+        6,
+        4,
+        1,
+        1,
+    )
+    judge = by_subject(compare(board_data["run_a"], board_data["run_b"], "judge"))["accuracy"]
+    assert judge.result.n == 5
+
+
+def test_compare_page(board_data, viewer_client):
+    url = reverse("leaderboards:compare", args=["demo"])
+    html = viewer_client.get(
+        url, {"a": board_data["run_a"].pk, "b": board_data["run_b"].pk, "values": "judge"}
+    ).content.decode()
+    assert 'data-stat="wins">5<' in html
+    assert 'data-stat="mean_diff">1.20<' in html
+    assert (
+        reverse(
+            "review:item",
+            args=[board_data["run_a"].pk, board_data["dataset"].items.get(key="k0").pk],
+        )
+        in html
+    )
+    same = viewer_client.get(url, {"a": board_data["run_a"].pk, "b": board_data["run_a"].pk})
+    assert "Pick two different runs" in same.content.decode()
+    assert viewer_client.get(url).status_code == 200
