@@ -27,6 +27,7 @@ import json
 import math
 import re
 import unicodedata
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,8 @@ REPLY_ERROR_KINDS = (UNPARSEABLE, MISSING_SUBJECT, OUT_OF_RANGE)
 REASON_KEYS = ("reason", "reasoning", "explanation", "rationale", "justification", "comment")
 _SCORE_KEYS = ("score", "value", "rating", "points")
 _MAX_OBJECT_STARTS = 500  # '{' positions tried in one reply: bounds the work on hostile text
-_MAX_LENIENT_STARTS = 50  # of which this many also get the (slower) lenient repair
+_MAX_LENIENT_STARTS = 20  # of which this many also get the (slower) lenient repair,
+_MAX_LENIENT_CHARS = 20_000  # for objects up to this long
 _MAX_OBJECTS = 50  # objects considered per reply
 
 
@@ -81,12 +83,15 @@ _BRACE_SCAN = re.compile(r"[{}\"'\\]")
 
 
 def _balanced_end(text: str, start: int) -> int | None:
-    """Index of the '}' closing the '{' at `start`, skipping braces inside '...' or "..."."""
+    """Index of the '}' closing the '{' at `start`, skipping braces inside '...' or "...".
+
+    Looks no further than _MAX_LENIENT_CHARS so hostile replies cannot make this quadratic.
+    """
     depth = 0
     quote: str | None = None
     pos = start
     while True:
-        match = _BRACE_SCAN.search(text, pos)
+        match = _BRACE_SCAN.search(text, pos, start + _MAX_LENIENT_CHARS)
         if match is None:
             return None
         char, pos = match.group(), match.end()
@@ -445,7 +450,7 @@ def labels_for(label_type: str, label_count: int) -> list[str]:
 
 
 def format_labels(labels: Iterable[str]) -> str:
-    """ "A, C" in label order; "none" for the empty set."""
+    """Labels as "A, C" in label order; "none" for the empty set."""
     ordered = sorted(labels, key=lambda label: (len(label), label))
     return ", ".join(ordered) if ordered else "none"
 
@@ -499,7 +504,7 @@ _MEDIUM_MARKERS = re.compile(
 _NEGATION_BEFORE = re.compile(r"(?:\bnot|n't|\bnever)\s*$", re.IGNORECASE)
 # In free text, "not B" / "B is wrong" / "B错" do not choose B.
 _NEGATED_BEFORE = re.compile(
-    r"(?:\bnot|\bno|n't|\bnever|\bexcept|不是|不选|排除|除了)\s*"
+    r"(?:\bnot|\bno|n't|\bnever|\bneither|\bnor|\bexcept|不是|不选|排除|除了)\s*"
     r"(?:(?:options?|choices?|answer)\s*)?[(\[\"'*]*\s*$",
     re.IGNORECASE,
 )
@@ -525,6 +530,7 @@ class _Reader:
                  else "space" if m.group().isspace() else "char")
             for m in _TOKEN.finditer(text)
         ]  # fmt: skip
+        self.starts = [tok.start for tok in self.toks]
 
     def tok(self, i: int) -> _Tok | None:
         return self.toks[i] if 0 <= i < len(self.toks) else None
@@ -662,10 +668,7 @@ class _Reader:
         for match in reversed(list(pattern.finditer(self.text))):
             if _NEGATION_BEFORE.search(self.text[max(0, match.start() - 8) : match.start()]):
                 continue
-            i = next(
-                (k for k, tok in enumerate(self.toks) if tok.start >= match.end()), len(self.toks)
-            )
-            i = self.skip(i, _LEAD_CHARS)
+            i = self.skip(bisect_left(self.starts, match.end()), _LEAD_CHARS)
             if i < len(self.toks) and self.is_none_word(i):
                 return frozenset()
             read = self.read_list(i, any_case=True)

@@ -67,7 +67,7 @@ def test_error_refuses_an_unknown_kind() -> None:
 def test_core_modules_do_not_import_django() -> None:
     code = (
         "import sys; import apps.judges.parsing, apps.judges.metrics, "
-        "apps.judges.aggregation, apps.judges.prompts; "
+        "apps.judges.aggregation, apps.judges.prompts, apps.judges.scoring; "
         "print(any(m == 'django' or m.startswith('django.') for m in sys.modules))"
     )
     out = subprocess.run(
@@ -461,6 +461,7 @@ def test_parse_mcq_choice(text: str, labels: tuple[str, int], expected: str) -> 
         ("  \n ", UPPER4, "The reply is empty."),
         ("I am not sure.", UPPER4, "No option label (A–D) found in the reply ('I am not sure.')."),
         ("B is not correct", UPPER4, "No option label (A–D) found in the reply ('B is not correct')."),
+        ("Neither A nor B", UPPER4, "No option label (A–D) found in the reply ('Neither A nor B')."),
         ("The answer is 12.5", ("digit", 4), "No option label (1–4) found in the reply ('The answer is 12.5')."),
         ("It costs 1,000 dollars", ("digit", 4), "No option label (1–4) found in the reply ('It costs 1,000 dollars')."),
         ("b", ("digit", 4), "No option label (1–4) found in the reply ('b')."),
