@@ -1,34 +1,290 @@
+from typing import Any
+
 from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from apps.accounts.access import admin_required, reviewer_required
-from apps.runs import jobs
-from apps.runs.models import Endpoint, Run, WorkerCheck
+from apps.datasets.models import Dataset, Item, Task
+from apps.runs import engine, jobs
+from apps.runs.forms import EndpointForm, GenerationRunForm, PromptTemplateForm
+from apps.runs.generation import create_generation_run
+from apps.runs.llm import test_connection
+from apps.runs.models import AttemptLog, Endpoint, PromptTemplate, Response, Run, WorkerCheck
+from apps.runs.prompts import ItemData, PromptError, PromptRenderer
 from apps.runs.queue import enqueue
 
 
+# ---- runs -----------------------------------------------------------------------------------
 def run_list(request: HttpRequest) -> HttpResponse:
-    runs = Run.objects.select_related("task", "dataset", "endpoint", "judge")[:200]
-    return render(request, "runs/run_list.html", {"runs": runs})
+    runs = Run.objects.select_related("task", "dataset", "endpoint", "judge", "template")
+    if task := request.GET.get("task"):
+        runs = runs.filter(task__slug=task)
+    return render(request, "runs/run_list.html", {"runs": runs[:200], "task": task})
+
+
+def _run(pk: int) -> Run:
+    return get_object_or_404(
+        Run.objects.select_related("task", "dataset", "endpoint", "judge", "template"), pk=pk
+    )
 
 
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    run = get_object_or_404(
-        Run.objects.select_related("task", "dataset", "endpoint", "judge"), pk=pk
+    run = _run(pk)
+    if request.htmx and request.htmx.target == "run-progress":
+        response = render(request, "runs/run_detail.html#progress", {"run": run})
+        if not run.is_active and request.GET.get("was_active"):
+            response["HX-Refresh"] = "true"  # the run just ended: show its final table
+        return response
+    status = request.GET.get("status", "")
+    responses = run.responses.select_related("item").order_by("item__position")
+    if status in (Response.Status.OK, Response.Status.FAILED):
+        responses = responses.filter(status=status)
+    page = Paginator(responses, 50).get_page(request.GET.get("page"))
+    context = {"run": run, "page": page, "status": status}
+    if request.htmx and request.htmx.target == "responses":
+        return render(request, "runs/run_detail.html#responses", context)
+    return render(request, "runs/run_detail.html", context)
+
+
+@require_POST
+@reviewer_required
+def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _run(pk)
+    if run.is_active:
+        engine.cancel(run)
+        messages.info(request, "Cancelled: no new requests are sent. Resume to finish it later.")
+    return redirect(run)
+
+
+def _relaunch(request: HttpRequest, pk: int, mode: str, done_message: str) -> HttpResponse:
+    run = _run(pk)
+    try:
+        with transaction.atomic():
+            count = engine.launch(run, mode)
+    except engine.LaunchError as exc:
+        messages.error(request, str(exc))
+        return redirect(run)
+    messages.success(request, done_message.format(count=count) if count else "Nothing left to do.")
+    return redirect(run)
+
+
+@require_POST
+@reviewer_required
+def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
+    return _relaunch(request, pk, Run.Mode.RESUME, "Resumed: {count} items without a response.")
+
+
+@require_POST
+@reviewer_required
+def run_retry_failed(request: HttpRequest, pk: int) -> HttpResponse:
+    return _relaunch(
+        request, pk, Run.Mode.RETRY_FAILED, "Retrying {count} failed items; their logs stay."
     )
-    return render(request, "runs/run_detail.html", {"run": run})
 
 
+@require_POST
+@reviewer_required
+def run_overwrite(request: HttpRequest, pk: int) -> HttpResponse:
+    return _relaunch(
+        request, pk, Run.Mode.OVERWRITE, "Running all {count} items again; the logs stay."
+    )
+
+
+def response_detail(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
+    run = _run(pk)
+    item = get_object_or_404(Item, pk=item_id, dataset_id=run.dataset_id)
+    context = {
+        "run": run,
+        "item": item,
+        "response": Response.objects.filter(run=run, item=item).first(),
+        "logs": AttemptLog.objects.filter(run=run, item=item).order_by("created_at", "pk"),
+    }
+    return render(request, "runs/response_detail.html", context)
+
+
+def generation_new(request: HttpRequest) -> HttpResponse:
+    """The start form, reached from a dataset (?dataset=ID) or a task (?task=SLUG)."""
+    task, dataset = _task_and_dataset(request)
+    if task is None:
+        return _pick_task(request, "runs:generation-new")
+    initial = {"dataset": dataset, "template": _latest_template(task)}
+    form = GenerationRunForm(task=task, initial=initial)
+    return render(request, "runs/generation_new.html", {"form": form, "task": task})
+
+
+@require_POST
+@reviewer_required
+def generation_start(request: HttpRequest) -> HttpResponse:
+    task = get_object_or_404(Task, slug=request.POST.get("task", ""))
+    form = GenerationRunForm(request.POST, task=task)
+    if not form.is_valid():
+        return render(request, "runs/generation_new.html", {"form": form, "task": task})
+    run = create_generation_run(
+        form.cleaned_data["dataset"],
+        form.cleaned_data["endpoint"],
+        form.cleaned_data["template"],
+        user=request.user,
+        label=form.cleaned_data["label"],
+        logging_mode=form.cleaned_data["logging_mode"],
+        chunk_size=form.cleaned_data["chunk_size"],
+    )
+    messages.success(request, f"Started run #{run.pk}: {run.total} items.")
+    return redirect(run)
+
+
+def _pick_task(request: HttpRequest, url_name: str) -> HttpResponse:
+    context = {"tasks": Task.objects.all(), "url_name": url_name}
+    return render(request, "runs/pick_task.html", context)
+
+
+def _task_and_dataset(request: HttpRequest) -> tuple[Task | None, Dataset | None]:
+    dataset = None
+    if (dataset_id := request.GET.get("dataset", "")).isdigit():
+        dataset = Dataset.objects.select_related("task").filter(pk=dataset_id).first()
+    if dataset is not None:
+        return dataset.task, dataset
+    slug = request.GET.get("task", "")
+    return Task.objects.filter(slug=slug).first() if slug else None, None
+
+
+def _latest_template(task: Task) -> PromptTemplate | None:
+    return PromptTemplate.objects.filter(task=task).order_by("-created_at").first()
+
+
+# ---- endpoints (admins) ---------------------------------------------------------------------
 @admin_required
 def endpoint_list(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/endpoint_list.html", {"endpoints": Endpoint.objects.all()})
 
 
+@admin_required
+def endpoint_create(request: HttpRequest) -> HttpResponse:
+    return _endpoint_form(request, Endpoint())
+
+
+@admin_required
+def endpoint_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    return _endpoint_form(request, get_object_or_404(Endpoint, pk=pk))
+
+
+def _endpoint_form(request: HttpRequest, endpoint: Endpoint) -> HttpResponse:
+    form = EndpointForm(request.POST or None, instance=endpoint)
+    if request.method == "POST" and form.is_valid():
+        endpoint = form.save()
+        messages.success(request, f"Endpoint {endpoint.name} saved.")
+        return redirect("runs:endpoint-list")
+    return render(request, "runs/endpoint_form.html", {"form": form, "endpoint": endpoint})
+
+
+@require_POST
+@admin_required
+def endpoint_test(request: HttpRequest, pk: int) -> HttpResponse:
+    endpoint = get_object_or_404(Endpoint, pk=pk)
+    check = test_connection(endpoint)
+    if request.htmx:
+        return render(request, "runs/_endpoint_test.html", {"endpoint": endpoint, "check": check})
+    (messages.success if check.ok else messages.error)(request, f"{endpoint.name}: {check.message}")
+    return redirect("runs:endpoint-list")
+
+
+# ---- prompt templates -------------------------------------------------------------------------
+def template_list(request: HttpRequest) -> HttpResponse:
+    templates = PromptTemplate.objects.latest_versions().select_related("task")
+    task = Task.objects.filter(slug=request.GET.get("task", "")).first()
+    if task is not None:
+        templates = templates.filter(task=task)
+    context = {"templates": templates.order_by("task__slug", "name"), "task": task}
+    return render(request, "runs/template_list.html", context)
+
+
+@reviewer_required
+def template_create(request: HttpRequest) -> HttpResponse:
+    task = Task.objects.filter(slug=request.GET.get("task", "")).first()
+    if task is None:
+        return _pick_task(request, "runs:template-create")
+    form = PromptTemplateForm(request.POST or None, task=task)
+    if request.method == "POST" and form.is_valid():
+        template = form.save(commit=False)
+        template.task = task
+        template.save_as_new_version(request.user)
+        messages.success(request, f"Template {template} saved.")
+        return redirect(template)
+    return render(request, "runs/template_form.html", {"form": form, "task": task})
+
+
+@reviewer_required
+def template_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    current = get_object_or_404(PromptTemplate.objects.select_related("task"), pk=pk)
+    form = PromptTemplateForm(
+        request.POST or None, instance=current, task=current.task, editing=True
+    )
+    if request.method == "POST" and form.is_valid():
+        template = form.save(commit=False)
+        template.save_as_new_version(request.user)
+        messages.success(request, f"Saved as {template}; runs keep the version they used.")
+        return redirect(template)
+    context = {"form": form, "task": current.task, "template": current}
+    return render(request, "runs/template_form.html", context)
+
+
+def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    template = get_object_or_404(PromptTemplate.objects.select_related("task"), pk=pk)
+    datasets = Dataset.objects.ready().filter(task=template.task)
+    context: dict[str, Any] = {
+        "template": template,
+        "versions": template.versions().order_by("-version"),
+        "datasets": datasets,
+        "runs": template.runs.all()[:20],
+    }
+    context.update(_preview(template, datasets, request.GET))
+    return render(request, "runs/template_detail.html", context)
+
+
+def _preview(template: PromptTemplate, datasets: Any, params: Any) -> dict[str, Any]:
+    """The template rendered on a real item (the chosen one, else the first of a dataset)."""
+    dataset = (
+        datasets.filter(pk=params.get("dataset")).first()
+        if params.get("dataset", "").isdigit()
+        else None
+    )
+    dataset = dataset or datasets.first()
+    if dataset is None:
+        return {}
+    position = int(params["position"]) if params.get("position", "").isdigit() else 0
+    row = (
+        dataset.items.filter(position__gte=position)
+        .order_by("position")
+        .values(*ItemData.VALUES)
+        .first()
+    )
+    if row is None:
+        return {"preview_dataset": dataset}
+    item = ItemData.from_values(row)
+    try:
+        rendered = PromptRenderer.for_template(template, dataset.pk).render(item, preview=True)
+    except PromptError as exc:
+        return {"preview_dataset": dataset, "preview_item": item, "preview_error": str(exc)}
+    return {"preview_dataset": dataset, "preview_item": item, "preview": rendered}
+
+
+# ---- system ---------------------------------------------------------------------------------
 def system(request: HttpRequest) -> HttpResponse:
+    import django_rq
+    from rq import Worker
+
     checks = WorkerCheck.objects.select_related("requested_by")[:10]
-    return render(request, "runs/system.html", {"checks": checks})
+    queue = django_rq.get_queue("default")
+    context = {
+        "checks": checks,
+        "queued_jobs": queue.count,
+        "workers": Worker.all(connection=queue.connection),
+        "active_runs": Run.objects.active().select_related("task")[:50],
+    }
+    return render(request, "runs/system.html", context)
 
 
 @require_POST

@@ -1,0 +1,194 @@
+from typing import Any
+
+from django import forms
+from django.core.validators import MaxValueValidator, MinValueValidator
+
+from apps.datasets.models import Dataset, Task
+from apps.runs.models import Endpoint, LoggingMode, PromptTemplate
+from apps.runs.prompts import ItemData, PromptError, PromptRenderer, validate_template_sources
+
+RESERVED_PARAMS = {"model", "messages", "stream", "n"}
+
+
+class EndpointForm(forms.ModelForm):
+    """The stored key is write-only: the form never renders it, only whether it is set."""
+
+    new_api_key = forms.CharField(
+        required=False,
+        label="API key to store",
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Stored and used instead of the environment variable. Never shown again.",
+    )
+    clear_api_key = forms.BooleanField(
+        required=False, label="Forget the stored key (use the environment variable again)"
+    )
+    extra_params = forms.JSONField(
+        required=False,
+        initial=dict,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text='Passed through in the request body, e.g. {"stop": ["\\n\\n"]}.',
+    )
+
+    class Meta:
+        model = Endpoint
+        fields = [
+            "name",
+            "base_url",
+            "model",
+            "temperature",
+            "top_p",
+            "max_tokens",
+            "seed",
+            "extra_params",
+            "api_key_env",
+            "concurrency_limit",
+            "rpm_limit",
+            "timeout_seconds",
+            "max_retries",
+            "supports_structured_output",
+        ]
+        labels = {
+            "api_key_env": "API key environment variable",
+            "rpm_limit": "Requests per minute (blank: no limit)",
+            "timeout_seconds": "Timeout per request (seconds)",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["concurrency_limit"].validators.append(MinValueValidator(1))
+        self.fields["rpm_limit"].validators.append(MinValueValidator(1))
+        self.fields["timeout_seconds"].validators.append(MinValueValidator(0.1))
+        self.fields["max_retries"].validators.append(MinValueValidator(0))
+        if not self.instance.has_secret:
+            del self.fields["clear_api_key"]
+
+    def clean_extra_params(self) -> dict[str, Any]:
+        value = self.cleaned_data.get("extra_params") or {}
+        if not isinstance(value, dict):
+            raise forms.ValidationError('Give a JSON object, e.g. {"stop": ["END"]}.')
+        clash = sorted(RESERVED_PARAMS & set(value))
+        if clash:
+            raise forms.ValidationError(f"These are set by evalsite itself: {', '.join(clash)}.")
+        return value
+
+    def clean_api_key_env(self) -> str:
+        value = (self.cleaned_data.get("api_key_env") or "").strip()
+        if value and not value.replace("_", "").isalnum():
+            raise forms.ValidationError("Use an environment variable name like OPENAI_API_KEY.")
+        return value or "OPENAI_API_KEY"
+
+    def save(self, commit: bool = True) -> Endpoint:
+        endpoint = super().save(commit=False)
+        if self.cleaned_data.get("new_api_key"):
+            endpoint.api_key_secret = self.cleaned_data["new_api_key"]
+        elif self.cleaned_data.get("clear_api_key"):
+            endpoint.api_key_secret = ""
+        if commit:
+            endpoint.save()
+        return endpoint
+
+
+class PromptTemplateForm(forms.ModelForm):
+    class Meta:
+        model = PromptTemplate
+        fields = [
+            "name",
+            "system_message",
+            "user_message",
+            "fewshot_k",
+            "fewshot_dataset",
+            "fewshot_seed",
+            "fewshot_format",
+        ]
+        labels = {
+            "fewshot_k": "Few-shot examples (k)",
+            "fewshot_dataset": "Draw examples from",
+            "fewshot_seed": "Seed",
+            "fewshot_format": "Example format",
+        }
+        help_texts = {
+            "user_message": "Item fields by name: {{ question }}, or {{ item.question }}.",
+            "fewshot_dataset": "Blank: the run's own dataset (never the item itself).",
+            "fewshot_format": "Over the example's fields, e.g. Q: {{ question }}\nA: {{ reference }}",
+        }
+        widgets = {
+            "system_message": forms.Textarea(attrs={"rows": 4}),
+            "user_message": forms.Textarea(attrs={"rows": 8}),
+            "fewshot_format": forms.Textarea(attrs={"rows": 3}),
+        }
+
+    def __init__(self, *args: Any, task: Task, editing: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.task = task
+        self.fields["fewshot_dataset"].queryset = Dataset.objects.filter(task=task)
+        self.fields["fewshot_k"].validators.append(MaxValueValidator(50))
+        if editing:
+            # A new version keeps the name: versions are what an edit makes.
+            self.fields["name"].disabled = True
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"]
+        if (
+            not self.fields["name"].disabled
+            and PromptTemplate.objects.filter(task=self.task, name=name).exists()
+        ):
+            raise forms.ValidationError(
+                "A template with this name exists in this task; edit it to make a new version."
+            )
+        return name
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        errors = validate_template_sources(
+            ("System message", data.get("system_message") or ""),
+            ("User message", data.get("user_message") or ""),
+            ("Example format", data.get("fewshot_format") or ""),
+        )
+        for error in errors:
+            self.add_error(None, error)
+        return data
+
+
+class GenerationRunForm(forms.Form):
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.none())
+    endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.all())
+    template = forms.ModelChoiceField(
+        queryset=PromptTemplate.objects.none(), label="Prompt template version"
+    )
+    label = forms.CharField(
+        required=False, max_length=200, help_text="The model's name on leaderboards."
+    )
+    logging_mode = forms.ChoiceField(choices=LoggingMode.choices, initial=LoggingMode.FAILED)
+    chunk_size = forms.IntegerField(
+        min_value=1, max_value=10_000, initial=200, help_text="Items per background job."
+    )
+
+    def __init__(self, *args: Any, task: Task, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.task = task
+        self.fields["dataset"].queryset = Dataset.objects.ready().filter(task=task)
+        self.fields["template"].queryset = PromptTemplate.objects.filter(task=task).order_by(
+            "name", "-version"
+        )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        dataset, template = data.get("dataset"), data.get("template")
+        if dataset is None or template is None:
+            return data
+        first = dataset.items.order_by("position").values(*ItemData.VALUES).first()
+        if first is None:
+            raise forms.ValidationError("This dataset has no items.")
+        try:
+            rendered = PromptRenderer.for_template(template, dataset.pk).render(
+                ItemData.from_values(first), preview=True
+            )
+        except PromptError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        if rendered.missing:
+            raise forms.ValidationError(
+                f"The template uses {', '.join(rendered.missing)}, which item "
+                f"{first['key']} of this dataset does not have."
+            )
+        return data

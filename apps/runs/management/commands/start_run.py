@@ -1,0 +1,109 @@
+"""`manage.py start_run <kind> …`: start a run of any registered kind, optionally wait for it.
+
+    start_run generation --dataset 3 --endpoint gpt4o --template qa [--wait]
+    start_run resume RUN_ID [--wait]        start_run retry-failed RUN_ID [--wait]
+
+Each run kind adds its own subcommand through RunKind.add_cli_arguments/create_from_cli
+(apps.runs.engine), so `start_run judge …` comes with the judge kind. With --wait the command
+prints progress until the run ends and exits 0 only if every item was answered.
+"""
+
+import sys
+import time
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from apps.runs import engine
+from apps.runs.models import Run
+
+
+class Command(BaseCommand):
+    help = "Start a generation (or other registered kind of) run; --wait follows it to the end."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(
+            dest="what", required=True, parser_class=_sub_parser_class(self)
+        )
+        kinds = dict(engine.KINDS)
+        if not kinds:
+            engine.kind_for(Run(kind=Run.Kind.GENERATION))
+            kinds = dict(engine.KINDS)
+        for name, kind in sorted(kinds.items()):
+            kind_parser = sub.add_parser(name, help=f"start a {name} run")
+            kind.add_cli_arguments(kind_parser)
+            _wait_arguments(kind_parser)
+        for name, text in (("resume", "items without a result"), ("retry-failed", "failed items")):
+            again = sub.add_parser(name, help=f"launch an existing run again on its {text}")
+            again.add_argument("run_id", type=int)
+            _wait_arguments(again)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        what = options["what"]
+        if what in ("resume", "retry-failed"):
+            run = Run.objects.filter(pk=options["run_id"]).first()
+            if run is None:
+                raise CommandError(f"No run with id {options['run_id']}.")
+            mode = Run.Mode.RESUME if what == "resume" else Run.Mode.RETRY_FAILED
+            try:
+                with transaction.atomic():
+                    count = engine.launch(run, mode)
+            except engine.LaunchError as exc:
+                raise CommandError(str(exc)) from None
+            self.stdout.write(f"Run #{run.pk}: {count} items to do.")
+        else:
+            run = engine.KINDS[what].create_from_cli(options, user=None)
+            self.stdout.write(f"Started run #{run.pk} ({run.label}): {run.total} items.")
+        if options["wait"]:
+            sys.exit(self.wait(run, options["poll"]))
+
+    def wait(self, run: Run, poll: float) -> int:
+        last = None
+        while True:
+            run.refresh_from_db()
+            line = (
+                f"run #{run.pk} {'stalled' if run.is_stalled else run.status}: "
+                f"{run.done} done, {run.failed} failed of {run.total}"
+            )
+            if run.items_per_second:
+                line += f" · {run.items_per_second:.1f} items/s"
+            if line != last:
+                self.stdout.write(line)
+                self.stdout.flush()
+                last = line
+            if run.is_terminal:
+                break
+            if run.is_stalled:
+                self.stderr.write("No worker is working on this run any more: resume it.")
+                return 3
+            time.sleep(poll)
+        if run.error:
+            self.stderr.write(run.error.strip().splitlines()[-1])
+        if run.status == Run.Status.COMPLETED:
+            return 0
+        return 1 if run.status == Run.Status.COMPLETED_WITH_FAILURES else 2
+
+
+def _wait_arguments(parser: ArgumentParser) -> None:
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="follow progress; exit 0 when all items were answered, 1 if some failed, "
+        "2 if the run failed or was cancelled, 3 if it stalled",
+    )
+    parser.add_argument("--poll", type=float, default=1.0, help="seconds between progress lines")
+
+
+def _sub_parser_class(command: BaseCommand) -> Any:
+    """Subparsers that report errors like Django's CommandParser (CommandError, not exit 2)."""
+
+    class SubParser(CommandParser):
+        def __init__(self, **kwargs: Any) -> None:
+            kwargs.setdefault(
+                "called_from_command_line", getattr(command, "_called_from_command_line", None)
+            )
+            super().__init__(**kwargs)
+
+    return SubParser
