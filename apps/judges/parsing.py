@@ -590,7 +590,7 @@ class _Reader:
         return False
 
     def is_article(self, i: int) -> bool:
-        """ "A good answer" / "I think": the article or pronoun, not an option."""
+        """Whether token i is the article or the pronoun ("A good answer", "I think")."""
         word = self.toks[i].text
         if word not in {"A", "a", "I", "i"}:
             return False
@@ -713,11 +713,13 @@ def parse_mcq_choice(text: str, label_type: str, label_count: int) -> frozenset[
        "答案是B", "答案：A和C", "correct answers are A and C", "answer is none";
     4. labels opening the reply, closed by punctuation: "B) because…", "A. Paris…";
     5. after the last choice verb: "I choose C", "I'd pick B", "选C" ("not choose" is skipped);
-    6. every standalone label in the text: "I think A and C are correct" → {A, C}.
+    6. every standalone label in the text that is not negated ("not B", "B is wrong", "B错"):
+       "I think A and C are correct, B is wrong" → {A, C}.
+    Single letters after a marker may be in either case ("answer: b" is B).
     A capital "A"/"I" (or "a"/"i") followed by an ordinary word is the article or the
     pronoun, not an option: "A good answer is B" → {B}; "A is correct" and "A and C" still
     count. A label beyond `label_count` that the reply explicitly gives as its answer (steps
-    2–4) makes the reply unparseable, naming it, rather than being dropped silently; in the
+    2–5) makes the reply unparseable, naming it, rather than being dropped silently; in the
     free-text scan (6) such letters are treated as ordinary text.
     Raises JudgeReplyError("unparseable", ...) for an empty reply or when no label is found.
     """
