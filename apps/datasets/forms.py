@@ -22,7 +22,10 @@ class TaskForm(forms.ModelForm):
 
 
 class UploadForm(forms.Form):
-    file = forms.FileField(help_text="CSV, JSON (a list of objects) or JSONL (one object a line).")
+    file = forms.FileField(
+        allow_empty_file=True,
+        help_text="CSV, JSON (a list of objects) or JSONL (one object a line).",
+    )
     format = forms.ChoiceField(choices=FORMAT_CHOICES, required=False)
     name = forms.CharField(
         max_length=200,
