@@ -11,6 +11,18 @@
     for (const item of document.querySelectorAll("input[name=item]")) item.checked = box.checked;
   });
 
+  // The review list: j starts the queue as set up in its form.
+  const start = document.getElementById("queue-start-form");
+  if (start instanceof HTMLFormElement) {
+    document.addEventListener("keydown", (event) => {
+      if (event.ctrlKey || event.metaKey || event.altKey || isTyping(event.target)) return;
+      if (event.key === "j") {
+        event.preventDefault();
+        start.requestSubmit();
+      }
+    });
+  }
+
   const page = document.getElementById("review-item");
   if (!page) return;
 

@@ -1,0 +1,209 @@
+"""Review in real Chromium: a queue worked with the keyboard alone, and hostile model output
+that must stay text on every review page that shows it."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from apps.datasets.models import Dataset
+from apps.judges.models import Judge, JudgeRound, Score
+from apps.runs.models import AttemptLog
+from tests.base import make_user
+from tests.review.factories import (
+    judge_item,
+    make_dataset,
+    make_generation_run,
+    make_item,
+    make_judge_run,
+    make_task,
+)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_queue_reviewed_with_the_keyboard_alone(login, live_server):
+    dataset = make_dataset(make_task())
+    items = [make_item(dataset, i, question=f"Question number {i}") for i in range(3)]
+    run = make_judge_run(dataset)
+    for item in items:
+        judge_item(run, item, [{"accuracy": 3, "clarity": 3}] * 2)
+    scores = {(s.item.position, s.subject): s for s in Score.objects.select_related("item")}
+    reviewer = make_user("reviewer", "alice")
+
+    page = login(reviewer, f"/review/run/{run.pk}/")
+    page.keyboard.press("j")  # start the queue (file order)
+    page.wait_for_url(re.compile(rf"/review/run/{run.pk}/item/{items[0].pk}/"))
+    expect(page.locator("#lock-status")).to_contain_text("You hold this item")
+
+    page.keyboard.press("?")
+    expect(page.locator("#keys-help")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#keys-help")).to_be_hidden()
+
+    # Override accuracy: a digit sets the focused subject's value, then the reason, Enter saves.
+    accuracy = page.locator(f"#score-{scores[0, 'accuracy'].pk}")
+    expect(accuracy).to_have_class(re.compile("is-focused"))
+    page.keyboard.press("4")
+    page.keyboard.type("Too harsh: the answer is right")
+    page.keyboard.press("Enter")
+    expect(accuracy.locator(".state")).to_have_text("Overridden")
+    expect(accuracy.locator(".final-value")).to_have_text("4")
+
+    # Focus moved on to clarity by itself: c confirms it.
+    clarity = page.locator(f"#score-{scores[0, 'clarity'].pk}")
+    expect(clarity).to_have_class(re.compile("is-focused"))
+    page.keyboard.press("c")
+    expect(clarity.locator(".state")).to_have_text("Confirmed")
+    assert f"/item/{items[0].pk}/" in page.url  # saved without leaving the page
+
+    # Move on; the next item is served and claimed.
+    page.keyboard.press("j")
+    page.wait_for_url(re.compile(rf"/item/{items[1].pk}/"))
+    expect(page.locator("#inputs")).to_contain_text("Question number 1")
+    # ↓ picks the second subject; a digit there overrides that subject, not the first.
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("2")
+    page.keyboard.type("Rambling")
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#score-{scores[1, 'clarity'].pk} .state")).to_have_text("Overridden")
+    expect(page.locator(f"#score-{scores[1, 'accuracy'].pk} .state")).to_have_text("Not reviewed")
+
+    # Back to the first item: its history shows both changes.
+    page.keyboard.press("k")
+    page.wait_for_url(re.compile(rf"/item/{items[0].pk}/"))
+    history = page.locator(f"#score-{scores[0, 'accuracy'].pk} .history-table").text_content()
+    assert re.search(r"alice\s*Override\s*3\s*4\s*Too harsh: the answer is right", history)
+    history = page.locator(f"#score-{scores[0, 'clarity'].pk} .history-table").text_content()
+    assert re.search(r"alice\s*Confirm\s*3\s*3", history)
+
+    for key, value, kind in [
+        ((0, "accuracy"), 4, "override"),
+        ((0, "clarity"), 3, "confirm"),
+        ((1, "clarity"), 2, "override"),
+    ]:
+        score = Score.objects.get(pk=scores[key].pk)
+        assert score.final_value == value and score.judge_value == 3
+        assert list(score.events.values_list("kind", "user__username")) == [(kind, "alice")]
+    assert not Score.objects.filter(pk=scores[1, "accuracy"].pk).reviewed().exists()
+
+
+PAYLOADS = [
+    "<script>window.__xss = 1; document.title = 'pwned'</script>",
+    "<img src=x onerror=\"window.__xss = 2; document.title = 'pwned'; alert('img')\">",
+    "<svg onload=\"window.__xss = 3; alert('svg')\"></svg>",
+    "\"'><img src=x onerror=alert('attr')>",
+]
+EVIL = " ".join(PAYLOADS)
+
+
+def hostile_run():
+    """A judge run where everything a model or an upload could write holds the payloads."""
+    task = make_task()
+    dataset = make_dataset(task)
+    dataset.tag_counts = {EVIL: 2}
+    dataset.save()
+    items = [
+        make_item(
+            dataset,
+            i,
+            question=f"Q{i} {EVIL}",
+            answer=f"A{i} {EVIL}",
+            reference=f"R{i} {EVIL}",
+            tags=[EVIL],
+            key=f"k{i}<script>window.__xss=9</script>",
+        )
+        for i in range(2)
+    ]
+    for item in items:
+        item.fields["extra <b onmouseover=alert(1)>"] = {"nested": EVIL}
+        item.save()
+    generation = make_generation_run(dataset, {0: f"GEN {EVIL}", 1: f"GEN {EVIL}"})
+    judge = Judge.objects.create(
+        task=task,
+        name="hostile",
+        kind=Judge.Kind.RUBRIC,
+        subjects=[{"name": "accuracy", "min": 1, "max": 5}],
+        n_iter=2,
+    )
+    by_column = make_judge_run(dataset, judge=judge, label=f"label {EVIL}")
+    by_run = make_judge_run(dataset, judge=judge, source_run=generation, label="from-run")
+    for run in (by_column, by_run):
+        judge_item(
+            run,
+            items[0],
+            [{"accuracy": 2, "note": EVIL}, {"accuracy": 4}],
+            reasons=[f"REASON {EVIL}", f"REASON2 {EVIL}"],
+            raw_replies=[f"RAW {EVIL}", f"RAW2 {EVIL}"],
+        )
+        judge_item(run, items[1], [None, None], raw_replies=[f"BAD {EVIL}", EVIL])
+        JudgeRound.objects.filter(run=run, item=items[1]).update(error=f"ERR {EVIL}")
+        Score.objects.filter(run=run, item=items[1]).update(error=f"SCORE ERR {EVIL}")
+        AttemptLog.objects.create(
+            run=run,
+            item=items[1],
+            round=0,
+            request_messages=[{"role": "user", "content": f"PROMPT {EVIL}"}, EVIL],
+            raw_reply=f"LOG {EVIL}",
+            error=f"LOGERR {EVIL}",
+            traceback=f"TB {EVIL}",
+        )
+    return (by_column, by_run), items
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_hostile_markup_stays_text_on_every_review_page(login, live_server, page):
+    (by_column, by_run), items = hostile_run()
+    reviewer = make_user("reviewer", "alice")
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.add_init_script("window.__xss = 0;")
+    login(reviewer)
+
+    def visit(path: str, title: str) -> None:
+        response = page.goto(f"{live_server.url}{path}")
+        assert response is not None and response.status == 200, path
+        page.wait_for_load_state("networkidle")
+        # Open every fold, so nothing stays unrendered.
+        page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        check(path, title)
+
+    def check(where: str, title: str) -> None:
+        assert page.evaluate("window.__xss") == 0, where
+        assert page.title() == title, where
+        assert dialogs == [], where
+        # Nothing was parsed into elements: no images, no SVG, only our own static scripts.
+        assert page.locator("img, svg, b").count() == 0, where
+        scripts = page.locator("script").evaluate_all("els => els.map(e => e.src)")
+        assert all(src.startswith(f"{live_server.url}/static/") for src in scripts), where
+
+    visit("/review/", "Review · evalsite")
+    expect(page.locator("#review-runs")).to_contain_text("label <script>window.__xss = 1;")
+    for run in (by_column, by_run):
+        visit(f"/review/run/{run.pk}/", f"Review #{run.pk} · evalsite")
+        expect(page.locator("#review-items")).to_contain_text("k0<script>window.__xss=9</script>")
+        for item in items:
+            title = f"Review item {item.key} · evalsite"
+            visit(f"/review/run/{run.pk}/item/{item.pk}/", title)
+            page_text = page.locator("main").inner_text()
+            assert "<img src=x onerror=" in page_text and "<svg onload=" in page_text
+            visit(f"/review/run/{run.pk}/item/{item.pk}/?blind=1", title)
+
+    # After a blind entry the judge's round and reasons are swapped in by HTMX: still text.
+    score = Score.objects.get(run=by_run, item=items[0])
+    title = f"Review item {items[0].key} · evalsite"
+    page.goto(f"{live_server.url}/review/run/{by_run.pk}/item/{items[0].pk}/?blind=1")
+    page.locator(f"#score-{score.pk} input[name=value]").fill("3")
+    page.locator(f"#score-{score.pk} button[type=submit]").click()
+    expect(page.locator("#evidence")).to_contain_text("REASON <script>")
+    check("blind reveal", title)
+
+    # A reviewer's own reason is hostile too: saved over HTMX, shown in the card and history.
+    card = page.locator(f"#score-{score.pk}")
+    card.locator("textarea[name=reason]").fill(f"MY REASON {EVIL}")
+    card.locator(".override-form button[type=submit]").click()
+    expect(card.locator(".state")).to_have_text("Overridden")
+    expect(card.locator(".override-reason")).to_contain_text("MY REASON <script>")
+    check("override swap", title)
+    assert Dataset.objects.count() == 1
