@@ -1,0 +1,89 @@
+"""`manage.py import_dataset`: same checks and messages as the page, non-zero exit on error."""
+
+import subprocess
+import sys
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from apps.datasets.models import Dataset, Item
+from tests.base import ROOT, subprocess_env
+from tests.datasets import samples
+
+
+@pytest.mark.django_db
+def test_cli_imports_with_a_full_mapping(task, tmp_path, capsys):
+    path = tmp_path / "nli.jsonl"
+    path.write_bytes(samples.NLI_JSONL)
+    call_command(
+        "import_dataset", str(path), "--task", task.slug, "--name", "nli",
+        "--id-column", "uid", "--reference-column", "label", "--tags-column", "tags",
+        "--input-column", "premise", "--input-column", "hypothesis",
+    )  # fmt: skip
+    dataset = Dataset.objects.get()
+    assert (dataset.name, dataset.row_count, dataset.format) == ("nli", 3, "jsonl")
+    assert dataset.mapping["id_column"] == "uid" and dataset.tag_counts["easy"] == 2
+    assert dataset.input_columns == ["premise", "hypothesis"]
+    assert f"Imported 3 items from nli.jsonl into support-qa / nli v1 (dataset #{dataset.pk}" in (
+        capsys.readouterr().out
+    )
+
+
+@pytest.mark.django_db
+def test_cli_response_columns_format_override_and_default_name(task, tmp_path):
+    path = tmp_path / "mmlu-dev.txt"
+    path.write_bytes(samples.MMLU_CSV)
+    call_command(
+        "import_dataset", str(path), "--task", task.slug, "--format", "csv",
+        "--reference-column", "answer", "--response-column", "response",
+    )  # fmt: skip
+    dataset = Dataset.objects.get()
+    assert dataset.name == "mmlu-dev" and dataset.response_columns == ["response"]
+    assert dataset.file_name == "mmlu-dev.txt"
+
+
+@pytest.mark.django_db
+def test_cli_errors_are_the_page_messages_and_store_nothing(task, tmp_path):
+    path = tmp_path / "ragged.csv"
+    path.write_bytes(b"a,b\n1,2\n3,4,5\n")
+    with pytest.raises(CommandError, match=r"ragged.csv: Row 3 \(line 3\) has 3 fields"):
+        call_command("import_dataset", str(path), "--task", task.slug)
+    path.write_bytes(samples.csv_bytes(["id"], [["a"], ["a"]]))
+    with pytest.raises(
+        CommandError, match="The id 'a' in column 'id' appears 2 times: row 2, row 3"
+    ):
+        call_command("import_dataset", str(path), "--task", task.slug, "--id-column", "id")
+    with pytest.raises(CommandError, match="The tags column 'nope' is not in the file"):
+        call_command("import_dataset", str(path), "--task", task.slug, "--tags-column", "nope")
+    with pytest.raises(CommandError, match="There is no task with the slug 'missing'"):
+        call_command("import_dataset", str(path), "--task", "missing")
+    with pytest.raises(CommandError, match="There is no file at"):
+        call_command("import_dataset", str(tmp_path / "gone.csv"), "--task", task.slug)
+    assert Dataset.objects.count() == 0 and Item.objects.count() == 0
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", "import_dataset", *args],
+        cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_cli_process_exits_non_zero_on_error_and_zero_on_success(task, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b'{"rows": [1, 2]}')
+    result = run_cli(str(bad), "--task", task.slug)
+    assert result.returncode != 0
+    assert "bad.json: The JSON file holds one object (keys 'rows'), not a list of objects" in (
+        result.stderr
+    )
+    assert Dataset.objects.count() == 0
+
+    good = tmp_path / "qa.json"
+    good.write_bytes(samples.JSON_ARRAY)
+    result = run_cli(str(good), "--task", task.slug, "--id-column", "id")
+    assert result.returncode == 0, result.stderr
+    assert "Imported 3 items" in result.stdout
+    assert Dataset.objects.get().items.count() == 3
