@@ -21,6 +21,7 @@ import contextlib
 import email.utils
 import json
 import random
+import socket
 import time
 import traceback
 from collections import deque
@@ -190,17 +191,33 @@ def _retry_after(response: httpx2.Response | None) -> float | None:
     return None
 
 
+def _refused(exc: BaseException) -> bool:
+    """Whether the cause chain says nothing listens there (refused, unreachable, no such host)."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError | socket.gaierror):
+            return True
+        text = str(seen)
+        if "Connect call failed" in text or "Cannot connect to host" in text:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def classify(exc: BaseException, endpoint: Endpoint, timeout: float) -> LLMError:
     """Turn whatever the SDK raised into an `LLMError` with a message a person can act on."""
     where = endpoint.effective_base_url() or "the OpenAI API"
     if isinstance(exc, LLMError):
         return exc
+    if isinstance(exc, openai.APIConnectionError | TimeoutError) and _refused(exc):
+        # Checked first: the aiohttp transport reports a refused connection as a timeout.
+        return LLMError(ErrorKind.API_ERROR, f"nothing answers at {where}", retryable=True)
     if isinstance(exc, openai.APITimeoutError | TimeoutError):
         return LLMError(ErrorKind.TIMEOUT, f"no answer within {timeout:g} s", retryable=True)
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
-        if cause is not None and "connect" in type(cause).__name__.lower():
-            return LLMError(ErrorKind.API_ERROR, f"nothing answers at {where}", retryable=True)
         detail = f": {cause}" if cause else ""
         return LLMError(
             ErrorKind.API_ERROR, f"the connection to {where} failed{detail}", retryable=True

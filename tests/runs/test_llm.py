@@ -1,0 +1,195 @@
+"""The LLM client: retries, Retry-After, fatal errors, timeouts, plain-word messages."""
+
+import asyncio
+
+import pytest
+
+from apps.runs.limits import EndpointSemaphore, RateLimiter, async_redis
+from apps.runs.llm import LLM, LLMError, Stopped, test_connection
+from apps.runs.models import Endpoint, ErrorKind
+from tests.base import free_port
+from tests.runs.conftest import SECRET
+
+
+def ask(endpoint: Endpoint, **kwargs) -> tuple[object, list]:
+    """One chat through a fresh LLM; returns (reply or LLMError, attempt log)."""
+
+    async def main():
+        log: list = []
+        llm = LLM(endpoint, slots=None, rate=None, stop=asyncio.Event(), **kwargs)
+        try:
+            return await asyncio.wait_for(
+                llm.chat([{"role": "user", "content": "Hello"}], log=log, item_id=1), 60
+            ), log
+        except LLMError as exc:
+            return exc, log
+        finally:
+            await llm.close()
+
+    return asyncio.run(main())
+
+
+@pytest.mark.django_db
+def test_a_reply_with_tokens_cost_and_parameters(endpoint, llm_server, settings):
+    settings.PRICE_TABLE = {"test-model": [2.0, 8.0]}
+    endpoint.temperature, endpoint.max_tokens, endpoint.seed = 0.2, 50, 7
+    endpoint.extra_params = {"stop": ["END"]}
+    reply, log = ask(endpoint)
+    assert reply.text == "echo: Hello" and reply.finish_reason == "stop"
+    assert (reply.prompt_tokens, reply.completion_tokens) == (1, 2)
+    assert reply.cost == pytest.approx((1 * 2.0 + 2 * 8.0) / 1_000_000)
+    assert [a.ok for a in log] == [True] and '"echo: Hello"' in log[0].raw_reply
+    sent = llm_server.stats()["log"][0]
+    assert sent["params"] == {"temperature": 0.2, "max_tokens": 50, "seed": 7, "stop": ["END"]}
+    assert sent["key_last4"] == SECRET[-4:]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", [429, 500, 502, 503])
+def test_transient_errors_are_retried_honouring_retry_after(endpoint, llm_server, status):
+    llm_server.configure(fail_first_n=2, fail_first_status=status, retry_after=0.4)
+    reply, log = ask(endpoint)
+    assert reply.text == "echo: Hello" and reply.attempts == 3
+    assert [a.ok for a in log] == [False, False, True]
+    assert f"({status})" in log[0].error
+    times = [entry["time"] for entry in llm_server.stats()["log"]]
+    if status in (429, 503):  # the server sent Retry-After: 0.4
+        assert times[1] - times[0] >= 0.39 and times[2] - times[1] >= 0.39
+
+
+@pytest.mark.django_db
+def test_retries_give_up_after_max_retries(endpoint, llm_server):
+    llm_server.configure(error_rate={"500": 1.0})
+    error, log = ask(endpoint, max_retries=2)
+    assert isinstance(error, LLMError) and not error.fatal
+    assert error.message.startswith("the server failed (500)")
+    assert len(log) == 3 and llm_server.stats()["requests"] == 3
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("status", "words"),
+    [
+        (401, "the API key was refused (401)"),
+        (403, "may not use this endpoint or model (403)"),
+        (404, "model “test-model” not found"),
+    ],
+)
+def test_auth_and_not_found_fail_fast_without_retry(endpoint, llm_server, status, words):
+    llm_server.configure(script=[{"status": status}])
+    error, log = ask(endpoint)
+    assert isinstance(error, LLMError) and error.fatal
+    assert words in error.message
+    assert llm_server.stats()["requests"] == 1 and len(log) == 1
+
+
+@pytest.mark.django_db
+def test_a_body_that_is_not_json_is_retried_then_fails_with_its_raw_reply(endpoint, llm_server):
+    llm_server.configure(garbage_rate=1.0)
+    error, log = ask(endpoint, max_retries=1)
+    assert error.kind == ErrorKind.API_ERROR and "not JSON" in error.message
+    assert "502 Bad Gateway" in log[-1].raw_reply and len(log) == 2
+
+
+@pytest.mark.django_db
+def test_a_hanging_server_is_a_timeout_failure_not_a_hang(endpoint, llm_server):
+    llm_server.configure(timeout_rate=1.0, hang_seconds=60)
+    endpoint.timeout_seconds = 0.5
+    error, log = ask(endpoint, max_retries=1)
+    assert error.kind == ErrorKind.TIMEOUT and error.message == "no answer within 0.5 s"
+    assert [a.error_kind for a in log] == [ErrorKind.TIMEOUT, ErrorKind.TIMEOUT]
+
+
+@pytest.mark.django_db
+def test_nothing_listening_is_said_in_plain_words(endpoint):
+    endpoint.base_url = f"http://127.0.0.1:{free_port()}/v1"
+    error, _ = ask(endpoint, max_retries=0)
+    assert error.message == f"nothing answers at {endpoint.base_url}"
+
+
+@pytest.mark.django_db
+def test_test_connection_answers_in_plain_words(endpoint, llm_server):
+    check = test_connection(endpoint)
+    assert (
+        check.ok and "test-model answered “echo: Reply with the single word OK.”" in check.message
+    )
+    llm_server.configure(require_key="sk-another-key")
+    check = test_connection(endpoint)
+    assert not check.ok and check.message.startswith("the API key was refused (401)")
+    assert SECRET not in check.message
+    endpoint.base_url = f"http://127.0.0.1:{free_port()}/v1"
+    assert test_connection(endpoint).message.startswith("nothing answers at http://127.0.0.1:")
+
+
+@pytest.mark.django_db
+def test_the_key_is_scrubbed_from_everything_stored(endpoint, llm_server):
+    llm_server.configure(script=[{"reply": f"your key is {SECRET}"}])
+    reply, log = ask(endpoint)
+    assert SECRET not in reply.raw and SECRET not in log[0].raw_reply
+    assert "[api key]" in log[0].raw_reply
+
+
+@pytest.mark.django_db
+def test_a_stop_during_backoff_leaves_the_unit_pending(endpoint, llm_server):
+    llm_server.configure(error_rate={"429": 1.0}, retry_after=30)
+
+    async def main():
+        stop = asyncio.Event()
+        llm = LLM(endpoint, slots=None, rate=None, stop=stop)
+        task = asyncio.create_task(llm.chat([{"role": "user", "content": "x"}], log=[], item_id=1))
+        await asyncio.sleep(0.5)
+        stop.set()
+        try:
+            await asyncio.wait_for(task, 5)
+        finally:
+            await llm.close()
+
+    with pytest.raises(Stopped):
+        asyncio.run(main())
+
+
+# ---- Redis limits ---------------------------------------------------------------------------
+def test_the_semaphore_holds_across_clients_and_dead_leases_expire(redis_conn, monkeypatch):
+    import apps.runs.limits as limits
+
+    async def main():
+        a, b = async_redis(), async_redis()
+        sem_a, sem_b = EndpointSemaphore(a, 99, 3), EndpointSemaphore(b, 99, 3)
+        assert len(await sem_a.try_acquire(2)) == 2
+        assert len(await sem_b.try_acquire(5)) == 1  # only one slot was left
+        assert await sem_b.try_acquire(1) == []
+        await sem_a.release(next(iter(sem_a.held)))
+        assert len(await sem_b.try_acquire(1)) == 1
+        # A holder that stops renewing (a killed worker) loses its leases when they expire.
+        monkeypatch.setattr(limits, "LEASE_SECONDS", 0.3)
+        await sem_b.renew()
+        await asyncio.sleep(0.4)
+        assert len(await sem_a.try_acquire(3)) == 2  # b's two expired; a still holds one
+        await a.aclose()
+        await b.aclose()
+
+    asyncio.run(main())
+
+
+def test_the_rate_limit_spaces_requests_across_clients(redis_conn):
+    async def main():
+        clients = [async_redis(), async_redis()]
+        limiters = [RateLimiter(c, 7, rpm=600, burst=2) for c in clients]  # 10/s, burst 2
+        loop = asyncio.get_running_loop()
+        times = []
+
+        async def go(limiter):
+            for _ in range(5):
+                await limiter.wait()
+                times.append(loop.time())
+
+        await asyncio.gather(*(go(limiter) for limiter in limiters))
+        for c in clients:
+            await c.aclose()
+        return sorted(times)
+
+    times = asyncio.run(main())
+    # Ten requests at 10/s with a burst of 2: the last may go no sooner than 0.8 s after the first.
+    assert times[-1] - times[0] >= 0.75
+    for i in range(len(times) - 3):
+        assert times[i + 3] - times[i] >= 0.19  # never more than burst + rate allows
