@@ -92,14 +92,15 @@ class Mapping:
                     raise DatasetError(
                         f"The {role} {name!r} is not in the file. Its columns are: {listing}."
                     )
-        taken: dict[str, str] = {}
-        for role, names in roles:
-            for name in dict.fromkeys(names):
-                if name in taken and {taken[name], role} != {"id column", "input column"}:
+        # Inputs may overlap anything (a prompt may show the subject that is also a tag), but
+        # a response column judged against itself as the id, reference or tags is a mistake.
+        for name in self.response_columns:
+            for role, names in roles[:4]:
+                if role != "input column" and name in names:
                     raise DatasetError(
-                        f"Column {name!r} cannot be both the {taken[name]} and a {role}."
+                        f"Column {name!r} cannot be both the {role} and a response column."
                     )
-                taken.setdefault(name, role)
+        taken = {name for _, names in roles for name in names}
         inputs = list(dict.fromkeys(self.input_columns)) or [
             name for name in columns if name not in taken
         ]

@@ -141,6 +141,12 @@ def test_mapping_must_name_columns_of_the_file(task):
     )
     message = import_error(task, data, reference_column="answer", response_columns=["answer"])
     assert message == "Column 'answer' cannot be both the reference column and a response column."
+    message = import_error(task, data, id_column="question", response_columns=["question"])
+    assert message == "Column 'question' cannot be both the id column and a response column."
+    # An input may also be the tags or the reference: a prompt may show what it likes.
+    mapping = Mapping(input_columns=["question", "answer"], tags_column="answer")
+    dataset = import_dataset(task, "ok", data, mapping)
+    assert dataset.input_columns == ["question", "answer"] and dataset.tag_counts == {"a": 1}
 
 
 def test_a_failure_while_writing_leaves_no_half_written_items(task, monkeypatch):

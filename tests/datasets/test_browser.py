@@ -1,0 +1,98 @@
+"""In Chromium: upload a CSV through the page, map its columns, see its items and tags."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from apps.datasets.models import Dataset, Task
+from tests.base import make_user, run_burst_worker
+from tests.datasets import samples
+
+CSV = (
+    "\ufeffquestion,answer,subject,response\n"
+    '"Capital of France, in one word?",Paris,geo;easy,Paris\n'
+    "2+2?,4,math;easy,5\n"
+    "中国的首都是哪里？,北京,geo,北京\n"
+    '"<b>bold?</b>",no,html,"=HYPERLINK(""x"")"\n'
+).encode()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_upload_map_and_browse_a_csv(login, live_server):
+    task = Task.objects.create(slug="geo-qa", name="Geo QA")
+    page = login(make_user("reviewer"), f"/tasks/{task.slug}/")
+    page.click("#upload-dataset")
+    page.set_input_files(
+        "input[name=file]", files=[{"name": "capitals.csv", "mimeType": "text/csv", "buffer": CSV}]
+    )
+    page.click("text=Upload and preview")
+
+    expect(page.locator("#preview-table")).to_contain_text("中国的首都是哪里？")
+    expect(page.locator("#preview-table")).to_contain_text("Capital of France, in one word?")
+    expect(page.locator("#detected-format")).to_have_text("CSV")
+    page.fill("input[name=name]", "capitals")
+    page.select_option("select[name=reference_column]", "answer")
+    page.select_option("select[name=tags_column]", "subject")
+    page.check("#response-columns input[value=response]")
+    page.check("#input-columns input[value=question]")
+    page.uncheck("#input-columns input[value=subject]")  # guessed as an input; it is the tags
+    page.click("#import-button")
+
+    page.wait_for_url(re.compile(r"/datasets/\d+/$"))
+    dataset = Dataset.objects.get()
+    assert page.url.endswith(dataset.get_absolute_url())
+    expect(page.locator("#row-count")).to_have_text("4")
+    expect(page.locator("#item-table tbody tr")).to_have_count(4)
+    expect(page.locator("#item-table")).to_contain_text("<b>bold?</b>")  # shown as text
+    tags = page.locator("#tag-counts")
+    for expected in ("geo · 2", "easy · 2", "math · 1", "html · 1"):
+        expect(tags).to_contain_text(expected)
+    assert dataset.mapping == {
+        "id_column": None,
+        "input_columns": ["question"],
+        "reference_column": "answer",
+        "tags_column": "subject",
+        "response_columns": ["response"],
+    }
+
+    # A tag narrows the items; typing a search swaps the list in place.
+    page.click("#tag-counts a[data-tag=geo]")
+    expect(page.locator("#item-table tbody tr")).to_have_count(2)
+    page.goto(f"{live_server.url}{dataset.get_absolute_url()}")
+    page.fill("#item-search", "首都")
+    expect(page.locator("#item-table tbody tr")).to_have_count(1)
+    expect(page).to_have_url(re.compile(r"q=%E9%A6%96%E9%83%BD"))
+
+    # The item page shows every field, the formula-like response as plain text.
+    page.fill("#item-search", "bold")
+    page.click("#item-table a >> text=3")
+    expect(page.locator("#item-fields")).to_contain_text('=HYPERLINK("x")')
+    expect(page.locator('[data-field="answer"] .role-reference')).to_be_visible()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_background_import_shows_progress_until_the_worker_is_done(login, live_server, settings):
+    settings.DATASET_SYNC_MAX_ROWS = 10
+    task = Task.objects.create(slug="big", name="Big")
+    page = login(make_user("reviewer"), f"/tasks/{task.slug}/upload/")
+    data = samples.numbered_csv(60)
+    page.set_input_files(
+        "input[name=file]", files=[{"name": "big.csv", "mimeType": "text/csv", "buffer": data}]
+    )
+    page.click("text=Upload and preview")
+    page.select_option("select[name=id_column]", "id")
+    page.click("#import-button")
+
+    expect(page.locator("#import-progress")).to_contain_text("Waiting for a worker")
+    expect(page.locator("#dataset-status")).to_have_text("Importing")
+    result = run_burst_worker()
+    assert result.returncode == 0, result.stdout + result.stderr
+    # The page polls, sees the import finished, and reloads itself with the items.
+    expect(page.locator("#dataset-status")).to_have_text("Ready", timeout=15_000)
+    expect(page.locator("#item-table tbody tr")).to_have_count(50)
+    expect(page.locator("#tag-counts")).to_contain_text("math · 30")
+    expect(page.locator("#import-progress")).to_have_count(0)
