@@ -6,10 +6,22 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import models, transaction
 from django.db.models import F
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.datasets.models import Item, Task, slug_validator
 from apps.runs.models import ErrorKind, Run
+
+
+class JudgeQuerySet(models.QuerySet["Judge"]):
+    def latest_versions(self) -> "JudgeQuerySet":
+        """The newest version of every judge name (one row per task and name)."""
+        newer = Judge.objects.filter(
+            task=models.OuterRef("task"),
+            name=models.OuterRef("name"),
+            version__gt=models.OuterRef("version"),
+        )
+        return self.exclude(models.Exists(newer))
 
 
 class Judge(models.Model):
@@ -58,6 +70,8 @@ class Judge(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = JudgeQuerySet.as_manager()
+
     class Meta:
         ordering = ["task", "name", "-version"]
         constraints = [
@@ -66,6 +80,61 @@ class Judge(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("judges:detail", args=[self.pk])
+
+    CONTENT_FIELDS = (
+        "kind",
+        "system_prompt",
+        "user_prompt",
+        "subjects",
+        "label_type",
+        "label_count",
+        "metric",
+        "metric_options",
+        "postprocess",
+        "n_iter",
+        "aggregation",
+        "use_structured_output",
+    )
+
+    def versions(self) -> "JudgeQuerySet":
+        return Judge.objects.filter(task_id=self.task_id, name=self.name)
+
+    def is_latest(self) -> bool:
+        return not self.versions().filter(version__gt=self.version).exists()
+
+    @property
+    def rounds(self) -> int:
+        """Rounds per item: rule-based judges give the same value every time, so one."""
+        return max(1, self.n_iter) if self.uses_llm else 1
+
+    def save_as_new_version(self, user: Any) -> "Judge":
+        """Store this (edited, unsaved) copy as the next version; earlier versions never change.
+
+        Judge runs point at the exact version they used. When the task's default judge was
+        the previous latest version, the default moves to this one, so "evaluate every model"
+        keeps using the judge as it is now.
+        """
+        with transaction.atomic():
+            # Lock the name's rows so two editors cannot both take the same version number.
+            previous = list(
+                Judge.objects.select_for_update()
+                .filter(task_id=self.task_id, name=self.name)
+                .order_by("-version")
+                .values_list("pk", "version")[:1]
+            )
+            self.pk = None
+            self._state.adding = True
+            self.version = previous[0][1] + 1 if previous else 1
+            self.created_by = user if getattr(user, "pk", None) else None
+            self.save()
+            if previous:
+                Task.objects.filter(pk=self.task_id, default_judge_id=previous[0][0]).update(
+                    default_judge=self
+                )
+        return self
 
     @property
     def uses_llm(self) -> bool:
@@ -102,12 +171,82 @@ class JudgeRound(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     error = models.TextField(blank=True)
+    epoch = models.PositiveIntegerField(default=0)  # the run epoch that wrote this round
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["run", "item", "round"]
         constraints = [
             models.UniqueConstraint(fields=["run", "item", "round"], name="judge_round_once")
+        ]
+
+    @property
+    def is_failed(self) -> bool:
+        return self.status == self.Status.FAILED
+
+
+class ArchivedRound(models.Model):
+    """A round that a later launch replaced (retry failed, overwrite): history is kept."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    round = models.PositiveIntegerField()
+    status = models.CharField(max_length=8, choices=JudgeRound.Status.choices)
+    values = models.JSONField(default=dict)
+    reason = models.TextField(blank=True)
+    raw_reply = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(default=0.0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
+    error = models.TextField(blank=True)
+    epoch = models.PositiveIntegerField(default=0)
+    judged_at = models.DateTimeField()  # when the replaced round was written
+    archived_at = models.DateTimeField(auto_now_add=True)
+
+    COPIED = (
+        "run_id",
+        "item_id",
+        "round",
+        "status",
+        "values",
+        "reason",
+        "raw_reply",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost",
+        "latency_ms",
+        "error_kind",
+        "error",
+        "epoch",
+    )
+
+    class Meta:
+        ordering = ["run", "item", "round", "archived_at"]
+        indexes = [models.Index(fields=["run", "item"])]
+
+    @classmethod
+    def of(cls, judge_round: JudgeRound) -> "ArchivedRound":
+        return cls(
+            judged_at=judge_round.created_at,
+            **{name: getattr(judge_round, name) for name in cls.COPIED},
+        )
+
+
+class RetryScope(models.Model):
+    """The items one "retry failed" launch is limited to (retry one item, retry ticked items).
+
+    A retry_failed epoch without a scope row works on every failed item of the run.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    epoch = models.PositiveIntegerField()
+    item_ids = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "epoch"], name="retry_scope_once_per_epoch")
         ]
 
 
@@ -205,6 +344,7 @@ class Score(models.Model):
     confirmed_at = models.DateTimeField(null=True, blank=True)
     final_value = models.FloatField(null=True, blank=True)
     revision = models.PositiveIntegerField(default=0)  # bumped by every human change
+    epoch = models.PositiveIntegerField(default=0)  # the run epoch that judged it
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = ScoreQuerySet.as_manager()

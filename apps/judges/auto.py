@@ -1,0 +1,124 @@
+"""Evaluate every model: a task's default judge judges each new response set by itself.
+
+Called by the generation kind when a generation run finishes (`on_finished`) and by the
+dataset import once an uploaded file with response columns is stored. Never raises: a
+response set that cannot be judged automatically is logged and left for a person to start.
+"""
+
+import logging
+from typing import Any
+
+from django.db import transaction
+
+from apps.datasets.models import Dataset, Task
+from apps.judges.kind import NOTHING_TO_JUDGE, JudgeRunError, create_judge_run, retry_items
+from apps.judges.models import Judge, Score
+from apps.runs.engine import LaunchError
+from apps.runs.models import Response, Run
+
+log = logging.getLogger(__name__)
+
+
+def judge_new_response_sets(*, dataset: Dataset | None = None, run: Run | None = None) -> list[Run]:
+    """Start the task's default judge on a finished generation run, or on every response
+    column of a freshly imported dataset; returns the judge runs started (or relaunched)."""
+    try:
+        if run is not None:
+            started = _judge_generation_run(run)
+            return [started] if started else []
+        if dataset is not None:
+            return _judge_dataset(dataset)
+    except Exception:
+        log.exception("auto-judging failed (run=%s, dataset=%s)", run, dataset)
+    return []
+
+
+def _default(task: Task) -> tuple[Judge, Any] | None:
+    judge = task.default_judge
+    if judge is None:
+        return None
+    endpoint = task.default_judge_endpoint if judge.uses_llm else None
+    if judge.uses_llm and endpoint is None:
+        log.warning("task %s: default judge %s has no endpoint; not judging", task, judge)
+        return None
+    return judge, endpoint
+
+
+def _judge_generation_run(run: Run) -> Run | None:
+    run = Run.objects.select_related("task__default_judge", "task__default_judge_endpoint").get(
+        pk=run.pk
+    )
+    if run.kind != Run.Kind.GENERATION:
+        return None
+    default = _default(run.task)
+    if default is None:
+        return None
+    judge, endpoint = default
+    existing = Run.objects.judging().filter(judge=judge, source_run=run).order_by("-pk").first()
+    if existing is not None:
+        return _rejudge_answered(existing)
+    try:
+        return create_judge_run(judge, endpoint=endpoint, source_run=run, user=run.created_by)
+    except JudgeRunError as exc:
+        log.warning("run #%s: not judged automatically: %s", run.pk, exc)
+        return None
+
+
+def _rejudge_answered(judge_run: Run) -> Run | None:
+    """The generation run finished again (resume, retry failed): judge the items that had
+    nothing to judge before and have an answer now."""
+    if judge_run.is_active:
+        return None
+    answered = Response.objects.filter(run_id=judge_run.source_run_id).ok().values("item_id")
+    ids = list(
+        Score.objects.filter(
+            run=judge_run,
+            status=Score.Status.FAILED,
+            error__startswith=NOTHING_TO_JUDGE,
+            item_id__in=answered,
+        )
+        .values_list("item_id", flat=True)
+        .distinct()
+    )
+    if not ids:
+        return None
+    try:
+        retry_items(judge_run, ids)
+    except LaunchError as exc:
+        log.warning("judge run #%s: not relaunched: %s", judge_run.pk, exc)
+        return None
+    return judge_run
+
+
+def _judge_dataset(dataset: Dataset) -> list[Run]:
+    dataset = Dataset.objects.select_related(
+        "task__default_judge", "task__default_judge_endpoint"
+    ).get(pk=dataset.pk)
+    if dataset.status != Dataset.Status.READY or not dataset.response_columns:
+        return []
+    default = _default(dataset.task)
+    if default is None:
+        return []
+    judge, endpoint = default
+    started = []
+    for column in dataset.response_columns:
+        if (
+            Run.objects.judging()
+            .filter(judge=judge, dataset=dataset, source_column=column)
+            .exists()
+        ):
+            continue
+        try:
+            with transaction.atomic():
+                started.append(
+                    create_judge_run(
+                        judge,
+                        endpoint=endpoint,
+                        dataset=dataset,
+                        source_column=column,
+                        user=dataset.created_by,
+                    )
+                )
+        except JudgeRunError as exc:
+            log.warning("dataset %s column %s: not judged automatically: %s", dataset, column, exc)
+    return started

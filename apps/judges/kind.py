@@ -1,0 +1,824 @@
+"""Judge runs: a judge over one set of responses → a score per (item, subject).
+
+The responses are a generation run's (`Run.source_run`: its OK Response rows) or one column of
+the dataset (`Run.source_column`: `item.fields[column]`). This is a `RunKind` of the shared
+engine (apps/runs/engine.py), so chunks, limits, retries, cancel, resume and logging work as
+for generation runs.
+
+Units are items (key = the item id). A unit does the item's rounds that are still to do
+(every round the first time and on overwrite; on retry failed only the rounds that failed, the
+good ones are kept) concurrently, then `persist` writes those rounds (JudgeRound, unique per
+run/item/round) and the item's Score rows in one transaction. So an item is judged all or
+nothing: a killed worker loses only the rounds in flight, finished rounds are never asked
+again, and a rerun never mixes rounds of two judgements of the same item by accident.
+
+Failures (never scored silently): an API error or timeout after the endpoint's retries, an
+unparseable reply, a missing subject, an out-of-range value (the reply is kept, the attempt is
+logged as failed), a prompt that cannot be built (`template`), and bad item data: nothing to
+judge (the source response failed or is missing) or a bad answer key/reference (`internal`,
+with a message that says which). Replies that cannot be scored are not re-asked
+automatically: they are the judge's answer, kept with their raw text; "retry failed" asks
+again. An item fails when any of its rounds failed: every subject's Score is then `failed`
+with the first failed round's error, and `round_values` shows what the other rounds said.
+
+Re-judging (retry failed, overwrite) replaces rounds and scores; the replaced rounds are
+copied to ArchivedRound first and AttemptLog keeps the attempts (per the logging mode), and a
+Score keeps its override fields: `final_value` stays the override wherever there is one.
+"""
+
+import asyncio
+import json
+import math
+import time
+from argparse import ArgumentParser
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, F, Q, QuerySet
+
+from apps.datasets.models import Dataset, Item
+from apps.judges.aggregation import aggregate, spread
+from apps.judges.metrics import get_metric
+from apps.judges.models import ArchivedRound, Judge, JudgeRound, RetryScope, Score
+from apps.judges.parsing import AnswerKeyError, JudgeReplyError, parse_answer_key
+from apps.judges.prompts import PromptError, build_mcq_judge_messages, build_rubric_messages
+from apps.judges.scoring import JudgeSpec, score_text
+from apps.runs.engine import Call, LaunchError, Progress, Result, RunKind, launch, register
+from apps.runs.llm import RAW_LIMIT, Attempt, LLMError
+from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run
+
+RULE_LANES = 8  # rule-based judges: CPU only, a few lanes keep the database writes overlapped
+NOTHING_TO_JUDGE = "Nothing to judge:"  # how source problems start (auto-judge looks for it)
+
+
+class JudgeRunError(ValueError):
+    """A judge run that cannot be made as asked; the message says why in plain words."""
+
+
+# ---- what a chunk knows -----------------------------------------------------------------------
+@dataclass
+class JudgeContext:
+    spec: JudgeSpec
+    subjects: list[str]
+    rounds: int
+    aggregation: str
+    system_prompt: str
+    user_prompt: str
+    params: dict[str, Any]  # extra request parameters (structured output)
+    input_columns: list[str] | None
+    hidden_columns: set[str]
+    metric_needs_reference: bool = True
+
+
+@dataclass(slots=True)
+class JudgeUnit:
+    key: str
+    item_id: int
+    todo: list[int]  # rounds to do now
+    kept: dict[int, dict[str, float]]  # good rounds kept from an earlier launch
+    text: str = ""  # the response being judged
+    references: list[str] = field(default_factory=list)
+    messages: list[dict[str, str]] = field(default_factory=list)
+    error_kind: str = ""  # the item cannot be judged at all (set by load_units)
+    error: str = ""
+
+
+@dataclass(slots=True)
+class RoundOutcome:
+    round: int
+    ok: bool
+    values: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+    raw_reply: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    latency_ms: int = 0
+    error_kind: str = ""
+    error: str = ""
+
+
+@dataclass(slots=True)
+class SubjectScore:
+    status: str
+    judge_value: float | None
+    round_values: list[float | None]
+    spread: float
+
+
+@dataclass(slots=True)
+class ItemOutcome:
+    rounds: list[RoundOutcome]
+    scores: dict[str, SubjectScore]
+    error_kind: str = ""
+    error: str = ""
+
+
+def _clip(text: str, limit: int = RAW_LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit]
+
+
+def expand_references(reference: str) -> list[str]:
+    """An item's reference as a list: a JSON list of answers, else the text (none if blank)."""
+    stripped = (reference or "").strip()
+    if not stripped:
+        return []
+    if stripped.startswith("["):
+        try:
+            answers = json.loads(stripped)
+        except ValueError:
+            answers = None
+        if isinstance(answers, list):
+            return [a if isinstance(a, str) else json.dumps(a, ensure_ascii=False) for a in answers]
+    return [reference]
+
+
+def as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+# ---- the kind ----------------------------------------------------------------------------------
+class JudgeKind(RunKind):
+    kind = Run.Kind.JUDGE
+
+    # -- what is pending -------------------------------------------------------------------
+    @staticmethod
+    def first_subject(run: Run) -> str:
+        return JudgeSpec.of(run.judge).subject_names[0]
+
+    def _scored(self, run: Run) -> QuerySet[Score]:
+        """One Score row per judged item (every item has a row for each subject)."""
+        return Score.objects.filter(run_id=run.pk, subject=self.first_subject(run))
+
+    @staticmethod
+    def _redo(run: Run, mode: str) -> Q:
+        """Scores that this epoch must judge again (resume works on items without any)."""
+        if mode == Run.Mode.RETRY_FAILED:
+            redo = Q(status=Score.Status.FAILED, epoch__lt=run.epoch)
+            scope = (
+                RetryScope.objects.filter(run_id=run.pk, epoch=run.epoch)
+                .values_list("item_ids", flat=True)
+                .first()
+            )
+            return redo & Q(item_id__in=scope) if scope is not None else redo
+        if mode == Run.Mode.OVERWRITE:
+            return Q(epoch__lt=run.epoch)
+        return Q(pk__in=[])
+
+    def total(self, run: Run) -> int:
+        return Item.objects.filter(dataset_id=run.dataset_id).count()
+
+    def pending_keys(self, run: Run, mode: str) -> list[str]:
+        items = Item.objects.filter(dataset_id=run.dataset_id)
+        scored = self._scored(run)
+        if mode == Run.Mode.RESUME:
+            ids = items.exclude(id__in=scored.values("item_id"))
+        elif mode == Run.Mode.RETRY_FAILED:
+            ids = items.filter(id__in=scored.filter(self._redo(run, mode)).values("item_id"))
+        else:
+            ids = items.exclude(id__in=scored.filter(epoch__gte=run.epoch).values("item_id"))
+        return [str(pk) for pk in ids.order_by("position").values_list("id", flat=True)]
+
+    def pending_count(self, run: Run, mode: str) -> int:
+        scored = self._scored(run)
+        missing = Item.objects.filter(dataset_id=run.dataset_id).count() - scored.count()
+        if mode == Run.Mode.RESUME:
+            return missing
+        redo = scored.filter(self._redo(run, mode)).count()
+        return redo + (missing if mode == Run.Mode.OVERWRITE else 0)
+
+    def settled_counts(self, run: Run, mode: str) -> tuple[int, int]:
+        counts = (
+            self._scored(run)
+            .exclude(self._redo(run, mode))
+            .aggregate(
+                done=Count("pk", filter=Q(status=Score.Status.OK)),
+                failed=Count("pk", filter=Q(status=Score.Status.FAILED)),
+            )
+        )
+        return counts["done"], counts["failed"]
+
+    def lanes(self, run: Run) -> int:
+        if not run.endpoint_id:
+            return RULE_LANES
+        limit = run.endpoint.concurrency_limit
+        if run.mode == Run.Mode.RETRY_FAILED:
+            return limit  # mostly one failed round per item
+        # Each item asks all its rounds at once: this many items keep the limit busy.
+        return max(1, math.ceil(limit / run.judge.rounds))
+
+    # -- loading work ------------------------------------------------------------------------
+    def prepare(self, run: Run) -> JudgeContext:
+        judge = run.judge
+        spec = JudgeSpec.of(judge)
+        spec.check()
+        params: dict[str, Any] = {}
+        endpoint = run.endpoint
+        if (
+            spec.kind == Judge.Kind.RUBRIC
+            and judge.use_structured_output
+            and endpoint is not None
+            and endpoint.supports_structured_output
+        ):
+            from apps.judges.parsing import response_format_for
+
+            params["response_format"] = response_format_for(spec.subjects)
+        dataset = run.dataset
+        hidden = {*dataset.response_columns, dataset.reference_column, dataset.tags_column}
+        hidden.add(run.source_column)
+        return JudgeContext(
+            spec=spec,
+            subjects=spec.subject_names,
+            rounds=judge.rounds,
+            aggregation=judge.aggregation,
+            system_prompt=judge.system_prompt,
+            user_prompt=judge.user_prompt,
+            params=params,
+            input_columns=dataset.input_columns or None,
+            hidden_columns={c for c in hidden if c},
+            metric_needs_reference=(
+                get_metric(spec.metric).needs_reference if spec.kind == Judge.Kind.METRIC else True
+            ),
+        )
+
+    def load_units(self, run: Run, ctx: JudgeContext, keys: list[str]) -> list[JudgeUnit]:
+        ids = [int(key) for key in keys]
+        rows = list(Item.objects.filter(id__in=ids).values("id", "fields", "reference"))
+        texts = self._texts(run, rows)
+        kept: dict[int, dict[int, dict[str, float]]] = {}
+        if run.mode != Run.Mode.OVERWRITE:
+            good = JudgeRound.objects.filter(
+                run_id=run.pk, item_id__in=ids, status=JudgeRound.Status.OK, round__lt=ctx.rounds
+            ).values_list("item_id", "round", "values")
+            for item_id, number, values in good:
+                kept.setdefault(item_id, {})[number] = values
+        units = []
+        for row in rows:
+            item_kept = kept.get(row["id"], {})
+            todo = [r for r in range(ctx.rounds) if r not in item_kept]
+            unit = JudgeUnit(str(row["id"]), row["id"], todo, item_kept)
+            self._fill(ctx, unit, row, texts.get(row["id"]))
+            units.append(unit)
+        return units
+
+    def _texts(self, run: Run, rows: list[dict[str, Any]]) -> dict[int, tuple[str | None, str]]:
+        """Per item: (the response text, or None and why there is nothing to judge)."""
+        column = run.source_column
+        out: dict[int, tuple[str | None, str]] = {}
+        if run.source_run_id is None:
+            for row in rows:
+                value = (row["fields"] or {}).get(column)
+                if value is None:
+                    why = f"{NOTHING_TO_JUDGE} the item has no value in column “{column}”."
+                    out[row["id"]] = (None, why)
+                else:
+                    out[row["id"]] = (as_text(value), "")
+            return out
+        ids = [row["id"] for row in rows]
+        responses = Response.objects.filter(run_id=run.source_run_id, item_id__in=ids).values_list(
+            "item_id", "status", "text", "error_kind", "error"
+        )
+        for item_id, status, text, error_kind, error in responses:
+            if status == Response.Status.OK:
+                out[item_id] = (text, "")
+            else:
+                kind = ErrorKind(error_kind).label if error_kind in ErrorKind.values else "error"
+                out[item_id] = (
+                    None,
+                    f"{NOTHING_TO_JUDGE} the response of run #{run.source_run_id} to this item "
+                    f"failed ({kind}: {error[:300]}).",
+                )
+        for item_id in ids:
+            out.setdefault(
+                item_id,
+                (
+                    None,
+                    f"{NOTHING_TO_JUDGE} run #{run.source_run_id} has no response to this item "
+                    "(resume that run, then retry the failed items here).",
+                ),
+            )
+        return out
+
+    def _fill(
+        self,
+        ctx: JudgeContext,
+        unit: JudgeUnit,
+        row: dict[str, Any],
+        text: tuple[str | None, str] | None,
+    ) -> None:
+        """Everything the unit needs, or the reason it cannot be judged (no request is made)."""
+        response, why = text if text is not None else (None, f"{NOTHING_TO_JUDGE} no response.")
+        if response is None:
+            unit.error_kind, unit.error = ErrorKind.INTERNAL, why
+            return
+        unit.text = response
+        spec = ctx.spec
+        reference = row["reference"] or ""
+        try:
+            if spec.kind in (Judge.Kind.MCQ, Judge.Kind.MCQ_RULE):
+                if not reference.strip():
+                    raise AnswerKeyError("The item has no answer key (its reference is empty).")
+                parse_answer_key(reference, spec.label_type, spec.label_count)
+                unit.references = [reference]
+            else:
+                unit.references = expand_references(reference)
+                if (
+                    spec.kind == Judge.Kind.METRIC
+                    and ctx.metric_needs_reference
+                    and not unit.references
+                ):
+                    raise AnswerKeyError(
+                        f"The item has no reference answer, which {spec.metric} needs."
+                    )
+        except AnswerKeyError as exc:
+            unit.error_kind, unit.error = ErrorKind.INTERNAL, f"Bad item data: {exc}"
+            return
+        if not spec.uses_llm:
+            return
+        fields = row["fields"] or {}
+        if ctx.input_columns is not None:
+            inputs = {name: fields.get(name) for name in ctx.input_columns}
+        else:
+            inputs = {k: v for k, v in fields.items() if k not in ctx.hidden_columns}
+        common = {
+            "response": response,
+            "reference": reference,
+            "fields": fields,
+            "inputs": inputs,
+            "system_prompt": ctx.system_prompt,
+            "user_prompt": ctx.user_prompt,
+        }
+        try:
+            if spec.kind == Judge.Kind.RUBRIC:
+                unit.messages = build_rubric_messages(subjects=spec.subjects, **common)
+            else:
+                unit.messages = build_mcq_judge_messages(
+                    label_type=spec.label_type, label_count=spec.label_count, **common
+                )
+        except PromptError as exc:
+            unit.error_kind, unit.error = ErrorKind.TEMPLATE, str(exc)
+
+    # -- doing it -----------------------------------------------------------------------------
+    async def perform(self, run: Run, ctx: JudgeContext, unit: JudgeUnit, call: Call) -> Result:
+        if unit.error:
+            call.record(
+                Attempt(
+                    item_id=unit.item_id,
+                    attempt=1,
+                    ok=False,
+                    request_messages=[],
+                    round=unit.todo[0] if unit.todo else None,
+                    error_kind=unit.error_kind,
+                    error=unit.error,
+                )
+            )
+            return self.failed_result(run, ctx, unit, unit.error_kind, unit.error)
+        if ctx.spec.uses_llm:
+            outcomes = await self._ask_all(ctx, unit, call)
+        else:
+            outcomes = [self._evaluate(ctx, unit, number, call) for number in unit.todo]
+        outcome = self._combine(ctx, unit, outcomes)
+        return Result(unit.key, unit.item_id, not outcome.error_kind, data=outcome)
+
+    async def _ask_all(self, ctx: JudgeContext, unit: JudgeUnit, call: Call) -> list[RoundOutcome]:
+        tasks = [asyncio.create_task(self._ask(ctx, unit, n, call)) for n in unit.todo]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            # A fatal error or a stop in one round: the others must not run on unobserved.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    async def _ask(
+        self, ctx: JudgeContext, unit: JudgeUnit, number: int, call: Call
+    ) -> RoundOutcome:
+        try:
+            reply = await call.chat(unit.messages, round=number, **ctx.params)
+        except LLMError as exc:
+            if exc.fatal:
+                raise
+            return RoundOutcome(
+                number, False, raw_reply=_clip(exc.raw), error_kind=exc.kind, error=exc.message
+            )
+        usage = {
+            "raw_reply": _clip(reply.text),
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "cost": reply.cost,
+            "latency_ms": reply.latency_ms,
+        }
+        try:
+            result = score_text(ctx.spec, reply.text, unit.references)
+        except JudgeReplyError as exc:
+            self._fail_attempt(call, number, exc.kind, exc.message)
+            return RoundOutcome(number, False, error_kind=exc.kind, error=exc.message, **usage)
+        except ValueError as exc:  # bad item data that load_units could not see
+            self._fail_attempt(call, number, ErrorKind.INTERNAL, str(exc))
+            return RoundOutcome(number, False, error_kind=ErrorKind.INTERNAL, error=str(exc), **usage)
+        return RoundOutcome(number, True, dict(result.values), result.reason, **usage)
+
+    @staticmethod
+    def _fail_attempt(call: Call, number: int, kind: str, message: str) -> None:
+        """The request succeeded but its reply cannot be scored: log the attempt as failed."""
+        for attempt in reversed(call.log):
+            if attempt.round == number and attempt.ok:
+                attempt.ok = False
+                attempt.error_kind = kind
+                attempt.error = message
+                return
+
+    def _evaluate(
+        self, ctx: JudgeContext, unit: JudgeUnit, number: int, call: Call
+    ) -> RoundOutcome:
+        """A rule-based round: no request; logged as one attempt like any other."""
+        started = time.perf_counter()
+        outcome = RoundOutcome(number, True)
+        try:
+            result = score_text(ctx.spec, unit.text, unit.references)
+            outcome.values, outcome.reason = dict(result.values), result.reason
+        except JudgeReplyError as exc:
+            outcome.ok, outcome.error_kind, outcome.error = False, exc.kind, exc.message
+        except ValueError as exc:  # a metric refusing the item's data
+            outcome.ok, outcome.error_kind, outcome.error = False, ErrorKind.INTERNAL, str(exc)
+        outcome.latency_ms = int((time.perf_counter() - started) * 1000)
+        if not outcome.ok:
+            outcome.raw_reply = _clip(unit.text)  # what was read, for the failed items page
+        call.record(
+            Attempt(
+                item_id=unit.item_id,
+                attempt=1,
+                ok=outcome.ok,
+                request_messages=[],
+                round=number,
+                raw_reply=outcome.raw_reply,
+                error_kind=outcome.error_kind,
+                error=outcome.error,
+                latency_ms=outcome.latency_ms,
+            )
+        )
+        return outcome
+
+    def _combine(
+        self, ctx: JudgeContext, unit: JudgeUnit, outcomes: list[RoundOutcome]
+    ) -> ItemOutcome:
+        """The item's scores from its kept and new rounds; any failed round fails the item."""
+        by_round: dict[int, dict[str, float]] = dict(unit.kept)
+        for outcome in outcomes:
+            if outcome.ok:
+                by_round[outcome.round] = outcome.values
+        failed = sorted((o for o in outcomes if not o.ok), key=lambda o: o.round)
+        scores: dict[str, SubjectScore] = {}
+        error_kind = error = ""
+        if failed:
+            first = failed[0]
+            error_kind = first.error_kind
+            where = f" (round {first.round + 1} of {ctx.rounds})" if ctx.rounds > 1 else ""
+            error = first.error + where
+        for name in ctx.subjects:
+            values = [by_round.get(r, {}).get(name) for r in range(ctx.rounds)]
+            present = [float(v) for v in values if v is not None]
+            if not failed and len(present) < ctx.rounds:
+                error_kind = ErrorKind.INTERNAL
+                error = f"A kept round has no value for {name}; retry the item."
+            scores[name] = SubjectScore(Score.Status.FAILED, None, values, spread(present))
+        if not error_kind:
+            for score in scores.values():
+                score.status = Score.Status.OK
+                score.judge_value = aggregate(
+                    [float(v) for v in score.round_values if v is not None], ctx.aggregation
+                )
+        return ItemOutcome(outcomes, scores, error_kind, error)
+
+    def failed_result(
+        self, run: Run, ctx: JudgeContext, unit: JudgeUnit, error_kind: str, message: str
+    ) -> Result:
+        outcomes = [
+            RoundOutcome(n, False, error_kind=error_kind, error=message) for n in unit.todo
+        ]
+        outcome = self._combine(ctx, unit, outcomes)
+        return Result(unit.key, unit.item_id, False, data=outcome)
+
+    # -- writing it -----------------------------------------------------------------------------
+    ROUND_FIELDS = (
+        "status",
+        "values",
+        "reason",
+        "raw_reply",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost",
+        "latency_ms",
+        "error_kind",
+        "error",
+        "epoch",
+        "created_at",
+    )
+    SCORE_FIELDS = (
+        "status",
+        "judge_value",
+        "round_values",
+        "spread",
+        "error_kind",
+        "error",
+        "final_value",
+        "epoch",
+        "updated_at",
+    )
+
+    def persist(self, run: Run, ctx: JudgeContext, results: list[Result]) -> Progress:
+        """Write each item's new rounds and its scores once per epoch, in the caller's
+        transaction; a duplicate (a relaunched chunk did the item too) is dropped."""
+        progress = Progress()
+        for result in results:
+            for attempt in result.attempts:
+                progress += Progress(
+                    prompt_tokens=attempt.prompt_tokens,
+                    completion_tokens=attempt.completion_tokens,
+                    cost=attempt.cost,
+                )
+        by_item = {r.item_id: r for r in results}
+        existing = dict(
+            Score.objects.filter(
+                run_id=run.pk, item_id__in=by_item, subject=ctx.subjects[0]
+            ).values_list("item_id", "epoch")
+        )
+        fresh: list[Result] = []
+        redo: list[Result] = []
+        for item_id, result in by_item.items():
+            if item_id not in existing:
+                fresh.append(result)
+            elif run.mode != Run.Mode.RESUME and existing[item_id] < run.epoch:
+                redo.append(result)
+            else:
+                continue
+            progress += Progress(done=int(result.ok), failed=int(not result.ok))
+        if fresh:
+            JudgeRound.objects.bulk_create(self._rounds(run, fresh), ignore_conflicts=True)
+            Score.objects.bulk_create(self._scores(run, fresh), ignore_conflicts=True)
+        if redo:
+            self._replace(run, redo)
+        return progress
+
+    def _replace(self, run: Run, redo: list[Result]) -> None:
+        ids = [r.item_id for r in redo]
+        rounds = self._rounds(run, redo)
+        replaced = {(r.item_id, r.round) for r in rounds}
+        old = JudgeRound.objects.filter(run_id=run.pk, item_id__in=ids)
+        ArchivedRound.objects.bulk_create(
+            ArchivedRound.of(r) for r in old if (r.item_id, r.round) in replaced
+        )
+        JudgeRound.objects.bulk_create(
+            rounds,
+            update_conflicts=True,
+            unique_fields=["run", "item", "round"],
+            update_fields=list(self.ROUND_FIELDS),
+        )
+        Score.objects.bulk_create(
+            self._scores(run, redo),
+            update_conflicts=True,
+            unique_fields=["run", "item", "subject"],
+            update_fields=list(self.SCORE_FIELDS),
+        )
+        # A reviewer's override outlives re-judging: the final value stays theirs.
+        Score.objects.filter(
+            run_id=run.pk, item_id__in=ids, override_value__isnull=False
+        ).update(final_value=F("override_value"))
+
+    @staticmethod
+    def _rounds(run: Run, results: Iterable[Result]) -> list[JudgeRound]:
+        return [
+            JudgeRound(
+                run_id=run.pk,
+                item_id=result.item_id,
+                round=o.round,
+                status=JudgeRound.Status.OK if o.ok else JudgeRound.Status.FAILED,
+                values=o.values,
+                reason=o.reason,
+                raw_reply=o.raw_reply,
+                prompt_tokens=o.prompt_tokens,
+                completion_tokens=o.completion_tokens,
+                cost=o.cost,
+                latency_ms=o.latency_ms,
+                error_kind=o.error_kind,
+                error=o.error,
+                epoch=run.epoch,
+            )
+            for result in results
+            for o in result.data.rounds
+        ]
+
+    @staticmethod
+    def _scores(run: Run, results: Iterable[Result]) -> list[Score]:
+        rows = []
+        for result in results:
+            outcome: ItemOutcome = result.data
+            for subject, score in outcome.scores.items():
+                rows.append(
+                    Score(
+                        run_id=run.pk,
+                        item_id=result.item_id,
+                        subject=subject,
+                        status=score.status,
+                        judge_value=score.judge_value,
+                        final_value=score.judge_value,
+                        round_values=score.round_values,
+                        spread=score.spread,
+                        error_kind=outcome.error_kind,
+                        error=outcome.error,
+                        epoch=run.epoch,
+                    )
+                )
+        return rows
+
+    # -- the command line -----------------------------------------------------------------------
+    def add_cli_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument(
+            "--responses",
+            required=True,
+            help="what to judge: a generation run id, or DATASET:COLUMN (dataset id or name)",
+        )
+        parser.add_argument("--judge", required=True, help="judge name (in the responses' task)")
+        parser.add_argument("--judge-version", type=int, help="default: the latest version")
+        parser.add_argument(
+            "--endpoint", help="endpoint name (LLM judges; default: the task's judge endpoint)"
+        )
+        parser.add_argument("--label", default="", help="the model's name on leaderboards")
+        parser.add_argument(
+            "--logging", choices=[m.value for m in LoggingMode], default=LoggingMode.FAILED.value
+        )
+        parser.add_argument("--chunk-size", type=int, default=200)
+
+    def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
+        from django.core.management.base import CommandError
+
+        try:
+            source_run, dataset, column = parse_responses(options["responses"])
+            judge = find_judge(dataset.task_id, options["judge"], options.get("judge_version"))
+            endpoint = None
+            if options.get("endpoint"):
+                endpoint = Endpoint.objects.filter(name=options["endpoint"]).first()
+                if endpoint is None:
+                    names = ", ".join(Endpoint.objects.values_list("name", flat=True))
+                    raise JudgeRunError(
+                        f"No endpoint named {options['endpoint']!r} (there are: {names or 'none yet'})."
+                    )
+            elif judge.uses_llm:
+                endpoint = dataset.task.default_judge_endpoint
+            return create_judge_run(
+                judge,
+                endpoint=endpoint,
+                source_run=source_run,
+                dataset=dataset,
+                source_column=column,
+                user=user,
+                label=options.get("label") or "",
+                logging_mode=options.get("logging") or LoggingMode.FAILED,
+                chunk_size=options.get("chunk_size") or 200,
+            )
+        except JudgeRunError as exc:
+            raise CommandError(str(exc)) from None
+
+
+# ---- making and relaunching judge runs ------------------------------------------------------------
+def parse_responses(value: str) -> tuple[Run | None, Dataset, str]:
+    """`RUN_ID` or `DATASET:COLUMN` (a dataset id, or a name: its latest version)."""
+    value = value.strip()
+    if value.isdigit():
+        run = Run.objects.select_related("dataset__task").filter(pk=int(value)).first()
+        if run is None:
+            raise JudgeRunError(f"No run with id {value}.")
+        return run, run.dataset, ""
+    name, sep, column = value.partition(":")
+    if not sep or not name or not column:
+        raise JudgeRunError(
+            f"--responses {value!r}: give a generation run id, or DATASET:COLUMN "
+            "(for example 12:response or support-answers:response)."
+        )
+    if name.isdigit():
+        dataset = Dataset.objects.select_related("task").filter(pk=int(name)).first()
+        if dataset is None:
+            raise JudgeRunError(f"No dataset with id {name}.")
+        return None, dataset, column
+    latest = {}
+    for dataset in Dataset.objects.select_related("task").filter(name=name).order_by("version"):
+        latest[dataset.task_id] = dataset
+    if not latest:
+        raise JudgeRunError(f"No dataset named {name!r}.")
+    if len(latest) > 1:
+        tasks = ", ".join(sorted(d.task.slug for d in latest.values()))
+        raise JudgeRunError(
+            f"Datasets named {name!r} exist in several tasks ({tasks}); give the dataset id."
+        )
+    return None, next(iter(latest.values())), column
+
+
+def find_judge(task_id: int, name: str, version: int | None = None) -> Judge:
+    judges = Judge.objects.filter(task_id=task_id, name=name)
+    if version:
+        judges = judges.filter(version=version)
+    judge = judges.order_by("-version").first()
+    if judge is None:
+        names = ", ".join(
+            sorted(set(Judge.objects.filter(task_id=task_id).values_list("name", flat=True)))
+        )
+        at = f" at version {version}" if version else ""
+        raise JudgeRunError(
+            f"No judge {name!r}{at} in this task (there are: {names or 'none yet'})."
+        )
+    return judge
+
+
+def check_source(
+    judge: Judge, source_run: Run | None, dataset: Dataset | None, source_column: str
+) -> Dataset:
+    """The dataset whose items are judged; JudgeRunError when the source does not fit."""
+    if source_run is not None:
+        if source_column:
+            raise JudgeRunError("Judge either a generation run or a dataset column, not both.")
+        if source_run.kind != Run.Kind.GENERATION:
+            raise JudgeRunError(f"Run #{source_run.pk} is not a generation run.")
+        if source_run.task_id != judge.task_id:
+            raise JudgeRunError(f"Run #{source_run.pk} belongs to another task than {judge}.")
+        return source_run.dataset
+    if dataset is None or not source_column:
+        raise JudgeRunError("Say what to judge: a generation run, or a dataset and its column.")
+    if dataset.task_id != judge.task_id:
+        raise JudgeRunError(f"Dataset {dataset} belongs to another task than {judge}.")
+    if dataset.status != Dataset.Status.READY:
+        raise JudgeRunError(f"Dataset {dataset} is not ready ({dataset.get_status_display()}).")
+    if source_column not in dataset.columns:
+        known = ", ".join(dataset.response_columns or dataset.columns) or "none"
+        raise JudgeRunError(
+            f"Dataset {dataset} has no column {source_column!r} (response columns: {known})."
+        )
+    return dataset
+
+
+def create_judge_run(
+    judge: Judge,
+    *,
+    endpoint: Endpoint | None = None,
+    source_run: Run | None = None,
+    dataset: Dataset | None = None,
+    source_column: str = "",
+    user: Any = None,
+    label: str = "",
+    logging_mode: str = LoggingMode.FAILED,
+    chunk_size: int = 200,
+) -> Run:
+    """A new judge run, launched (its jobs are enqueued when the transaction commits)."""
+    dataset = check_source(judge, source_run, dataset, source_column)
+    try:
+        JudgeSpec.of(judge).check()
+    except ValueError as exc:
+        raise JudgeRunError(f"Judge {judge} cannot run: {exc}") from None
+    if judge.uses_llm and endpoint is None:
+        raise JudgeRunError(f"{judge} is an LLM judge: choose the endpoint that judges.")
+    with transaction.atomic():
+        run = Run.objects.create(
+            task_id=judge.task_id,
+            kind=Run.Kind.JUDGE,
+            dataset=dataset,
+            endpoint=endpoint if judge.uses_llm else None,
+            judge=judge,
+            source_run=source_run,
+            source_column=source_column if source_run is None else "",
+            label=label,
+            logging_mode=logging_mode,
+            chunk_size=max(1, chunk_size),
+            total=dataset.items.count(),
+            created_by=user if getattr(user, "pk", None) else None,
+        )
+        launch(run, Run.Mode.RESUME)
+    return run
+
+
+def retry_items(run: Run, item_ids: Iterable[int]) -> int:
+    """Judge again the failed rounds of these items only; returns how many items are queued.
+
+    Raises LaunchError when the run is still going.
+    """
+    ids = sorted({int(pk) for pk in item_ids})
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.kind != Run.Kind.JUDGE:
+            raise LaunchError(f"Run #{run.pk} is not a judge run.")
+        if locked.is_active and not locked.is_stalled and locked.epoch > 0:
+            raise LaunchError("This run is still going; cancel it first or wait for it to end.")
+        # launch() starts epoch + 1 under the same lock: the scope names that epoch.
+        RetryScope.objects.update_or_create(
+            run=locked, epoch=locked.epoch + 1, defaults={"item_ids": ids}
+        )
+        count = launch(run, Run.Mode.RETRY_FAILED)
+    return count
+
+
+def retry_all_failed(run: Run) -> int:
+    with transaction.atomic():
+        return launch(run, Run.Mode.RETRY_FAILED)
+
+register(JudgeKind())
