@@ -337,6 +337,10 @@ def fill_dataset(
         dataset.upload_path = ""
         dataset.save()
         dataset.task.remember_mapping(mapping.to_dict())
+        # A task with a default judge judges uploaded response columns (never raises).
+        from apps.judges.auto import judge_new_response_sets
+
+        transaction.on_commit(lambda: judge_new_response_sets(dataset=dataset))
     return dataset
 
 

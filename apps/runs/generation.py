@@ -170,6 +170,12 @@ class GenerationKind(RunKind):
             epoch=run.epoch,
         )
 
+    def on_finished(self, run: Run) -> None:
+        # A task with a default judge judges each finished response set (never raises).
+        from apps.judges.auto import judge_new_response_sets
+
+        judge_new_response_sets(run=run)
+
     # -- the command line ---------------------------------------------------------------------
     def add_cli_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--dataset", type=int, required=True, help="dataset id")
