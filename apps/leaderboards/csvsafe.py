@@ -13,17 +13,25 @@ import re
 from typing import Any
 
 TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+_FIRST = frozenset(TRIGGERS)
 PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
-def neutralise(text: str) -> str:
-    if text.startswith(TRIGGERS) and not PLAIN_NUMBER.fullmatch(text):
-        return "'" + text
-    return text
+def neutralise(value: str) -> str:
+    if value and value[0] in _FIRST and not PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def text(value: str | None) -> str:
+    """A text cell from the database (None is empty)."""
+    return neutralise(value) if value else ""
 
 
 def cell(value: Any) -> Any:
     """One value ready for csv.writer: numbers stay numbers, everything else is safe text."""
+    if type(value) is str:  # the common case first: exports call this per cell
+        return neutralise(value)
     if value is None:
         return ""
     if isinstance(value, bool):

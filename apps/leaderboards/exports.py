@@ -1,9 +1,9 @@
 """Exports: a run's results per item (streamed) and the leaderboard, as CSV or JSONL.
 
-Run results are read with two ordered cursors — the dataset's items and the run's scores,
-both in item-id order (the scores' unique (run, item, subject) index gives that order for
-free) — merged as they stream, so memory stays flat and the number of queries does not
-depend on the number of items. Items without a score get empty cells (null in JSONL), like
+Run results are read with one query that yields one row per item (each subject's score
+joined in through the unique (run, item, subject) index) and streamed through
+`.iterator()`, so memory stays flat and the number of queries does not depend on the
+number of items. Items without a score get empty cells (null in JSONL), like
 ml3m's `load_scores` gives NaN: nothing is dropped.
 """
 
@@ -11,16 +11,26 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import OuterRef, Subquery, TextField
-from django.db.models.functions import Cast
+from django.contrib.auth import get_user_model
+from django.db.models import (
+    BigIntegerField,
+    Case,
+    F,
+    FilteredRelation,
+    OuterRef,
+    Q,
+    Subquery,
+    TextField,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast, Concat
 
 from apps.datasets.models import Item
-from apps.judges.models import Score
 from apps.leaderboards.boards import MODES, Board
-from apps.leaderboards.csvsafe import cell
+from apps.leaderboards.csvsafe import cell, text
 from apps.runs.models import Response, Run
 
 CHUNK = 2000  # rows per database fetch
@@ -36,18 +46,6 @@ SCORE_COLUMNS = (
     "error",
 )
 FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
-
-
-@dataclass(frozen=True)
-class ScoreRow:
-    judge: float | None
-    final: float | None
-    status: str
-    review: str  # "overridden" | "confirmed" | ""
-    override_reason: str
-    reviewer: str
-    rounds: str  # the round values as JSON text
-    error: str
 
 
 def field_names(run: Run) -> list[str]:
@@ -69,93 +67,68 @@ def subjects_of(run: Run) -> list[str]:
     return []
 
 
-def _items(run: Run) -> Iterator[tuple]:
+def _result_rows(run: Run, subjects: list[str]) -> Iterator[tuple]:
+    """One row per item: (key, position, fields, response, *SCORE_COLUMNS per subject).
+
+    One query: each subject's score is LEFT JOINed through the unique (run, item, subject)
+    index, the response through the unique (run, item) index; review state, reviewer and
+    error text are shaped by CASE/CONCAT in SQL so the Python loop per row stays small.
+    """
     items = Item.objects.filter(dataset_id=run.dataset_id).order_by("pk")
-    if run.kind == Run.Kind.JUDGE and run.source_run_id:
-        text = Response.objects.filter(run_id=run.source_run_id, item_id=OuterRef("pk")).values(
-            "text"
-        )[:1]
-        items = items.annotate(response_text=Subquery(text))
-        return items.values_list("pk", "key", "position", "fields", "response_text").iterator(
-            chunk_size=CHUNK
+    columns: list[Any] = ["key", "position", "fields"]
+    if run.source_run_id:
+        text = Response.objects.filter(run_id=run.source_run_id, item_id=OuterRef("pk"))
+        items = items.annotate(response_text=Subquery(text.values("text")[:1]))
+        columns.append("response_text")
+    else:
+        columns.append(Value(None, output_field=TextField()))
+    for index, subject in enumerate(subjects):
+        s = f"s{index}"
+        items = items.annotate(
+            **{
+                s: FilteredRelation(
+                    "scores", condition=Q(scores__run_id=run.pk, scores__subject=subject)
+                )
+            }
         )
-    return (
-        (pk, key, position, fields, None)
-        for pk, key, position, fields in items.values_list(
-            "pk", "key", "position", "fields"
-        ).iterator(chunk_size=CHUNK)
-    )
+        overridden = Q(**{f"{s}__override_value__isnull": False})
+        confirmed = Q(**{f"{s}__confirmed_at__isnull": False})
+        columns += [
+            f"{s}__judge_value",
+            f"{s}__final_value",
+            f"{s}__status",
+            Case(
+                When(overridden, then=Value("overridden")),
+                When(confirmed, then=Value("confirmed")),
+                default=Value(""),
+            ),
+            f"{s}__override_reason",
+            Case(
+                When(overridden, then=F(f"{s}__override_by_id")),
+                When(confirmed, then=F(f"{s}__confirmed_by_id")),
+                default=None,
+                output_field=BigIntegerField(),
+            ),
+            Cast(f"{s}__round_values", TextField()),
+            Case(
+                When(**{f"{s}__error_kind": ""}, then=F(f"{s}__error")),
+                default=Concat(f"{s}__error_kind", Value(": "), f"{s}__error"),
+                output_field=TextField(),
+            ),
+        ]
+    return items.values_list(*columns).iterator(chunk_size=CHUNK)
 
 
-def _scores(run: Run) -> Iterator[tuple]:
-    return (
-        Score.objects.filter(run_id=run.pk)
-        .order_by("item_id", "subject")
-        .values_list(
-            "item_id",
-            "subject",
-            "status",
-            "judge_value",
-            "final_value",
-            "override_value",
-            "confirmed_at",
-            "override_reason",
-            "override_by__username",
-            "confirmed_by__username",
-            Cast("round_values", TextField()),
-            "error_kind",
-            "error",
-        )
-        .iterator(chunk_size=CHUNK)
-    )
+def usernames() -> dict[int, str]:
+    """Every user's name by id: a team is small, and mapping ids here keeps two user joins
+    per subject out of the export query."""
+    return dict(get_user_model().objects.values_list("pk", "username"))
 
 
-def _score_row(values: tuple) -> ScoreRow:
-    (
-        _,
-        _,
-        status,
-        judge,
-        final,
-        override,
-        confirmed_at,
-        reason,
-        overrider,
-        confirmer,
-        rounds,
-        error_kind,
-        error,
-    ) = values
-    review = "overridden" if override is not None else "confirmed" if confirmed_at else ""
-    return ScoreRow(
-        judge=judge,
-        final=final,
-        status=status,
-        review=review,
-        override_reason=reason,
-        reviewer=(overrider if override is not None else confirmer if confirmed_at else "") or "",
-        rounds=rounds or "[]",
-        error=f"{error_kind}: {error}" if error_kind else error,
-    )
-
-
-def results(run: Run) -> Iterator[tuple[tuple, dict[str, ScoreRow]]]:
-    """(item pk, key, position, fields, response) with its scores by subject, item by item."""
-    scores = _scores(run) if run.kind == Run.Kind.JUDGE else iter(())
-    pending = next(scores, None)
-    for item in _items(run):
-        found: dict[str, ScoreRow] = {}
-        while pending is not None and pending[0] <= item[0]:
-            if pending[0] == item[0]:
-                found[pending[1]] = _score_row(pending)
-            pending = next(scores, None)
-        yield item, found
-
-
-def _response(run: Run, item: tuple) -> Any:
+def _response(run: Run, row: tuple) -> Any:
     if run.source_column:
-        return item[3].get(run.source_column) if isinstance(item[3], dict) else None
-    return item[4]
+        return row[2].get(run.source_column) if isinstance(row[2], dict) else None
+    return row[3]
 
 
 def result_header(run: Run) -> list[str]:
@@ -172,37 +145,40 @@ def results_csv(run: Run) -> Iterator[str]:
         yield from responses_csv(run)
         return
     names, subjects = field_names(run), subjects_of(run)
-    empty = [""] * len(SCORE_COLUMNS)
+    width = len(SCORE_COLUMNS)
+    empty = ("",) * width
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow([cell(h) for h in result_header(run)])
-    for count, (item, scores) in enumerate(results(run), start=1):
-        fields = item[3] if isinstance(item[3], dict) else {}
-        row = [
-            cell(item[1]),
-            item[2],
-            *[cell(fields.get(n)) for n in names],
-            cell(_response(run, item)),
-        ]
-        for subject in subjects:
-            score = scores.get(subject)
-            if score is None:
-                row += empty
+    users = usernames()
+    for count, row in enumerate(_result_rows(run, subjects), start=1):
+        fields = row[2] if isinstance(row[2], dict) else {}
+        out = [cell(row[0]), row[1], *[cell(fields.get(n)) for n in names]]
+        out.append(cell(_response(run, row)))
+        for start in range(4, 4 + width * len(subjects), width):
+            if row[start + 2] is None:  # no score row (status is never NULL): not scored
+                out += empty
                 continue
-            row += [
-                cell(score.judge),
-                cell(score.final),
-                score.status,
-                score.review,
-                cell(score.override_reason),
-                cell(score.reviewer),
-                cell(score.rounds),
-                cell(score.error),
+            judge, final, status, review, reason, reviewer, rounds, error = row[
+                start : start + width
             ]
-        writer.writerow(row)
+            # Numbers stay numbers (None writes empty); status and review are our own words;
+            # rounds is JSON text starting with "["; reason, reviewer and error are anyone's.
+            reviewer = text(users.get(reviewer)) if reviewer else ""
+            out += (judge, final, status, review, text(reason), reviewer, rounds, text(error))
+        writer.writerow(out)
         if count % FLUSH == 0:
             yield _drain(buffer)
     yield _drain(buffer)
+
+
+def _score_record(values: tuple, users: dict[int, str]) -> dict[str, Any] | None:
+    if values[2] is None:
+        return None
+    record = dict(zip(SCORE_COLUMNS, values, strict=True))
+    record["rounds"] = json.loads(record["rounds"] or "[]")
+    record["reviewer"] = users.get(record["reviewer"], "") if record["reviewer"] else ""
+    return record
 
 
 def results_jsonl(run: Run) -> Iterator[str]:
@@ -210,30 +186,20 @@ def results_jsonl(run: Run) -> Iterator[str]:
         yield from responses_jsonl(run)
         return
     subjects = subjects_of(run)
+    width = len(SCORE_COLUMNS)
     lines = []
-    for item, scores in results(run):
+    users = usernames()
+    for row in _result_rows(run, subjects):
+        scores = {
+            subject: _score_record(row[4 + i * width : 4 + (i + 1) * width], users)
+            for i, subject in enumerate(subjects)
+        }
         record = {
-            "key": item[1],
-            "position": item[2],
-            "fields": item[3],
-            "response": _response(run, item),
-            "scores": {
-                subject: (
-                    {
-                        "judge": s.judge,
-                        "final": s.final,
-                        "status": s.status,
-                        "review": s.review,
-                        "override_reason": s.override_reason,
-                        "reviewer": s.reviewer,
-                        "rounds": json.loads(s.rounds),
-                        "error": s.error,
-                    }
-                    if (s := scores.get(subject)) is not None
-                    else None
-                )
-                for subject in subjects
-            },
+            "key": row[0],
+            "position": row[1],
+            "fields": row[2],
+            "response": _response(run, row),
+            "scores": scores,
         }
         lines.append(json.dumps(record, ensure_ascii=False))
         if len(lines) >= FLUSH:
