@@ -1,0 +1,260 @@
+# shellcheck shell=bash
+# Shared set-up for bin/run, bin/test and bench/run. Sourced, never run on its own.
+#
+# Gives: EVALSITE_ROOT, VENV, PY; find_python, setup_python (venv + requirements),
+# ensure_system_packages, load_dotenv, free_port, wait_for_port, start_bg (tracked
+# process groups) and a cleanup that stops every tracked process on EXIT/INT/TERM/HUP.
+
+EVALSITE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$EVALSITE_ROOT/.venv"
+PY="$VENV/bin/python"
+EVALSITE_TAG="${EVALSITE_TAG:-evalsite}"
+
+log() { printf '[%s] %s\n' "$EVALSITE_TAG" "$*" >&2; }
+die() {
+    printf '[%s] error: %s\n' "$EVALSITE_TAG" "$*" >&2
+    exit 1
+}
+
+# ---- Python -------------------------------------------------------------------------------
+# True when $1 runs, is >= 3.12 and can make a virtualenv with pip in it.
+python_ok() {
+    [ -n "${1:-}" ] || return 1
+    "$1" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1
+}
+
+# Print the path of a usable Python >= 3.12. pyenv shims exist for every installed version
+# but fail unless that version is selected, so each candidate is run, not just looked up.
+# 3.12 comes before 3.13: it is what the project is developed and tested on.
+find_python() {
+    local candidate version prefix
+    if [ -n "${EVALSITE_PYTHON:-}" ]; then
+        python_ok "$EVALSITE_PYTHON" && { echo "$EVALSITE_PYTHON"; return 0; }
+        die "EVALSITE_PYTHON=$EVALSITE_PYTHON is not a working Python >= 3.12 with venv."
+    fi
+    for candidate in python3.12 python3.13 python3; do
+        candidate="$(command -v "$candidate" 2>/dev/null)" || continue
+        python_ok "$candidate" && { echo "$candidate"; return 0; }
+    done
+    if command -v pyenv >/dev/null 2>&1; then
+        for version in $(pyenv versions --bare 2>/dev/null | grep -E '^3\.1[23]\.[0-9]+$' |
+            sort -t. -k2,2n -k3,3nr); do
+            prefix="$(pyenv prefix "$version" 2>/dev/null)" || continue
+            python_ok "$prefix/bin/python3" && { echo "$prefix/bin/python3"; return 0; }
+        done
+    fi
+    for candidate in /usr/bin/python3.12 /usr/bin/python3.13 /usr/local/bin/python3.12 \
+        /usr/local/bin/python3.13 "$HOME"/.pyenv/versions/3.12*/bin/python3 \
+        "$HOME"/.pyenv/versions/3.13*/bin/python3; do
+        python_ok "$candidate" && { echo "$candidate"; return 0; }
+    done
+    die "no Python >= 3.12 (with venv) found. Install one, e.g. \`apt-get install python3.12 python3.12-venv\` or \`pyenv install 3.12\`, or point EVALSITE_PYTHON at it."
+}
+
+# One set-up at a time per checkout (two scripts started at once must not pip into one venv).
+_setup_lock() {
+    command -v flock >/dev/null 2>&1 || return 0
+    local lock_file="${TMPDIR:-/tmp}/evalsite-setup-$(printf '%s' "$EVALSITE_ROOT" | cksum | cut -d' ' -f1).lock"
+    exec 8>"$lock_file"
+    flock 8
+}
+_setup_unlock() {
+    # fd 8 must not leak into servers started later, or they would hold the lock forever.
+    exec 8>&-
+}
+
+_requirements_hash() { (cd "$EVALSITE_ROOT" && cat "$@" | sha256sum | cut -d' ' -f1); }
+
+# setup_python run|test: a working .venv with requirements.txt (run) or requirements-test.txt
+# (test) installed. pip runs only when the requirements changed since the last install.
+setup_python() {
+    local kind="${1:-run}" base req stamp hash
+    _setup_lock
+    if ! { [ -x "$PY" ] && python_ok "$PY" && "$PY" -m pip --version >/dev/null 2>&1; }; then
+        base="$(find_python)" || exit 1
+        log "creating .venv with $base ($("$base" -V 2>&1))"
+        rm -rf "$VENV"
+        "$base" -m venv "$VENV" || die "could not create $VENV with $base"
+    fi
+    if [ "$kind" = test ]; then req=requirements-test.txt; else req=requirements.txt; fi
+    stamp="$VENV/.evalsite-$kind.sha256"
+    if [ "$kind" = test ]; then
+        hash="$(_requirements_hash requirements.txt requirements-test.txt)"
+    else
+        hash="$(_requirements_hash requirements.txt)"
+    fi
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$hash" ]; then
+        log "installing Python packages from $req (the first time takes a few minutes)"
+        "$PY" -m pip install --disable-pip-version-check --quiet -r "$EVALSITE_ROOT/$req" ||
+            die "pip install -r $req failed (see above)"
+        echo "$hash" >"$stamp"
+        # The test requirements include the runtime ones.
+        if [ "$kind" = test ]; then
+            _requirements_hash requirements.txt >"$VENV/.evalsite-run.sha256"
+        fi
+    fi
+    _setup_unlock
+}
+
+# ---- System packages ------------------------------------------------------------------------
+# ensure_system_packages CHECK:PACKAGE ...  CHECK is a command name or a path glob.
+# Missing ones are installed with apt-get when we are root; otherwise print the one command.
+_APT_UPDATED=0
+ensure_system_packages() {
+    local spec check package missing=()
+    for spec in "$@"; do
+        check="${spec%%:*}"
+        package="${spec#*:}"
+        if [[ "$check" == /* ]]; then
+            compgen -G "$check" >/dev/null && continue
+        else
+            command -v "$check" >/dev/null 2>&1 && continue
+        fi
+        missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        die "missing system packages: ${missing[*]}. Install them with:
+    sudo apt-get update && sudo apt-get install -y --no-install-recommends ${missing[*]}"
+    fi
+    log "installing system packages with apt-get: ${missing[*]}"
+    # Keep apt from starting system-wide redis/postgres services we do not use (and that
+    # would outlive us): a policy-rc.d that denies every start, only while we install.
+    local policy=/usr/sbin/policy-rc.d made_policy=0
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && made_policy=1
+    fi
+    local status=0
+    if [ "$_APT_UPDATED" -eq 0 ]; then
+        apt-get update -qq || status=$?
+        _APT_UPDATED=1
+    fi
+    [ $status -eq 0 ] && { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "${missing[@]}" || status=$?; }
+    [ $made_policy -eq 1 ] && rm -f "$policy"
+    [ $status -eq 0 ] || die "apt-get install ${missing[*]} failed (exit $status)"
+}
+
+# ---- Environment ----------------------------------------------------------------------------
+# Export NAME=value lines of .env (or $EVALSITE_ENV_FILE; empty means none). Variables already
+# in the environment win. Parsed by Python so JSON values need no shell quoting.
+load_dotenv() {
+    local file="${EVALSITE_ENV_FILE-$EVALSITE_ROOT/.env}" exports
+    [ -n "$file" ] && [ -f "$file" ] || return 0
+    exports="$("$PY" - "$file" <<'PYEOF'
+import os
+import shlex
+import sys
+
+path = sys.argv[1]
+with open(path, encoding="utf-8") as handle:
+    for number, raw in enumerate(handle, 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").lstrip()
+        key, sep, value = line.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key.isidentifier():
+            sys.exit(f"{path}:{number}: expected NAME=value, got {raw.strip()!r}")
+        if len(value) >= 2 and value[0] in "'\"" and value[-1] == value[0]:
+            value = value[1:-1]
+        elif value.startswith("#"):
+            value = ""
+        else:
+            value = value.split(" #", 1)[0].rstrip()
+        if key not in os.environ:
+            print(f"export {key}={shlex.quote(value)}")
+PYEOF
+)" || die "could not read $file"
+    eval "$exports"
+    [ -n "$exports" ] && log "read settings from $file"
+    return 0
+}
+
+# ---- Ports and processes --------------------------------------------------------------------
+free_port() {
+    "${PY:-python3}" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# wait_for_port PORT SECONDS [PID]: until something listens on 127.0.0.1:PORT; fails early
+# when PID (the process that should listen) has died.
+wait_for_port() {
+    local port="$1" seconds="$2" pid="${3:-}" deadline=$((SECONDS + $2))
+    until port_open "$port"; do
+        [ -n "$pid" ] && ! group_alive "$pid" && return 1
+        [ $SECONDS -ge $deadline ] && return 1
+        sleep 0.1
+    done
+}
+
+EVALSITE_PIDS=()
+declare -A EVALSITE_NAMES=()
+declare -A EVALSITE_STOP_SIGNALS=()
+
+# start_bg NAME SIGNAL [--log FILE] COMMAND...: start COMMAND in its own session (so its process
+# group id is its pid and a terminal's Ctrl-C reaches only us); cleanup stops the group with
+# SIGNAL. With --log, its output goes to FILE instead of ours.
+start_bg() {
+    local name="$1" signal="$2" log_file=/dev/stdout
+    shift 2
+    if [ "$1" = --log ]; then
+        log_file="$2"
+        shift 2
+    fi
+    if [ "$log_file" = /dev/stdout ]; then
+        setsid "$@" &
+    else
+        setsid "$@" >"$log_file" 2>&1 &
+    fi
+    local pid=$!
+    EVALSITE_PIDS+=("$pid")
+    EVALSITE_NAMES[$pid]="$name"
+    EVALSITE_STOP_SIGNALS[$pid]="$signal"
+    LAST_PID=$pid
+}
+
+# True while any process of group $1 is alive (zombies do not count: nobody may reap them).
+group_alive() {
+    ps -eo pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { found = 1 } END { exit !found }'
+}
+
+# Hooks run by cleanup before stopping processes (e.g. removing temp dirs comes after).
+EVALSITE_AFTER_STOP=()
+
+stop_all() {
+    local i pid deadline
+    # Newest first: the web server and worker stop before the Redis they talk to.
+    for ((i = ${#EVALSITE_PIDS[@]} - 1; i >= 0; i--)); do
+        pid="${EVALSITE_PIDS[$i]}"
+        group_alive "$pid" || continue
+        kill "-${EVALSITE_STOP_SIGNALS[$pid]}" -- "-$pid" 2>/dev/null || true
+        deadline=$((SECONDS + ${EVALSITE_STOP_TIMEOUT:-15}))
+        while group_alive "$pid" && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+        if group_alive "$pid"; then
+            log "${EVALSITE_NAMES[$pid]} did not stop in time: killing it"
+            kill -KILL -- "-$pid" 2>/dev/null || true
+        fi
+    done
+    for pid in "${EVALSITE_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    EVALSITE_PIDS=()
+}
+
+_cleanup() {
+    local status=$?
+    trap - EXIT INT TERM HUP
+    trap '' INT TERM HUP  # a second Ctrl-C must not cut the cleanup short
+    stop_all
+    local hook
+    for hook in "${EVALSITE_AFTER_STOP[@]}"; do eval "$hook" || true; done
+    exit "$status"
+}
+trap _cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP

@@ -1,0 +1,271 @@
+"""The README's commands as a person runs them: bin/run serves the demo and stops clean,
+bin/test fails when a test fails or when no test ran."""
+
+import contextlib
+import http.cookiejar
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.base import ROOT, free_port
+
+START_TIMEOUT = 180  # a cold start installs packages; a warm one takes seconds
+
+
+def script_env(**extra: str) -> dict[str, str]:
+    """The caller's environment without anything that points at the test run's services."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key
+        not in {
+            "DATABASE_URL",
+            "REDIS_URL",
+            "TEST_REDIS_URL",
+            "EVALSITE_TESTING",
+            "DJANGO_SETTINGS_MODULE",
+            "PORT",
+            "EVALSITE_REDIS_PORT",
+            "EVALSITE_DATA_DIR",
+            "PYTEST_CURRENT_TEST",
+        }
+    }
+    env.update(EVALSITE_ENV_FILE="", PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+class Script:
+    """A script started in its own session, as from a terminal; its output is collected."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            args,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self.lines: list[str] = []
+        self.seen: dict[int, str] = {}
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for(
+        self, pattern: str, timeout: float = START_TIMEOUT, *, after_exit: bool = False
+    ) -> re.Match:
+        """Wait for output matching `pattern`; fail early if the script exits first, unless
+        `after_exit` (its last lines may still be on their way through the pipe)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if match := re.search(pattern, self.output):
+                return match
+            if not after_exit and self.proc.poll() is not None:
+                pytest.fail(f"exited {self.proc.returncode} before {pattern!r}:\n{self.output}")
+            time.sleep(0.1)
+        pytest.fail(f"no {pattern!r} within {timeout} s:\n{self.output}")
+
+    def descendants(self) -> dict[int, str]:
+        """Every live process below the script (pid: command line); remembered in `seen`."""
+        ps = subprocess.run(
+            ["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True
+        ).stdout
+        children: dict[int, list[tuple[int, str]]] = {}
+        for line in ps.splitlines():
+            pid, ppid, args = line.strip().split(None, 2)
+            children.setdefault(int(ppid), []).append((int(pid), args))
+        found: dict[int, str] = {}
+        stack = [self.proc.pid]
+        while stack:
+            for pid, args in children.get(stack.pop(), []):
+                found[pid] = args
+                stack.append(pid)
+        self.seen.update(found)
+        return found
+
+    def kill_leftovers(self) -> None:
+        """After a failed test: leave nothing behind for the next one."""
+        for pid in [self.proc.pid, *self.seen]:
+            if alive(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        if self.proc.poll() is None:
+            self.proc.wait(timeout=10)
+
+
+def alive(pid: int) -> bool:
+    """True for a running process; a zombie nobody reaped yet counts as gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_until_gone(pids: list[int], ports: list[int], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(alive(pid) for pid in pids) and not any(port_open(p) for p in ports):
+            return
+        time.sleep(0.1)
+    left = [pid for pid in pids if alive(pid)]
+    open_ports = [p for p in ports if port_open(p)]
+    pytest.fail(f"left behind: processes {left}, open ports {open_ports}")
+
+
+@pytest.fixture
+def bin_run(tmp_path: Path) -> Iterator[tuple[Script, int, int]]:
+    web_port, redis_port = free_port(), free_port()
+    env = script_env(
+        PORT=str(web_port),
+        EVALSITE_REDIS_PORT=str(redis_port),
+        EVALSITE_DATA_DIR=str(tmp_path / "data"),
+    )
+    script = Script([str(ROOT / "bin" / "run")], env)
+    try:
+        yield script, web_port, redis_port
+    finally:
+        script.kill_leftovers()
+
+
+def get(opener: urllib.request.OpenerDirector, url: str, data: dict | None = None) -> str:
+    body = urllib.parse.urlencode(data).encode() if data is not None else None
+    with opener.open(url, data=body, timeout=30) as response:
+        assert response.status == 200, url
+        return response.read().decode()
+
+
+def wait_for_page(opener: urllib.request.OpenerDirector, url: str) -> str:
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        try:
+            return get(opener, url)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def server_processes(script: Script) -> dict[str, int]:
+    """pid of the Redis, worker and web server below bin/run, by name."""
+    found: dict[str, int] = {}
+    for pid, args in script.descendants().items():
+        for name in ("redis-server", "rqworker", "gunicorn"):
+            if name in args and name not in found:
+                found[name] = pid
+    return found
+
+
+@pytest.mark.slow
+def test_bin_run_serves_the_demo_and_ctrl_c_leaves_nothing_behind(bin_run):
+    script, web_port, redis_port = bin_run
+    url = script.wait_for(r"evalsite is running at (http://\S+)").group(1)
+    assert url == f"http://127.0.0.1:{web_port}/"
+    assert re.search(r"admin\s+/ demo-admin", script.output)
+    assert re.search(r"viewer\s+/ demo-viewer", script.output)
+
+    opener = urllib.request.build_opener(
+        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+    )
+    login_page = wait_for_page(opener, url)  # / → /tasks/ → the login page
+    assert "Log in" in login_page
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login_page).group(1)
+    tasks_page = get(
+        opener,
+        f"{url}accounts/login/",
+        {"csrfmiddlewaretoken": token, "username": "admin", "password": "demo-admin"},
+    )
+    assert "demo-mcq" in tasks_page
+    assert "Demo: multiple choice" in get(opener, f"{url}tasks/")
+
+    servers = server_processes(script)
+    assert set(servers) == {"redis-server", "rqworker", "gunicorn"}, script.descendants()
+    pids = list(script.descendants())
+
+    os.killpg(script.proc.pid, signal.SIGINT)  # what Ctrl-C in its terminal does
+    assert script.proc.wait(timeout=30) == 130, script.output
+    wait_until_gone(pids, [web_port, redis_port])
+
+
+@pytest.mark.slow
+def test_bin_run_stops_everything_when_one_server_dies(bin_run):
+    script, web_port, redis_port = bin_run
+    script.wait_for(r"evalsite is running at")
+    servers = server_processes(script)
+    pids = list(script.descendants())
+
+    os.kill(servers["rqworker"], signal.SIGKILL)
+    assert script.proc.wait(timeout=60) != 0
+    script.wait_for(r"rqworker exited; stopping the others", timeout=10, after_exit=True)
+    wait_until_gone(pids, [web_port, redis_port])
+
+
+# ---- bin/test judges pytest's outcome ----------------------------------------------------
+def run_bin_test(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(ROOT / "bin" / "test"), *args],
+        cwd=ROOT,
+        env=script_env(EVALSITE_TEST_DBS="sqlite", EVALSITE_TEST_LINT="0"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture
+def sample_tests(tmp_path: Path) -> Path:
+    path = tmp_path / "test_sample.py"
+    path.write_text("def test_passes():\n    assert 1 + 1 == 2\n")
+    return path
+
+
+@pytest.mark.slow
+def test_bin_test_passes_and_counts_when_tests_pass(sample_tests):
+    result = run_bin_test(str(sample_tests))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == "sqlite: 1 passed, 0 failed"
+
+
+@pytest.mark.slow
+def test_bin_test_fails_when_a_test_fails(sample_tests):
+    with sample_tests.open("a") as handle:
+        handle.write("\n\ndef test_fails():\n    assert 1 + 1 == 3\n")
+    result = run_bin_test(str(sample_tests))
+    assert result.returncode != 0
+    assert result.stdout.splitlines()[-1] == "sqlite: 1 passed, 1 failed"
+
+
+@pytest.mark.slow
+def test_bin_test_fails_when_no_test_ran(sample_tests):
+    result = run_bin_test(str(sample_tests), "-k", "no_such_test")
+    assert result.returncode != 0
+    assert "no test ran" in result.stderr
+    assert result.stdout.splitlines()[-1] == "sqlite: 0 passed, 0 failed"
