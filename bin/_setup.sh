@@ -137,7 +137,8 @@ ensure_system_packages() {
 
 # ---- Environment ----------------------------------------------------------------------------
 # Export NAME=value lines of .env (or $EVALSITE_ENV_FILE; empty means none). Variables already
-# in the environment win. Parsed by Python so JSON values need no shell quoting.
+# in the environment win; an empty value means unset. Parsed by Python so JSON values need no
+# shell quoting.
 load_dotenv() {
     local file="${EVALSITE_ENV_FILE-$EVALSITE_ROOT/.env}" exports
     [ -n "$file" ] && [ -f "$file" ] || return 0
@@ -163,7 +164,8 @@ with open(path, encoding="utf-8") as handle:
             value = ""
         else:
             value = value.split(" #", 1)[0].rstrip()
-        if key not in os.environ:
+        # NAME= with nothing after it means unset, as when the line is commented out.
+        if value and key not in os.environ:
             print(f"export {key}={shlex.quote(value)}")
 PYEOF
 )" || die "could not read $file"
