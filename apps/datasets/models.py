@@ -64,11 +64,18 @@ class DatasetQuerySet(models.QuerySet["Dataset"]):
         race between two uploads of the same name into an IntegrityError, not two v2s.
         """
         latest = self.latest_version(task, name)
+        # A failed import has no items to correct: link to the latest one that has.
+        previous = (
+            self.filter(task=task, name=name)
+            .exclude(status=Dataset.Status.FAILED)
+            .order_by("-version")
+            .first()
+        )
         return self.create(
             task=task,
             name=name,
             version=latest.version + 1 if latest else 1,
-            previous=latest,
+            previous=previous,
             **fields,
         )
 

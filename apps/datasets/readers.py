@@ -52,6 +52,8 @@ class Table:
     # Where each row came from, for messages: the spreadsheet row (CSV, header = row 1),
     # the line (JSONL) or the 1-based item of the array (JSON).
     origins: list[int] = field(default_factory=list)
+    # False when only the start of a big file was read (a preview); the import reads it all.
+    complete: bool = True
 
     def where(self, index: int) -> str:
         """Name row `index` (0-based) the way a person finds it in the file."""
@@ -163,6 +165,44 @@ def read_table(source: str | Path | bytes, fmt: str | None = None, file_name: st
     return reader(text, file_name)
 
 
+def read_head(
+    path: str | Path,
+    fmt: str | None = None,
+    file_name: str = "",
+    max_bytes: int = 4 * 1024 * 1024,
+) -> Table:
+    """Read a file for its preview: whole when small, else only its first `max_bytes`.
+
+    A 200 MB upload is not parsed in the web request: the preview shows its first rows
+    (errors in them are real errors), and the import in the worker reads and checks it all.
+    A JSON document cannot be read in part, so JSON is always read whole.
+    """
+    path = Path(path)
+    file_name = file_name or path.name
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise DatasetError(f"There is no file at {path}.") from None
+    check_size(size)
+    if size <= max_bytes:
+        return read_table(path, fmt, file_name)
+    with path.open("rb") as handle:
+        data = handle.read(max_bytes)
+    # Cut after the last complete line: never inside a UTF-8 character or a JSONL line.
+    data = data[: data.rfind(b"\n") + 1] or data
+    text = decode(data)
+    fmt = (fmt or "").lower() or detect_format(file_name, text)
+    if fmt == "json":
+        return read_table(path, fmt, file_name)
+    if fmt not in FORMATS:
+        raise DatasetError(f"Unknown format {fmt!r}: choose csv, json or jsonl.")
+    table = (
+        _read_csv(text, file_name, partial=True) if fmt == "csv" else _read_jsonl(text, file_name)
+    )
+    table.complete = False
+    return table
+
+
 # ---- CSV ----------------------------------------------------------------------------------
 def _delimiter(header_line: str, file_name: str) -> str:
     if Path(file_name).suffix.lower() == ".tsv":
@@ -188,7 +228,7 @@ def _csv_error(exc: csv.Error, row: int, line: int) -> DatasetError:
     return DatasetError(f"Row {row} (line {line}) cannot be read as CSV: {text}.")
 
 
-def _read_csv(text: str, file_name: str) -> Table:
+def _read_csv(text: str, file_name: str, partial: bool = False) -> Table:
     newline = text.find("\n")
     delimiter = _delimiter(text[:newline] if newline >= 0 else text, file_name)
 
@@ -199,8 +239,11 @@ def _read_csv(text: str, file_name: str) -> Table:
     try:
         records = list(reader())
     except csv.Error:
-        records = []
-        _locate_csv_problem(reader(), None, delimiter)
+        # The start of a big file may end inside a quoted field: keep the rows before it.
+        cut = _records_before_cut(reader()) if partial else None
+        if cut is None:
+            _locate_csv_problem(reader(), None, delimiter)
+        records = cut or []
     # Spreadsheet numbering: the header is row 1, and blank lines count as rows.
     numbered = [(number, record) for number, record in enumerate(records, start=1) if record]
     if not numbered:
@@ -216,6 +259,15 @@ def _read_csv(text: str, file_name: str) -> Table:
         )
     rows = [dict(zip(header, record, strict=True)) for _, record in data]
     return Table("csv", header, rows, [number for number, _ in data])
+
+
+def _records_before_cut(reader: Any) -> list[list[str]] | None:
+    records: list[list[str]] = []
+    try:
+        records.extend(reader)
+    except csv.Error as exc:
+        return records if "unexpected end of data" in str(exc) else None
+    return records
 
 
 def _locate_csv_problem(reader: Any, width: int | None, delimiter: str) -> None:

@@ -15,10 +15,13 @@ from typing import Any
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
-from apps.datasets.readers import Table, check_size, read_table
+from apps.datasets.importing import sync_max_rows
+from apps.datasets.readers import Table, check_size, read_head
 
 TOKEN = re.compile(r"^[0-9a-f]{32}$")
 KEEP_SECONDS = 24 * 3600
+# Files above this are previewed from their start only; the worker reads them whole.
+PREVIEW_BYTES = 4 * 1024 * 1024
 
 
 def upload_dir() -> Path:
@@ -96,11 +99,20 @@ class StagedUpload:
         (upload_dir() / f"{self.token}.json").write_text(json.dumps(self.meta))
 
     def read(self, fmt: str | None = None) -> Table:
-        """Read the whole file (so errors show before mapping) and note what was found."""
-        table = read_table(self.path, fmt or None, self.file_name)
-        self.meta.update(format=table.format, columns=table.columns, rows=len(table.rows))
+        """Read the file (a big one only in part) and note what was found.
+
+        Small files are read whole, so every error shows before the mapping step.
+        """
+        table = read_head(self.path, fmt or None, self.file_name, PREVIEW_BYTES)
+        rows = len(table.rows) if table.complete else None  # None: only the worker counts
+        self.meta.update(format=table.format, columns=table.columns, rows=rows)
         self.save()
         return table
+
+    @property
+    def imports_in_background(self) -> bool:
+        rows = self.meta.get("rows")
+        return rows is None or rows > sync_max_rows()
 
     def discard(self) -> None:
         self.path.unlink(missing_ok=True)

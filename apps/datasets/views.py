@@ -19,7 +19,6 @@ from apps.datasets.importing import (
     import_job_lost,
     import_progress,
     start_background_import,
-    sync_max_rows,
 )
 from apps.datasets.models import Dataset, DatasetFrozen, Item, Task
 from apps.datasets.readers import DatasetError, human_size
@@ -110,7 +109,7 @@ def _import_staged(
     request: HttpRequest, task: Task, staged: StagedUpload, data: dict[str, Any]
 ) -> HttpResponse:
     fmt, name, mapping = staged.meta["format"], data["name"], data["mapping"]
-    if staged.meta.get("rows", 0) > sync_max_rows():
+    if staged.imports_in_background:
         columns = staged.meta["columns"]
         dataset = start_background_import(
             task, name, staged.path, mapping, fmt, columns, request.user, staged.file_name
@@ -150,7 +149,7 @@ def _render_map(
         form=form,
         preview=[[_cell(row.get(c)) for c in table.columns] for row in table.rows[:PREVIEW_ROWS]],
         latest=Dataset.objects.latest_version(task, name) if name else None,
-        background=len(table.rows) > sync_max_rows(),
+        background=staged.imports_in_background,
     )
     return render(request, "datasets/map.html", context)
 

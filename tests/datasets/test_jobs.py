@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.datasets import importing, jobs
+from apps.datasets import importing, jobs, uploads
 from apps.datasets.importing import (
     Mapping,
     import_job_lost,
@@ -165,3 +165,38 @@ def test_a_lost_import_job_is_reported_and_polling_stops(reviewer_client, task, 
     assert import_job_lost(dataset)  # nothing in Redis under its job id
     page = reviewer_client.get(dataset.get_absolute_url()).content.decode()
     assert "no longer running" in page and "every 2s" not in page
+
+
+@pytest.mark.django_db
+def test_a_big_file_is_previewed_in_part_and_checked_whole_by_the_job(
+    reviewer_client, task, monkeypatch, staged_files
+):
+    monkeypatch.setattr(uploads, "PREVIEW_BYTES", 2000)
+    rows = [[f"id{i}", f"text {i}"] for i in range(300)]
+    late_duplicate = samples.csv_bytes(["id", "text"], [*rows, ["id5", "again"]])
+    response = reviewer_client.post(
+        reverse("datasets:dataset-upload", args=[task.slug]),
+        {"file": SimpleUploadedFile("big.csv", late_duplicate)},
+    )
+    preview = reviewer_client.get(response["Location"]).content.decode()
+    assert 'id="partial-read"' in preview and "Import the whole file" in preview
+    assert "the import reads and checks every row" in preview
+    reviewer_client.post(response["Location"], {"name": "big", "format": "csv", "id_column": "id"})
+    dataset = Dataset.objects.get()
+    assert dataset.is_importing  # 301 rows is below the sync limit, but only the worker counts
+    jobs.import_dataset_job(dataset.pk)
+    dataset.refresh_from_db()
+    assert dataset.status == "failed" and Item.objects.count() == 0
+    assert "The id 'id5' in column 'id' appears 2 times: row 7, row 302." in dataset.error
+    assert staged_files() == []
+
+    response = reviewer_client.post(
+        reverse("datasets:dataset-upload", args=[task.slug]),
+        {"file": SimpleUploadedFile("big.csv", samples.csv_bytes(["id", "text"], rows))},
+    )
+    reviewer_client.post(response["Location"], {"name": "big", "format": "csv", "id_column": "id"})
+    fixed = Dataset.objects.get(version=2)
+    jobs.import_dataset_job(fixed.pk)
+    fixed.refresh_from_db()
+    # Version 2, but linked to no previous version: the failed one has nothing to correct.
+    assert (fixed.status, fixed.row_count, fixed.previous) == ("ready", 300, None)

@@ -442,3 +442,23 @@ def test_unknown_download_format_is_404(viewer_client, numbered):
         ).status_code
         == 404
     )
+
+
+def test_abandoned_staged_uploads_are_swept_after_a_day(reviewer_client, task, staged_files):
+    import os
+    import time
+
+    from apps.datasets.uploads import sweep
+
+    staged_url(upload(reviewer_client, task, samples.MMLU_CSV, "m.csv"))
+    assert sweep() == 0 and len(staged_files()) == 2
+    old = time.time() - 2 * 24 * 3600
+    for path in staged_files():
+        os.utime(path, (old, old))
+    assert sweep() == 1 and staged_files() == []
+
+
+def test_dataset_list_shows_every_dataset(viewer_client, task):
+    import_dataset(task, "mmlu", samples.MMLU_CSV, {})
+    page = text(viewer_client.get(reverse("datasets:dataset-list")))
+    assert "mmlu v1" in page and "support-qa" in page and "Ready" in page

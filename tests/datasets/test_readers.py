@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from apps.datasets.readers import DatasetError, detect_format, read_table
+from apps.datasets.readers import DatasetError, detect_format, read_head, read_table
 from tests.datasets import samples
 
 
@@ -176,3 +176,41 @@ def test_size_limit_applies_to_paths_before_reading(settings, tmp_path):
         read_table(path)
     with pytest.raises(DatasetError, match="There is no file at"):
         read_table(tmp_path / "missing.csv")
+
+
+# ---- previews of big files ----------------------------------------------------------------
+def test_a_big_csv_is_previewed_from_its_start_even_when_cut_inside_a_quoted_field(tmp_path):
+    rows = [[f"id{i}", f"line one\nline two of row {i}", "x"] for i in range(400)]
+    data = samples.csv_bytes(["id", "text", "other"], rows)
+    path = tmp_path / "big.csv"
+    path.write_bytes(data)
+    for cut in (1000, 1001, 1017, 1030, 1041):
+        table = read_head(path, max_bytes=cut)
+        assert not table.complete and 0 < len(table.rows) < 400
+        assert table.rows[0] == {"id": "id0", "text": "line one\nline two of row 0", "other": "x"}
+        assert all(row["text"].startswith("line one\nline two") for row in table.rows)
+    whole = read_head(path, max_bytes=len(data))
+    assert whole.complete and len(whole.rows) == 400
+
+
+def test_errors_in_the_start_of_a_big_file_are_still_reported(tmp_path):
+    path = tmp_path / "big.csv"
+    path.write_bytes(b"a,b\n1,2\n3\n" + b"5,6\n" * 1000)
+    with pytest.raises(DatasetError, match=r"Row 3 \(line 3\) has 1 fields"):
+        read_head(path, max_bytes=100)
+    path.write_bytes(b'{"a": 1}\n{"a": 2\n' + b'{"a": 3}\n' * 1000)
+    with pytest.raises(DatasetError, match="Line 2 is not valid JSON"):
+        read_head(path, max_bytes=100)
+
+
+def test_a_big_jsonl_file_is_previewed_by_whole_lines_and_json_is_read_whole(tmp_path):
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(
+        b"".join(json.dumps({"n": i, "t": "中文" * 5}).encode() + b"\n" for i in range(300))
+    )
+    table = read_head(path, max_bytes=500)
+    assert not table.complete and [row["n"] for row in table.rows] == list(range(len(table.rows)))
+    path = tmp_path / "big.json"
+    path.write_bytes(json.dumps([{"n": i} for i in range(300)]).encode())
+    table = read_head(path, max_bytes=500)
+    assert table.complete and len(table.rows) == 300
