@@ -112,7 +112,9 @@ def _result_rows(run: Run, subjects: list[str]) -> Iterator[tuple]:
             Cast(f"{s}__round_values", TextField()),
             Case(
                 When(**{f"{s}__error_kind": ""}, then=F(f"{s}__error")),
-                default=Concat(f"{s}__error_kind", Value(": "), f"{s}__error"),
+                default=Concat(
+                    f"{s}__error_kind", Value(": "), f"{s}__error", output_field=TextField()
+                ),
                 output_field=TextField(),
             ),
         ]

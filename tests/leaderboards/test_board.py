@@ -263,3 +263,19 @@ def test_task_without_judge_runs(db, viewer_client):
     assert response.status_code == 200
     assert "No judge has scored" in response.content.decode()
     assert viewer_client.get(reverse("leaderboards:task", args=["nope"])).status_code == 404
+
+
+def test_refresh_summary_job_is_safe_to_run_twice(board_data):
+    from apps.leaderboards.jobs import refresh_summary
+    from apps.leaderboards.summaries import fingerprint
+
+    run = board_data["run_a"]
+    refresh_summary(run.pk)
+    refresh_summary(run.pk)
+    summary = RunSummary.objects.get(run=run)
+    assert summary.fingerprint == fingerprint(run)
+    groups = {(s, t): (dist[0], failed) for s, t, dist, failed in summary.groups}
+    assert groups[("accuracy", "|hard|math|")] == (0, 1)  # k3 failed
+    assert groups[("accuracy", "|easy|")] == (2, 0)
+    refresh_summary(board_data["gen_a"].pk)  # not a judge run: nothing to do
+    assert RunSummary.objects.count() == 1

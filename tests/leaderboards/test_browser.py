@@ -47,3 +47,17 @@ def test_weights_update_the_overall_score(board_data, login, live_server):
     # Accuracy alone: (3.8 - 1) / 4 on 0–100.
     expect(overall).to_have_text("70.00")
     assert "w.clarity=0" in page.url
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_sorting_by_a_column_header(board_data, login, live_server):
+    page = login(make_user("viewer"), "/leaderboards/demo/?values=human")
+    rows = page.locator("#leaderboard tbody tr")
+    expect(rows.first).to_have_attribute("data-run", str(board_data["run_a"].pk))
+    page.locator('#leaderboard thead a[href*="sort=mean%3Aclarity"]').click()
+    # Clarity: model-b 5.0 beats model-a 4.0, best first.
+    expect(rows.first).to_have_attribute("data-run", str(board_data["run_b"].pk))
+    assert "sort=mean%3Aclarity" in page.url
+    page.locator('#leaderboard thead a[href*="sort=mean%3Aclarity"]').click()
+    expect(rows.first).to_have_attribute("data-run", str(board_data["run_a"].pk))  # flipped
