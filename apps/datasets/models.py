@@ -228,7 +228,11 @@ class ItemQuerySet(models.QuerySet["Item"]):
 class Item(models.Model):
     """One row of a dataset: every field as JSON, plus what the mapping picked out."""
 
-    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="items")
+    # No index of its own: the unique (dataset, position) and (dataset, key) indexes start
+    # with it and serve every lookup by dataset; one index fewer to fill on a 100k import.
+    dataset = models.ForeignKey(
+        Dataset, on_delete=models.CASCADE, related_name="items", db_index=False
+    )
     position = models.PositiveIntegerField()  # 0-based row position in the file
     key = models.CharField(max_length=255)  # the id column, else the position
     fields = models.JSONField(default=dict)
