@@ -30,7 +30,7 @@ from django.db.models.functions import Cast, Concat
 
 from apps.datasets.models import Item
 from apps.leaderboards.boards import MODES, Board
-from apps.leaderboards.csvsafe import cell, text
+from apps.datasets.csvsafe import cell, neutralise
 from apps.runs.models import Response, Run
 
 CHUNK = 2000  # rows per database fetch
@@ -45,6 +45,7 @@ SCORE_COLUMNS = (
     "rounds",
     "error",
 )
+BOM = "\ufeff"  # Excel then reads the file as UTF-8, as the datasets export does
 FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
 
 
@@ -121,6 +122,11 @@ def _result_rows(run: Run, subjects: list[str]) -> Iterator[tuple]:
     return items.values_list(*columns).iterator(chunk_size=CHUNK)
 
 
+def text(value: str | None) -> str:
+    """A text cell from the database, neutralised (None is empty)."""
+    return neutralise(value) if value else ""
+
+
 def usernames() -> dict[int, str]:
     """Every user's name by id: a team is small, and mapping ids here keeps two user joins
     per subject out of the export query."""
@@ -151,6 +157,7 @@ def results_csv(run: Run) -> Iterator[str]:
     empty = ("",) * width
     buffer = io.StringIO()
     writer = csv.writer(buffer)
+    buffer.write(BOM)
     writer.writerow([cell(h) for h in result_header(run)])
     users = usernames()
     for count, row in enumerate(_result_rows(run, subjects), start=1):
@@ -164,8 +171,9 @@ def results_csv(run: Run) -> Iterator[str]:
             judge, final, status, review, reason, reviewer, rounds, error = row[
                 start : start + width
             ]
-            # Numbers stay numbers (None writes empty); status and review are our own words;
-            # rounds is JSON text starting with "["; reason, reviewer and error are anyone's.
+            # Numbers stay numbers (None writes empty) and need no quote: a spreadsheet reads
+            # -3.0 as a number. Status and review are our own words; rounds is JSON text
+            # starting with "["; reason, reviewer and error are anyone's text.
             reviewer = text(users.get(reviewer)) if reviewer else ""
             out += (judge, final, status, review, text(reason), reviewer, rounds, text(error))
         writer.writerow(out)
@@ -258,6 +266,7 @@ def responses_csv(run: Run) -> Iterator[str]:
         "response",
         *RESPONSE_COLUMNS,
     ]
+    buffer.write(BOM)
     writer.writerow([cell(h) for h in header])
     for count, (item, found) in enumerate(_responses(run), start=1):
         fields = item[3] if isinstance(item[3], dict) else {}
@@ -345,6 +354,7 @@ def board_records(board: Board) -> Iterator[dict[str, Any]]:
 def board_csv(board: Board) -> Iterable[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
+    buffer.write(BOM)
     writer.writerow([cell(h) for h in board_header(board)])
     for record in board_records(board):
         row = [

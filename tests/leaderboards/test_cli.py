@@ -18,7 +18,7 @@ def run_command(*args) -> str:
 def test_export_results_csv_to_a_file(board_data, tmp_path, viewer_client):
     target = tmp_path / "out.csv"
     run_command("export_results", str(board_data["run_a"].pk), "--format", "csv", "-o", str(target))
-    rows = list(csv.DictReader(target.open(newline="")))
+    rows = list(csv.DictReader(target.open(newline="", encoding="utf-8-sig")))
     assert [r["key"] for r in rows] == ["k0", "k1", "k2", "k3", "k4", "k5"]
     assert rows[3]["accuracy.final"] == ""  # failed: empty, like NaN
     assert rows[5]["clarity.final"] == ""  # not scored: empty

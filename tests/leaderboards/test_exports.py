@@ -11,38 +11,20 @@ from django.http import StreamingHttpResponse
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from apps.leaderboards.csvsafe import cell, neutralise
+from apps.judges.models import Score
 from tests.leaderboards import factories as f
 from tests.leaderboards.test_board import page_cells
 
 
 def read_csv(response) -> list[dict[str, str]]:
     body = b"".join(response.streaming_content) if response.streaming else response.content
-    return list(csv.DictReader(io.StringIO(body.decode())))
+    text = body.decode()
+    assert text.startswith("\ufeff")  # the BOM: Excel reads UTF-8 (Chinese and all)
+    return list(csv.DictReader(io.StringIO(text[1:])))
 
 
 def run_export(client, run, fmt="csv"):
     return client.get(reverse("leaderboards:run-export", args=[run.pk]), {"format": fmt})
-
-
-# ---- neutralisation ---------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "text", ['=HYPERLINK("http://x")', "+cmd", "-2+3", "@SUM(A1)", "\tx", "\rx", "-", "=1", "-1-1"]
-)
-def test_formula_cells_get_a_quote(text):
-    assert neutralise(text) == "'" + text
-
-
-@pytest.mark.parametrize("text", ["-3", "+1.5", "-0.25", "-2e3", "hello", "3-2", " =x", ""])
-def test_plain_text_and_plain_numbers_stay(text):
-    assert neutralise(text) == text
-
-
-def test_cells_keep_numbers_as_numbers():
-    assert cell(-3.0) == -3.0 and cell(-3) == -3
-    assert cell(None) == "" and cell(float("nan")) == ""
-    assert cell(["=x"]) == '["=x"]'
-    assert cell({"a": 1}) == '{"a": 1}'
 
 
 # ---- run results ------------------------------------------------------------------------
@@ -98,9 +80,23 @@ def test_run_results_neutralise_hostile_text(db, viewer_client):
     assert row["key"] == "'=cmd|' /C calc'!A0"
     assert row["question"] == "'@SUM(1+1)"
     assert row["formula"] == "'-3+2"
-    assert row["number"] == "-3"  # a plain number stays a number
+    # Text is text: "-3" from a file gets the quote like any cell starting with "-" ...
+    assert row["number"] == "'-3"
     assert row["response"] == '\'+HYPERLINK("x")'
-    assert row["delta.judge"] == "-3.0"  # our own numbers are numbers
+    # ... while numbers we write ourselves stay numbers: -3.0 cannot run as a formula.
+    assert row["delta.judge"] == "-3.0"
+    assert row["delta.final"] == "-3.0"
+
+
+@pytest.mark.parametrize("hostile", ["=1+1", "+1", "-1-1", "@SUM(A1)", "\tTAB", "\rCR"])
+def test_reasons_are_neutralised(board_data, reviewer_user, viewer_client, hostile):
+    run = board_data["run_a"]
+    f.score(run, "k0", "accuracy").override(2, reviewer_user, "x")
+    Score.objects.filter(run=run, subject="accuracy", item__key="k0").update(
+        override_reason=hostile
+    )
+    rows = read_csv(run_export(viewer_client, run))
+    assert rows[0]["accuracy.override_reason"] == "'" + hostile
 
 
 def test_run_results_jsonl(board_data, viewer_client):
