@@ -114,6 +114,11 @@ class StagedUpload:
         rows = self.meta.get("rows")
         return rows is None or rows > sync_max_rows()
 
+    def hand_over(self) -> Path:
+        """Give the file to a background import: the mapping step cannot be sent twice."""
+        self.path.with_suffix(".json").unlink(missing_ok=True)
+        return self.path
+
     def discard(self) -> None:
         self.path.unlink(missing_ok=True)
         self.path.with_suffix(".json").unlink(missing_ok=True)

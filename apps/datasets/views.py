@@ -114,6 +114,7 @@ def _import_staged(
         dataset = start_background_import(
             task, name, staged.path, mapping, fmt, columns, request.user, staged.file_name
         )
+        staged.hand_over()
         messages.success(request, f"Importing {dataset} in the background.")
         return redirect(dataset)
     dataset = import_dataset(task, name, staged.path, mapping, fmt, request.user, staged.file_name)

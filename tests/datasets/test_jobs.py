@@ -24,7 +24,7 @@ from tests.datasets import samples
 HTMX_POLL = {"HX-Request": "true", "HX-Target": "import-progress"}
 
 
-def upload_and_map(client, task, data: bytes, file_name: str, **mapping) -> Dataset:
+def upload_and_map(client, task, data: bytes, file_name: str, **mapping) -> tuple[Dataset, str]:
     response = client.post(
         reverse("datasets:dataset-upload", args=[task.slug]),
         {"file": SimpleUploadedFile(file_name, data)},
@@ -33,14 +33,14 @@ def upload_and_map(client, task, data: bytes, file_name: str, **mapping) -> Data
     url = response["Location"]
     response = client.post(url, {"name": "big", "format": "csv", **mapping})
     assert response.status_code == 302, response.content.decode()[-3000:]
-    return Dataset.objects.get()
+    return Dataset.objects.get(), url
 
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_large_upload_is_imported_by_a_real_worker(reviewer_client, task, settings, staged_files):
     settings.DATASET_SYNC_MAX_ROWS = 10
-    dataset = upload_and_map(
+    dataset, map_url = upload_and_map(
         reviewer_client,
         task,
         samples.numbered_csv(40),
@@ -50,6 +50,10 @@ def test_a_large_upload_is_imported_by_a_real_worker(reviewer_client, task, sett
     )
     assert dataset.status == "importing" and dataset.items.count() == 0
     assert Path(dataset.upload_path).exists()
+    assert staged_files() == [Path(dataset.upload_path)]  # handed over: its note is gone...
+    again = reviewer_client.post(map_url, {"name": "big", "format": "csv"}, follow=True)
+    assert "no longer here" in again.content.decode()  # ...so a second submit cannot re-import
+    assert Dataset.objects.count() == 1
     queue = django_rq.get_queue("default")
     assert f"import-dataset-{dataset.pk}" in queue.job_ids  # enqueued after commit, our own id
 
@@ -87,7 +91,7 @@ def test_an_error_found_by_the_worker_fails_the_dataset_and_stores_no_items(
 ):
     settings.DATASET_SYNC_MAX_ROWS = 10
     rows = [[f"id{i % 30}", f"text {i}"] for i in range(40)]  # ids repeat from row 32 on
-    dataset = upload_and_map(
+    dataset, _ = upload_and_map(
         reviewer_client, task, samples.csv_bytes(["id", "text"], rows), "dups.csv", id_column="id"
     )
     result = run_burst_worker()
