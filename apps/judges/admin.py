@@ -29,7 +29,15 @@ class ScoreEventInline(admin.TabularInline):
 
 @admin.register(Score)
 class ScoreAdmin(admin.ModelAdmin):
-    list_display = ("run", "item", "subject", "status", "judge_value", "final_value", "override_value")
+    list_display = (
+        "run",
+        "item",
+        "subject",
+        "status",
+        "judge_value",
+        "final_value",
+        "override_value",
+    )
     list_filter = ("status", "subject")
     raw_id_fields = ("run", "item", "override_by", "confirmed_by")
     # Human changes go through Score.override/confirm/revert so that history is kept.

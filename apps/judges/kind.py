@@ -418,7 +418,9 @@ class JudgeKind(RunKind):
             return RoundOutcome(number, False, error_kind=exc.kind, error=exc.message, **usage)
         except ValueError as exc:  # bad item data that load_units could not see
             self._fail_attempt(call, number, ErrorKind.INTERNAL, str(exc))
-            return RoundOutcome(number, False, error_kind=ErrorKind.INTERNAL, error=str(exc), **usage)
+            return RoundOutcome(
+                number, False, error_kind=ErrorKind.INTERNAL, error=str(exc), **usage
+            )
         return RoundOutcome(number, True, dict(result.values), result.reason, **usage)
 
     @staticmethod
@@ -496,9 +498,7 @@ class JudgeKind(RunKind):
     def failed_result(
         self, run: Run, ctx: JudgeContext, unit: JudgeUnit, error_kind: str, message: str
     ) -> Result:
-        outcomes = [
-            RoundOutcome(n, False, error_kind=error_kind, error=message) for n in unit.todo
-        ]
+        outcomes = [RoundOutcome(n, False, error_kind=error_kind, error=message) for n in unit.todo]
         outcome = self._combine(ctx, unit, outcomes)
         return Result(unit.key, unit.item_id, False, data=outcome)
 
@@ -584,9 +584,9 @@ class JudgeKind(RunKind):
             update_fields=list(self.SCORE_FIELDS),
         )
         # A reviewer's override outlives re-judging: the final value stays theirs.
-        Score.objects.filter(
-            run_id=run.pk, item_id__in=ids, override_value__isnull=False
-        ).update(final_value=F("override_value"))
+        Score.objects.filter(run_id=run.pk, item_id__in=ids, override_value__isnull=False).update(
+            final_value=F("override_value")
+        )
 
     @staticmethod
     def _rounds(run: Run, results: Iterable[Result]) -> list[JudgeRound]:
@@ -820,5 +820,6 @@ def retry_items(run: Run, item_ids: Iterable[int]) -> int:
 def retry_all_failed(run: Run) -> int:
     with transaction.atomic():
         return launch(run, Run.Mode.RETRY_FAILED)
+
 
 register(JudgeKind())

@@ -1,4 +1,17 @@
 from django.urls import path
 
+from apps.judges import views
+
 app_name = "judges"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.judge_list, name="list"),
+    path("new/", views.judge_create, name="create"),
+    path("<int:pk>/", views.judge_detail, name="detail"),
+    path("<int:pk>/edit/", views.judge_edit, name="edit"),
+    path("<int:pk>/start/", views.judge_run_start, name="start"),
+    path("task/<slug:slug>/default/", views.set_default, name="set-default"),
+    path("runs/<int:pk>/results/", views.run_results, name="results"),
+    path("runs/<int:pk>/failed/", views.failed_items, name="failed"),
+    path("runs/<int:pk>/failed/<int:item_id>/retry/", views.retry_item, name="retry-item"),
+    path("runs/<int:pk>/retry-failed/", views.retry_failed, name="retry-failed"),
+]

@@ -1,0 +1,349 @@
+"""Forms of the judges app: judges (versioned), judge runs, and a task's default judge."""
+
+import re
+from typing import Any
+
+from django import forms
+from django.core.validators import MaxValueValidator, MinValueValidator
+
+from apps.datasets.models import Dataset, Task
+from apps.judges.metrics import METRICS, POSTPROCESSORS, get_metric
+from apps.judges.models import Judge
+from apps.judges.prompts import placeholders
+from apps.judges.scoring import JudgeSpec
+from apps.runs.models import Endpoint, LoggingMode, Run
+
+# Names every judge prompt may use besides the item's own fields (see apps/judges/prompts.py).
+PROMPT_NAMES = {
+    Judge.Kind.RUBRIC: {
+        "inputs",
+        "response",
+        "reference",
+        "subjects",
+        "subject_names",
+        "json_format",
+    },
+    Judge.Kind.MCQ: {"inputs", "response", "reference", "labels", "label_count"},
+}
+_SUBJECT_LINE = re.compile(
+    r"^\s*(?P<name>[^:\s][^:]*?)\s*(?::\s*|\s+)"
+    r"(?P<min>[-+]?\d+(?:\.\d+)?)\s*(?:-|–|to|\s)\s*(?P<max>[-+]?\d+(?:\.\d+)?)\s*$"
+)
+_NAME_ONLY = re.compile(r"^\s*([^:\s][^:]*?)\s*$")
+_TRAILING_NUMBER = re.compile(r"(?:^|[\s:])[-+]?\d+(?:\.\d+)?\s*$")
+
+
+def parse_subjects(text: str) -> list[dict[str, Any]]:
+    """One subject per line: "accuracy 1 5", "accuracy: 1-5" or "accuracy 1 to 5"; a line
+    with a name only gives that name (its range comes from the judge's kind)."""
+    subjects = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        match = _SUBJECT_LINE.match(line)
+        if match:
+            low, high = float(match["min"]), float(match["max"])
+            subjects.append(
+                {
+                    "name": match["name"].strip(),
+                    "min": int(low) if low.is_integer() else low,
+                    "max": int(high) if high.is_integer() else high,
+                }
+            )
+            continue
+        name = _NAME_ONLY.match(line)
+        if name is None or _TRAILING_NUMBER.search(line):
+            raise forms.ValidationError(
+                f"Line {number} ({line.strip()!r}): write a subject as name min max, "
+                "for example “accuracy 1 5”."
+            )
+        subjects.append({"name": name.group(1)})
+    return subjects
+
+
+def subjects_text(subjects: list[dict[str, Any]]) -> str:
+    lines = []
+    for subject in subjects:
+        if "min" in subject and "max" in subject:
+            low, high = float(subject["min"]), float(subject["max"])
+            lines.append(f"{subject['name']} {low:g} {high:g}")
+        else:
+            lines.append(str(subject["name"]))
+    return "\n".join(lines)
+
+
+class JudgeForm(forms.ModelForm):
+    """Create a judge, or edit one (saved as its next version; the name stays)."""
+
+    subjects_text = forms.CharField(
+        label="Subjects",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "placeholder": "accuracy 1 5\nclarity 1 5"}),
+        help_text=(
+            "One per line: name, lowest and highest score (“accuracy 1 5”). A rubric judge "
+            "must give every one. Multiple-choice and metric judges give one value: leave this "
+            "blank, or name it on one line."
+        ),
+    )
+    metric = forms.ChoiceField(required=False)
+    postprocess = forms.ChoiceField(required=False, label="Post-processing of the response")
+    metric_options = forms.JSONField(
+        required=False,
+        initial=dict,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text='As JSON, e.g. {"ignore_case": false}. Blank: the metric\'s defaults.',
+    )
+
+    class Meta:
+        model = Judge
+        fields = [
+            "name",
+            "kind",
+            "system_prompt",
+            "user_prompt",
+            "label_type",
+            "label_count",
+            "metric",
+            "metric_options",
+            "postprocess",
+            "n_iter",
+            "aggregation",
+            "use_structured_output",
+        ]
+        labels = {
+            "n_iter": "Rounds per item",
+            "use_structured_output": "Ask for structured output where the endpoint supports it",
+        }
+        help_texts = {
+            "system_prompt": "Blank: the built-in prompt for the kind.",
+            "user_prompt": (
+                "Blank: the item's inputs, the reference and the response, each in its own tag. "
+                "Use {{ response }}, {{ reference }}, {{ inputs }} and any item field by name."
+            ),
+            "n_iter": "LLM judges only; rule-based judges always do one round.",
+            "aggregation": "How rounds combine. Mode ties go to the smallest most frequent value.",
+        }
+        widgets = {
+            "system_prompt": forms.Textarea(attrs={"rows": 5}),
+            "user_prompt": forms.Textarea(attrs={"rows": 5}),
+        }
+
+    def __init__(self, *args: Any, task: Task, editing: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.task = task
+        self.editing = editing
+        self.fields["metric"].choices = [("", "—")] + [
+            (
+                m.name,
+                f"{m.display_name} ({m.unit}, {'higher' if m.higher_is_better else 'lower'} is better)",
+            )
+            for m in METRICS.values()
+        ]
+        self.fields["postprocess"].choices = [("", "none")] + [
+            (p.name, p.display_name) for p in POSTPROCESSORS.values()
+        ]
+        self.fields["n_iter"].validators += [MinValueValidator(1), MaxValueValidator(20)]
+        self.fields["label_count"].validators.append(MinValueValidator(1))
+        if self.instance.pk:
+            self.initial.setdefault("subjects_text", subjects_text(self.instance.subjects or []))
+        if editing:
+            self.fields["name"].disabled = True
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"]
+        if not self.editing and Judge.objects.filter(task=self.task, name=name).exists():
+            raise forms.ValidationError(
+                f"A judge named {name} exists in {self.task.slug}; edit it to make a new version."
+            )
+        return name
+
+    def clean_metric_options(self) -> dict[str, Any]:
+        value = self.cleaned_data.get("metric_options") or {}
+        if not isinstance(value, dict):
+            raise forms.ValidationError('Give a JSON object, e.g. {"ignore_case": false}.')
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        kind = data.get("kind")
+        if not kind or self.errors:
+            return data
+        try:
+            subjects = parse_subjects(data.get("subjects_text") or "")
+        except forms.ValidationError as error:
+            self.add_error("subjects_text", error)
+            return data
+        if kind != Judge.Kind.METRIC:
+            data["metric"], data["metric_options"], data["postprocess"] = "", {}, ""
+        if kind not in (Judge.Kind.MCQ, Judge.Kind.MCQ_RULE):
+            data["label_type"], data["label_count"] = Judge.LabelType.UPPER, 4
+        if kind not in (Judge.Kind.RUBRIC, Judge.Kind.MCQ):
+            data["n_iter"], data["system_prompt"], data["user_prompt"] = 1, "", ""
+        try:
+            data["subjects"] = self._subjects(kind, subjects, data)
+            spec = JudgeSpec(
+                kind=kind,
+                subjects=tuple(data["subjects"]),
+                label_type=data.get("label_type") or "upper",
+                label_count=int(data.get("label_count") or 0),
+                metric=data.get("metric") or "",
+                metric_options=data.get("metric_options") or {},
+                postprocess=data.get("postprocess") or "",
+            )
+            spec.check()
+        except ValueError as exc:
+            self.add_error(None, str(exc))
+            return data
+        self._check_prompts(kind, data)
+        return data
+
+    def _subjects(
+        self, kind: str, subjects: list[dict[str, Any]], data: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """Every judge stores its subjects with ranges, so boards and charts know them."""
+        if kind == Judge.Kind.RUBRIC:
+            for subject in subjects:
+                if "min" not in subject:
+                    raise ValueError(f"Subject '{subject['name']}' needs a range, e.g. 1 5.")
+            return subjects
+        if len(subjects) > 1:
+            raise ValueError("This kind of judge gives one value: list at most one subject.")
+        if kind == Judge.Kind.METRIC:
+            if not data.get("metric"):
+                raise ValueError("Choose the metric.")
+            metric = get_metric(data["metric"])
+            name = subjects[0]["name"] if subjects else metric.name
+            return [{"name": name, "min": metric.range[0], "max": metric.range[1]}]
+        name = subjects[0]["name"] if subjects else "score"
+        return [{"name": name, "min": 0, "max": 100}]
+
+    def _check_prompts(self, kind: str, data: dict[str, Any]) -> None:
+        known = PROMPT_NAMES.get(kind)
+        if known is None:
+            return
+        columns = {
+            column
+            for columns in Dataset.objects.filter(task=self.task).values_list("columns", flat=True)
+            for column in columns or []
+        }
+        for field in ("system_prompt", "user_prompt"):
+            used = placeholders(data.get(field) or "")
+            unknown = [name for name in used if name not in known and name not in columns]
+            if unknown and columns:
+                names = ", ".join("{{ %s }}" % name for name in unknown)  # noqa: UP031
+                available = ", ".join(sorted(known | columns))
+                self.add_error(
+                    field,
+                    f"Uses {names}, which neither the judge nor any dataset of this task has; "
+                    f"available: {available}.",
+                )
+        user = data.get("user_prompt") or ""
+        if user.strip() and "response" not in placeholders(user):
+            self.add_error(
+                "user_prompt", "Include {{ response }}: the judge must see the response."
+            )
+
+    def build(self) -> Judge:
+        """The judge as an unsaved row (save it with `save_as_new_version`)."""
+        judge = self.save(commit=False)
+        judge.task = self.task
+        judge.subjects = self.cleaned_data["subjects"]
+        for name in ("metric", "metric_options", "postprocess", "label_type", "label_count"):
+            setattr(judge, name, self.cleaned_data[name])
+        for name in ("n_iter", "system_prompt", "user_prompt"):
+            setattr(judge, name, self.cleaned_data[name])
+        return judge
+
+
+class JudgeRunForm(forms.Form):
+    """Start a judge run: which responses, which endpoint (LLM judges), how to log."""
+
+    responses = forms.ChoiceField(label="Responses to judge")
+    endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.all(), required=False)
+    label = forms.CharField(
+        required=False, max_length=200, help_text="The model's name on leaderboards (optional)."
+    )
+    logging_mode = forms.ChoiceField(
+        choices=LoggingMode.choices, initial=LoggingMode.FAILED, label="Keep attempt logs"
+    )
+    chunk_size = forms.IntegerField(
+        initial=200, validators=[MinValueValidator(1), MaxValueValidator(100_000)]
+    )
+
+    def __init__(self, *args: Any, judge: Judge, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.judge = judge
+        self.fields["responses"].choices = response_choices(judge.task)
+        if judge.uses_llm:
+            self.fields["endpoint"].required = True
+            self.fields["endpoint"].initial = judge.task.default_judge_endpoint_id
+        else:
+            del self.fields["endpoint"]
+
+    def source(self) -> dict[str, Any]:
+        """create_judge_run's source arguments for the chosen responses."""
+        value = self.cleaned_data["responses"]
+        kind, _, rest = value.partition(":")
+        if kind == "run":
+            return {"source_run": Run.objects.get(pk=int(rest))}
+        dataset_id, _, column = rest.partition(":")
+        return {"dataset": Dataset.objects.get(pk=int(dataset_id)), "source_column": column}
+
+
+def response_choices(task: Task) -> list[tuple[str, Any]]:
+    """The task's response sets: generation runs that have ended, and response columns."""
+    runs = [
+        (f"run:{run.pk}", f"Run #{run.pk} {run.label} ({run.get_status_display().lower()})")
+        for run in Run.objects.generation()
+        .filter(task=task)
+        .exclude(status__in=Run.ACTIVE_STATUSES)
+        .order_by("-pk")[:200]
+    ]
+    columns = [
+        (f"column:{dataset.pk}:{column}", f"{dataset} · column {column}")
+        for dataset in Dataset.objects.ready().filter(task=task).order_by("name", "-version")
+        for column in dataset.response_columns
+    ]
+    choices: list[tuple[str, Any]] = []
+    if runs:
+        choices.append(("Generation runs", runs))
+    if columns:
+        choices.append(("Response columns of datasets", columns))
+    return choices
+
+
+class DefaultJudgeForm(forms.Form):
+    """Evaluate every model: the judge (and endpoint) each new response set gets by itself."""
+
+    judge = forms.ModelChoiceField(
+        queryset=Judge.objects.none(), required=False, empty_label="— none (judge by hand) —"
+    )
+    endpoint = forms.ModelChoiceField(
+        queryset=Endpoint.objects.all(),
+        required=False,
+        empty_label="—",
+        help_text="Needed for LLM judges.",
+    )
+
+    def __init__(self, *args: Any, task: Task, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "initial", {"judge": task.default_judge_id, "endpoint": task.default_judge_endpoint_id}
+        )
+        super().__init__(*args, **kwargs)
+        self.task = task
+        self.fields["judge"].queryset = (
+            Judge.objects.filter(task=task).latest_versions().order_by("name")
+        )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        judge = data.get("judge")
+        if judge is not None and judge.uses_llm and data.get("endpoint") is None:
+            self.add_error("endpoint", f"{judge} is an LLM judge: choose the endpoint that judges.")
+        return data
+
+    def save(self) -> None:
+        judge = self.cleaned_data["judge"]
+        self.task.default_judge = judge
+        self.task.default_judge_endpoint = self.cleaned_data["endpoint"] if judge else None
+        self.task.save(update_fields=["default_judge", "default_judge_endpoint"])

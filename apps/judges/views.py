@@ -1,0 +1,209 @@
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_POST
+
+from apps.accounts.access import reviewer_required
+from apps.datasets.models import Item, Task
+from apps.judges import results
+from apps.judges.forms import DefaultJudgeForm, JudgeForm, JudgeRunForm
+from apps.judges.kind import JudgeRunError, create_judge_run, retry_all_failed, retry_items
+from apps.judges.models import Judge
+from apps.judges.prompts import DEFAULT_MCQ_SYSTEM, DEFAULT_RUBRIC_SYSTEM
+from apps.runs.engine import LaunchError
+from apps.runs.models import ErrorKind, Run
+
+
+# ---- judges ---------------------------------------------------------------------------------------
+def judge_list(request: HttpRequest) -> HttpResponse:
+    judges = Judge.objects.latest_versions().select_related("task")
+    task = Task.objects.filter(slug=request.GET.get("task", "")).first()
+    context: dict[str, Any] = {"task": task}
+    if task is not None:
+        judges = judges.filter(task=task)
+        context["default_form"] = DefaultJudgeForm(task=task)
+    context["judges"] = judges.order_by("task__slug", "name")
+    return render(request, "judges/judge_list.html", context)
+
+
+@require_POST
+@reviewer_required
+def set_default(request: HttpRequest, slug: str) -> HttpResponse:
+    task = get_object_or_404(Task, slug=slug)
+    form = DefaultJudgeForm(request.POST, task=task)
+    if not form.is_valid():
+        judges = Judge.objects.latest_versions().filter(task=task).order_by("name")
+        context = {"task": task, "judges": judges, "default_form": form}
+        return render(request, "judges/judge_list.html", context, status=400)
+    form.save()
+    judge = form.cleaned_data["judge"]
+    messages.success(
+        request,
+        f"Each new response set in {task.slug} is now judged by {judge}."
+        if judge
+        else f"New response sets in {task.slug} are no longer judged automatically.",
+    )
+    return redirect(f"{reverse('judges:list')}?{urlencode({'task': task.slug})}")
+
+
+@reviewer_required
+def judge_create(request: HttpRequest) -> HttpResponse:
+    task = Task.objects.filter(slug=request.GET.get("task", "")).first()
+    if task is None:
+        return render(request, "judges/pick_task.html", {"tasks": Task.objects.all()})
+    form = JudgeForm(request.POST or None, task=task)
+    if request.method == "POST" and form.is_valid():
+        judge = form.build().save_as_new_version(request.user)
+        messages.success(request, f"Judge {judge} saved.")
+        return redirect(judge)
+    return render(request, "judges/judge_form.html", {"form": form, "task": task})
+
+
+@reviewer_required
+def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    current = get_object_or_404(Judge.objects.select_related("task"), pk=pk)
+    form = JudgeForm(request.POST or None, instance=current, task=current.task, editing=True)
+    if request.method == "POST" and form.is_valid():
+        judge = form.build().save_as_new_version(request.user)
+        messages.success(request, f"Saved as {judge}; runs keep the version they used.")
+        return redirect(judge)
+    context = {"form": form, "task": current.task, "judge": current}
+    return render(request, "judges/judge_form.html", context)
+
+
+def judge_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    judge = get_object_or_404(Judge.objects.select_related("task", "created_by"), pk=pk)
+    initial = {"responses": request.GET.get("responses", "")}
+    return _judge_page(request, judge, JudgeRunForm(judge=judge, initial=initial))
+
+
+def _judge_page(
+    request: HttpRequest, judge: Judge, form: JudgeRunForm, status: int = 200
+) -> HttpResponse:
+    default_system = {Judge.Kind.RUBRIC: DEFAULT_RUBRIC_SYSTEM, Judge.Kind.MCQ: DEFAULT_MCQ_SYSTEM}
+    context = {
+        "judge": judge,
+        "versions": judge.versions().order_by("-version"),
+        "runs": judge.runs.select_related("dataset", "source_run").order_by("-pk")[:50],
+        "form": form,
+        "default_system": default_system.get(judge.kind, ""),
+        "is_default": judge.task.default_judge_id == judge.pk,
+    }
+    return render(request, "judges/judge_detail.html", context, status=status)
+
+
+@require_POST
+@reviewer_required
+def judge_run_start(request: HttpRequest, pk: int) -> HttpResponse:
+    judge = get_object_or_404(Judge.objects.select_related("task"), pk=pk)
+    form = JudgeRunForm(request.POST, judge=judge)
+    if form.is_valid():
+        try:
+            run = create_judge_run(
+                judge,
+                endpoint=form.cleaned_data.get("endpoint"),
+                user=request.user,
+                label=form.cleaned_data["label"],
+                logging_mode=form.cleaned_data["logging_mode"],
+                chunk_size=form.cleaned_data["chunk_size"],
+                **form.source(),
+            )
+        except JudgeRunError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Started judge run #{run.pk}: {run.total} items.")
+            return redirect(run)
+    return _judge_page(request, judge, form, status=400)
+
+
+# ---- a judge run's results and failed items -------------------------------------------------------
+def _judge_run(pk: int) -> Run:
+    run = get_object_or_404(
+        Run.objects.select_related("task", "dataset", "judge", "endpoint", "source_run"), pk=pk
+    )
+    if run.kind != Run.Kind.JUDGE:
+        raise Http404("Not a judge run.")
+    return run
+
+
+def run_results(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _judge_run(pk)
+    subjects = run.judge.subject_names
+    filters = results.ItemFilters.from_query(request.GET, subjects)
+    page, rows = results.items_page(run, filters, request.GET.get("page"))
+    context = {
+        "run": run,
+        "filters": filters,
+        "filter_qs": urlencode(filters.query()),
+        "page": page,
+        "rows": rows,
+        "subjects": subjects,
+        "tags": results.run_tags(run),
+        "page_sizes": results.PAGE_SIZES,
+    }
+    if request.htmx and request.htmx.target == "judge-items":
+        return render(request, "judges/results.html#items", context)
+    context["summaries"] = results.subject_results(run)
+    context["tag_rows"] = results.tag_table(context["summaries"], context["tags"])
+    return render(request, "judges/results.html", context)
+
+
+def failed_items(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _judge_run(pk)
+    kind = request.GET.get("kind", "")
+    kind = kind if kind in ErrorKind.values else ""
+    page, items = results.failed_page(run, kind, request.GET.get("page"))
+    context = {
+        "run": run,
+        "page": page,
+        "items": items,
+        "kind": kind,
+        "counts": results.failed_counts(run),
+        "kind_qs": urlencode({"kind": kind}) if kind else "",
+    }
+    return render(request, "judges/failed.html", context)
+
+
+def _back_to_failed(run: Run, request: HttpRequest) -> HttpResponse:
+    url = reverse("judges:failed", args=[run.pk])
+    kind = request.POST.get("kind", "")
+    return redirect(f"{url}?{urlencode({'kind': kind})}" if kind in ErrorKind.values else url)
+
+
+@require_POST
+@reviewer_required
+def retry_item(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
+    run = _judge_run(pk)
+    item = get_object_or_404(Item, pk=item_id, dataset_id=run.dataset_id)
+    try:
+        count = retry_items(run, [item.pk])
+    except LaunchError as exc:
+        messages.error(request, str(exc))
+    else:
+        if count:
+            messages.success(request, f"Judging item {item.key} again (its failed rounds only).")
+        else:
+            messages.info(request, f"Item {item.key} has no failed rounds to retry.")
+    return _back_to_failed(run, request)
+
+
+@require_POST
+@reviewer_required
+def retry_failed(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _judge_run(pk)
+    try:
+        count = retry_all_failed(run)
+    except LaunchError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request,
+            f"Judging {count} failed items again; good rounds and the logs stay."
+            if count
+            else "No failed items to retry.",
+        )
+    return _back_to_failed(run, request)
