@@ -28,9 +28,9 @@ from django.db.models import (
 )
 from django.db.models.functions import Cast, Concat
 
+from apps.datasets.csvsafe import cell, neutralise
 from apps.datasets.models import Item
 from apps.leaderboards.boards import MODES, Board
-from apps.datasets.csvsafe import cell, neutralise
 from apps.runs.models import Response, Run
 
 CHUNK = 2000  # rows per database fetch
