@@ -2,6 +2,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -76,14 +77,12 @@ def dataset_upload(request: HttpRequest, slug: str) -> HttpResponse:
             form.add_error("file", f"{upload.name}: {exc}")
         else:
             return redirect("datasets:dataset-map", slug=task.slug, token=staged.token)
-    context = {"task": task, "form": form, "max_size": human_size(_max_upload())}
+    context = {
+        "task": task,
+        "form": form,
+        "max_size": human_size(settings.DATASET_MAX_UPLOAD_BYTES),
+    }
     return render(request, "datasets/upload.html", context)
-
-
-def _max_upload() -> int:
-    from django.conf import settings
-
-    return settings.DATASET_MAX_UPLOAD_BYTES
 
 
 @reviewer_required
@@ -210,7 +209,7 @@ def item_detail(request: HttpRequest, pk: int, position: int) -> HttpResponse:
 def dataset_download(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpResponse:
     """Every item's fields back as CSV (formula cells neutralised) or JSONL, streamed."""
     dataset = get_object_or_404(Dataset.objects.select_related("task"), pk=pk)
-    if fmt not in ("csv", "jsonl") or not dataset.status == Dataset.Status.READY:
+    if fmt not in ("csv", "jsonl") or dataset.status != Dataset.Status.READY:
         raise Http404("No such download.")
     fields = dataset.items.order_by("position").values_list("fields", flat=True)
     base = f"{dataset.task.slug}-{dataset.name}-v{dataset.version}"
