@@ -8,6 +8,8 @@ categories, as for MCQ 0/100, it equals plain κ), the confusion matrix, and the
 
 from dataclasses import dataclass, field
 
+from django.db.models import Q
+
 from apps.datasets.models import Task
 from apps.judges.models import Judge, Score
 from apps.leaderboards.stats import categories_for, confusion, weighted_kappa
@@ -34,7 +36,7 @@ class Agreement:
 
 
 def agreement(task: Task) -> list[Agreement]:
-    judges = {j.pk: j for j in Judge.objects.filter(task=task)}
+    judges = {j.pk: j for j in Judge.objects.filter(Q(task=task) | Q(runs__task=task)).distinct()}
     pairs: dict[tuple[int, str], list[tuple[float, float]]] = {}
     counts: dict[tuple[int, str], Agreement] = {}
     rows = (

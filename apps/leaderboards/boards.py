@@ -121,14 +121,14 @@ def pick_judge(
     version: int | None = None,
     default: int | None = None,
 ) -> Judge | None:
-    """The chosen judge, else the task's default judge, else the first (newest version)."""
+    """The judge asked for by name (None if it has no runs here), else by id (a stale or
+    foreign id falls back), else the task's default judge, else the first (newest version)."""
+    if name is not None:
+        # Judges come newest version first, so without a version the newest wins.
+        return next((j for j in judges if j.name == name and version in (None, j.version)), None)
     for judge in judges:
-        if judge_id is not None and judge.pk == judge_id:
+        if judge.pk == judge_id:
             return judge
-        if name is not None and judge.name == name and version in (None, judge.version):
-            return judge  # judges come newest version first
-    if judge_id is not None or name is not None:
-        return None
     for judge in judges:
         if judge.pk == default:
             return judge

@@ -279,3 +279,8 @@ def test_refresh_summary_job_is_safe_to_run_twice(board_data):
     assert groups[("accuracy", "|easy|")] == (2, 0)
     refresh_summary(board_data["gen_a"].pk)  # not a judge run: nothing to do
     assert RunSummary.objects.count() == 1
+
+
+def test_a_stale_judge_id_falls_back_to_the_default(board_data, viewer_client):
+    response = viewer_client.get(reverse("leaderboards:task", args=["demo"]), {"judge": "99999"})
+    assert response.context["board"].judge == board_data["judge"]
