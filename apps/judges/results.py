@@ -163,10 +163,9 @@ def run_tags(run: Run) -> list[str]:
     return sorted((run.dataset.tag_counts or {}).keys())
 
 
-def tag_table(
-    summaries: list[SubjectResult], tags: list[str]
-) -> list[tuple[str, list[tuple[float, int] | None]]]:
-    """Rows of the per-tag table: each tag with its (mean, n) per subject."""
+def tag_table(summaries: list[SubjectResult]) -> list[tuple[str, list[tuple[float, int] | None]]]:
+    """Rows of the per-tag table: each tag that has scores, with its (mean, n) per subject."""
+    tags = sorted({tag for s in summaries for tag in s.tag_means})
     return [(tag, [s.tag_means.get(tag) for s in summaries]) for tag in tags]
 
 

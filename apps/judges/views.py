@@ -148,7 +148,7 @@ def run_results(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "judge-items":
         return render(request, "judges/results.html#items", context)
     context["summaries"] = results.subject_results(run)
-    context["tag_rows"] = results.tag_table(context["summaries"], context["tags"])
+    context["tag_rows"] = results.tag_table(context["summaries"])
     return render(request, "judges/results.html", context)
 
 

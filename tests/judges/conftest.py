@@ -69,6 +69,12 @@ def make_dataset(
             )
         )
     Item.objects.bulk_create(rows)
+    counts: dict[str, int] = {}
+    for row in rows:
+        for tag in row.tags:
+            counts[tag] = counts.get(tag, 0) + 1
+    dataset.tag_counts = counts
+    dataset.save(update_fields=["tag_counts"])
     return dataset
 
 

@@ -489,3 +489,26 @@ def test_overrides_survive_a_rejudge(task, endpoint, llm_server, reviewer_user):
     # Overwrite keeps history: the replaced rounds are archived with their old values.
     assert ArchivedRound.objects.filter(run=run).count() == 2
     assert {a.values["accuracy"] for a in ArchivedRound.objects.filter(run=run)} == {4}
+
+
+def test_leaderboard_reads_the_scores(task, reviewer_user):
+    from apps.leaderboards import boards
+
+    dataset = make_dataset(task, 4, reference=lambda i: f"answer number {i}")
+    good = make_generation_run(dataset, {i: f"answer number {i}" for i in range(4)}, label="good")
+    half = make_generation_run(
+        dataset, {0: "answer number 0", 1: "answer number 1", 2: "nope", 3: None}, label="half"
+    )
+    judge = make_judge(task, Judge.Kind.METRIC, name="em")
+    runs = [start(judge, source_run=source) for source in (good, half)]
+    work()
+    Score.objects.get(run=runs[1], item__position=2).override(100, reviewer_user, "Close enough.")
+    board = boards.build(task, boards.Params.from_query({}))
+    assert board.judge == judge and [s.name for s in board.subjects] == ["exact_match"]
+    rows = {row.label: row for row in board.rows}
+    assert set(rows) == {"good", "half"}
+    assert rows["good"].cells["judge"]["exact_match"].mean == 100
+    cell = rows["half"].cells["judge"]["exact_match"]
+    assert (cell.mean, cell.n, cell.failed) == (pytest.approx(200 / 3), 3, 1)
+    human = rows["half"].cells["human"]["exact_match"]
+    assert (human.mean, human.overridden) == (100, 1)

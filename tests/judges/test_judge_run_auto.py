@@ -1,0 +1,104 @@
+"""Evaluate every model: with a default judge, each new response set in the task is judged by
+itself (a generation run that finishes, an uploaded dataset's response columns)."""
+
+import pytest
+from django.db import transaction
+
+from apps.datasets.importing import import_dataset
+from apps.judges.auto import judge_new_response_sets
+from apps.judges.models import Judge, Score
+from apps.runs.engine import launch
+from apps.runs.generation import create_generation_run
+from apps.runs.models import PromptTemplate, Run
+from tests.judges.conftest import make_dataset, make_judge, rubric_reply, work
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+UPLOAD = (
+    "id,question,gold,model_a,model_b\n"
+    "1,Capital of France?,Paris,Paris,Lyon\n"
+    "2,Two plus two?,4,4,4\n"
+    "3,Colour of the sky?,blue,Blue,green\n"
+)
+MAPPING = {
+    "id_column": "id",
+    "input_columns": ["question"],
+    "reference_column": "gold",
+    "response_columns": ["model_a", "model_b"],
+}
+
+
+def test_a_finished_generation_run_is_judged_by_itself(task, endpoint, llm_server):
+    dataset = make_dataset(task, 4)
+    template = PromptTemplate.objects.create(task=task, name="qa", user_message="Q: {{ question }}")
+    judge = make_judge(task)
+    task.default_judge, task.default_judge_endpoint = judge, endpoint
+    task.save()
+    llm_server.configure(
+        default_reply=rubric_reply(5, 3),
+        script=[
+            {"match": "Q: Question 2?", "status": 400},  # this response fails for now
+            {"match": "Q: Question", "reply": "generated answer"},
+        ],
+    )
+    generation = create_generation_run(dataset, endpoint, template, label="model-g")
+    work()  # the burst worker runs the generation run, then the judge run it started
+    generation.refresh_from_db()
+    assert generation.status == Run.Status.COMPLETED_WITH_FAILURES
+    judge_run = Run.objects.judging().get(source_run=generation)
+    assert judge_run.judge_id == judge.pk and judge_run.endpoint_id == endpoint.pk
+    assert judge_run.status == Run.Status.COMPLETED_WITH_FAILURES
+    assert (judge_run.done, judge_run.failed) == (3, 1)
+    assert set(
+        Score.objects.filter(run=judge_run, status="ok").values_list("judge_value", flat=True)
+    ) == {5, 3}
+    missing = Score.objects.get(run=judge_run, item__position=2, subject="accuracy")
+    assert missing.error.startswith("Nothing to judge:")
+
+    # The generation run's failed item is answered later: the judge run judges just that one.
+    llm_server.configure(script=[{"match": "Q: Question", "reply": "generated answer"}])
+    llm_server.reset(stats_only=True)
+    with transaction.atomic():
+        launch(generation, Run.Mode.RETRY_FAILED)
+    work()
+    judge_run.refresh_from_db()
+    assert Run.objects.judging().filter(source_run=generation).count() == 1
+    assert judge_run.status == Run.Status.COMPLETED, judge_run.error
+    assert (judge_run.done, judge_run.failed) == (4, 0)
+    assert llm_server.stats()["requests"] == 2  # one generation request, one judge request
+
+
+def test_uploaded_response_columns_are_judged_by_themselves(task, llm_server):
+    judge = make_judge(task, Judge.Kind.METRIC, metric_options={"ignore_case": True})
+    task.default_judge = judge
+    task.save()
+    dataset = import_dataset(task, "uploaded", UPLOAD.encode(), MAPPING, fmt="csv")
+    runs = {run.source_column: run for run in Run.objects.judging().filter(dataset=dataset)}
+    assert set(runs) == {"model_a", "model_b"}
+    work()
+    values = {}
+    for column, run in runs.items():
+        run.refresh_from_db()
+        assert run.status == Run.Status.COMPLETED, run.error
+        values[column] = sorted(
+            Score.objects.filter(run=run).values_list("item__key", "judge_value")
+        )
+    assert values["model_a"] == [("1", 100), ("2", 100), ("3", 100)]
+    assert values["model_b"] == [("1", 0), ("2", 100), ("3", 0)]
+    assert llm_server.stats()["requests"] == 0
+    # Once judged, the same response set is not judged again by the same judge.
+    assert judge_new_response_sets(dataset=dataset) == []
+
+
+def test_nothing_is_judged_without_a_usable_default(task, endpoint):
+    import_dataset(task, "plain", UPLOAD.encode(), MAPPING, fmt="csv")
+    assert not Run.objects.judging().exists()
+    # An LLM judge as default without an endpoint is skipped (and the import still succeeds).
+    task.default_judge = make_judge(task)
+    task.save()
+    dataset = import_dataset(task, "plain", UPLOAD.encode(), MAPPING, fmt="csv")
+    assert dataset.version == 2 and dataset.status == "ready"
+    assert not Run.objects.judging().exists()
+    task.default_judge_endpoint = endpoint
+    task.save()
+    assert len(judge_new_response_sets(dataset=dataset)) == 2
