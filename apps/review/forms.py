@@ -39,7 +39,7 @@ class ListFilterForm(forms.Form):
         ("overridden", "Overridden"),
     ]
     ASSIGNED = [("", "Anyone's"), ("me", "Assigned to me"), ("none", "Unassigned")]
-    PER_PAGE = [("50", "50"), ("100", "100"), ("200", "200"), ("25", "25")]
+    PER_PAGE = [("50", "50"), ("100", "100"), ("200", "200"), ("500", "500"), ("25", "25")]
 
     q = forms.CharField(required=False, max_length=200, label="Search")
     status = forms.ChoiceField(choices=STATUS, required=False)
@@ -49,9 +49,9 @@ class ListFilterForm(forms.Form):
     per_page = forms.ChoiceField(choices=PER_PAGE, required=False, label="Per page")
 
     def values(self) -> dict[str, str]:
-        """The valid filters, blank ones dropped (for links that keep them)."""
-        if not self.is_valid():
-            return {}
+        """The valid filters, blank ones dropped (for links that keep them); an invalid one
+        is ignored rather than throwing the others away."""
+        self.is_valid()
         return {key: str(value) for key, value in self.cleaned_data.items() if value}
 
     def urlencoded(self) -> str:

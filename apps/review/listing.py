@@ -16,9 +16,10 @@ from django.http import HttpRequest
 
 from apps.accounts.models import User
 from apps.datasets.models import Item
-from apps.judges.models import Score
+from apps.judges.models import JudgeRound, Score
 from apps.review.models import ReviewAssignment, ReviewLock
-from apps.review.queue import as_int, failed_q, judged_q, run_items, unreviewed_q
+from apps.review.queue import failed_q, judged_q, run_items, unreviewed_q
+from apps.review.templatetags.review import num
 from apps.runs.models import Run
 
 # Implemented by the judge-run engine: enqueue re-judging of exactly these (failed) items of
@@ -53,16 +54,37 @@ def filtered(run: Run, user: Any, filters: dict[str, str]) -> QuerySet[Item]:
 
 
 def page_of(run: Run, user: Any, filters: dict[str, str], number: str | None) -> Page:
-    qs = filtered(run, user, filters).annotate(q_failed=as_int(failed_q(run)))
+    qs = filtered(run, user, filters).only("pk", "position", "key", "tags")
     per_page = int(filters.get("per_page") or 50)
     return Paginator(qs.order_by("position"), per_page).get_page(number)
 
 
+STATUS = {
+    "failed": ("badge-bad", "failed"),
+    "ok": ("badge-ok", "ok"),
+    "pending": ("", "not judged"),
+}
+
+
 def rows(run: Run, items: list[Item]) -> list[dict[str, Any]]:
+    """Plain values per row: the template of a 500-row page should only print."""
     ids = [item.pk for item in items]
-    by_item: dict[int, dict[str, Score]] = {}
-    for score in Score.objects.filter(run=run, item_id__in=ids):
-        by_item.setdefault(score.item_id, {})[score.subject] = score
+    failed = set(
+        Score.objects.filter(run=run, item_id__in=ids, status=Score.Status.FAILED).values_list(
+            "item_id", flat=True
+        )
+    )
+    failed |= set(
+        JudgeRound.objects.filter(
+            run=run, item_id__in=ids, status=JudgeRound.Status.FAILED
+        ).values_list("item_id", flat=True)
+    )
+    by_item: dict[int, dict[str, tuple]] = {}
+    score_rows = Score.objects.filter(run=run, item_id__in=ids).values_list(
+        "item_id", "subject", "final_value", "judge_value", "override_value", "confirmed_at"
+    )
+    for item_id, subject, final, judge, override, confirmed in score_rows:
+        by_item.setdefault(item_id, {})[subject] = (final, judge, override, confirmed)
     assignees = dict(
         ReviewAssignment.objects.filter(run=run, item_id__in=ids).values_list(
             "item_id", "user__username"
@@ -77,13 +99,23 @@ def rows(run: Run, items: list[Item]) -> list[dict[str, Any]]:
     out = []
     for item in items:
         scores = by_item.get(item.pk, {})
+        status = "failed" if item.pk in failed else "ok" if scores else "pending"
+        cells = []
+        for name in subjects:
+            final, judge, override, _ = scores.get(name, (None, None, None, None))
+            text = "—" if name not in scores else num(final, "✗")
+            cells.append((text, num(judge) if override is not None else ""))
         out.append(
             {
-                "item": item,
-                "scores": [scores.get(name) for name in subjects],
-                "failed": bool(item.q_failed),
-                "judged": bool(scores) or bool(item.q_failed),
-                "reviewed": bool(scores) and all(s.is_reviewed for s in scores.values()),
+                "pk": item.pk,
+                "position": item.position,
+                "key": item.key,
+                "tags": ", ".join(str(tag) for tag in item.tags or []),
+                "status_class": STATUS[status][0],
+                "status": STATUS[status][1],
+                "cells": cells,
+                "reviewed": bool(scores)
+                and all(o is not None or c is not None for _, _, o, c in scores.values()),
                 "assignee": assignees.get(item.pk, ""),
                 "holder": holders.get(item.pk, ""),
             }

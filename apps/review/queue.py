@@ -1,8 +1,9 @@
 """Which items of a judge run need review, and the orders in which the queue serves them.
 
-Every order is a total order on items (its keys end with the item's unique position), so
-"next after the current item" is a keyset query: it stays right while others review,
-lock and unlock items, and it costs the same at 100k items as at 100.
+Every order is a total order on items, so "next after the current item" is well defined while
+others review, lock and unlock items. Cheap orders (file order, failed first) are keyset
+queries on the item's position; costly ones (uncertainty, the sample) are computed once per
+state of the run's results and cached, then walked in chunks.
 """
 
 import math
@@ -12,26 +13,26 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from django.core.cache import cache
 from django.db.models import (
     Case,
-    Count,
     Exists,
     F,
     FloatField,
     Func,
     IntegerField,
+    Max,
+    Min,
     OuterRef,
     Q,
     QuerySet,
-    Subquery,
-    Sum,
     Value,
     When,
 )
 from django.db.models.functions import Coalesce
 
 from apps.datasets.models import Item
-from apps.judges.models import JudgeRound, Score
+from apps.judges.models import JudgeRound, Score, ScoreEvent
 from apps.review.models import ReviewAssignment, ReviewLock
 from apps.runs.models import Run
 
@@ -44,55 +45,84 @@ ORDERS = {
 }
 MAX_SAMPLE = 5000
 FAR = 1e9  # "no value to be near a threshold": sorts last
+CACHE_SECONDS = 3600
+CHUNK = 500
 
 
-# ---- per-item review state, as SQL expressions over one judge run --------------------------
+# ---- per-item review state, as SQL over one judge run ------------------------------------
 def _scores(run: Run) -> QuerySet[Score]:
     return Score.objects.filter(run=run, item=OuterRef("pk"))
 
 
-def _rounds(run: Run) -> QuerySet[JudgeRound]:
-    return JudgeRound.objects.filter(run=run, item=OuterRef("pk"))
-
-
 def judged_q(run: Run) -> Q:
     """The judge has produced something for the item: a score or at least a (failed) round."""
-    return Q(Exists(_scores(run))) | Q(Exists(_rounds(run)))
+    rounds = JudgeRound.objects.filter(run=run, item=OuterRef("pk"))
+    return Q(Exists(_scores(run))) | Q(Exists(rounds))
 
 
 def failed_q(run: Run) -> Q:
-    return Q(Exists(_scores(run).failed())) | Q(
-        Exists(_rounds(run).filter(status=JudgeRound.Status.FAILED))
-    )
+    """A failed score or a failed round. Uncorrelated IN lists on purpose: a correlated EXISTS
+    lets SQLite pick the (run, status) index and rescan every failed score for every item."""
+    return Q(pk__in=failed_scores(run)) | Q(pk__in=failed_rounds(run))
+
+
+def failed_scores(run: Run) -> QuerySet[Score]:
+    return Score.objects.filter(run=run, status=Score.Status.FAILED).values("item_id")
+
+
+def failed_rounds(run: Run) -> QuerySet[JudgeRound]:
+    return JudgeRound.objects.filter(run=run, status=JudgeRound.Status.FAILED).values("item_id")
 
 
 def unreviewed_q(run: Run) -> Q:
     return Q(Exists(_scores(run).unreviewed()))
 
 
-def as_int(condition: Q) -> Case:
-    return Case(When(condition, then=Value(1)), default=Value(0), output_field=IntegerField())
-
-
 def run_items(run: Run) -> QuerySet[Item]:
     return Item.objects.filter(dataset_id=run.dataset_id)
 
 
-def review_counts(run: Run) -> dict[str, int]:
-    """Items judged, failed and fully reviewed in a judge run: one query."""
-    counts = (
-        run_items(run)
-        .filter(judged_q(run))
-        .annotate(q_failed=as_int(failed_q(run)), q_open=as_int(unreviewed_q(run)))
-        .aggregate(total=Count("pk"), failed=Sum("q_failed"), open=Sum("q_open"))
-    )
-    return {
-        "total": counts["total"],
-        "failed": counts["failed"] or 0,
-        "reviewed": counts["total"] - (counts["open"] or 0),
-    }
+# ---- caching what only the judge's results decide ----------------------------------------
+def results_version(run: Run) -> str:
+    """Changes whenever the engine writes results for the run: every launch starts a new
+    epoch and every written chunk moves the progress counters. created_at keeps a reused
+    primary key (a new database, a rolled-back test) from reading another run's entry."""
+    stamp = run.created_at.timestamp() if run.created_at else 0
+    epoch = getattr(run, "epoch", 0)
+    return f"{run.pk}:{stamp}:{epoch}:{run.done}:{run.failed}:{run.status}"
 
 
+def last_event_id() -> int:
+    """Moves with every human change (each leaves a ScoreEvent); one index lookup."""
+    return ScoreEvent.objects.aggregate(last=Max("pk"))["last"] or 0
+
+
+def review_counts(run: Run, last_event: int | None = None) -> dict[str, int]:
+    """Items judged, failed and fully reviewed in a judge run.
+
+    Counting means scanning every score of the run (a few hundred ms at 100k items), so the
+    answer is cached until the results or any review change.
+    """
+    if last_event is None:
+        last_event = last_event_id()
+    key = f"review:counts:{results_version(run)}:{last_event}"
+    counts = cache.get(key)
+    if counts is None:
+        counts = _count(run)
+        cache.set(key, counts, CACHE_SECONDS)
+    return counts
+
+
+def _count(run: Run) -> dict[str, int]:
+    scores = Score.objects.filter(run=run).order_by()
+    total = scores.values("item_id").distinct().count()
+    open_items = scores.unreviewed().values("item_id").distinct().count()
+    failed = set(failed_scores(run).values_list("item_id", flat=True))
+    failed |= set(failed_rounds(run).values_list("item_id", flat=True))
+    return {"total": total, "failed": len(failed), "reviewed": total - open_items}
+
+
+# ---- the stratified sample ---------------------------------------------------------------
 def stratified_sample(rows: Iterable[tuple[int, str]], n: int, seed: int) -> list[int]:
     """N ids drawn at random within each stratum, proportionally to its size (largest remainder).
 
@@ -196,24 +226,85 @@ class Queue:
         return label
 
     # ---- filters -------------------------------------------------------------------------
-    def members(self) -> QuerySet[Item]:
-        """Items this queue can ever serve, whoever holds them right now."""
-        qs = run_items(self.run).filter(judged_q(self.run))
+    def scoped(self, qs: QuerySet[Item]) -> QuerySet[Item]:
+        """Judged items this reviewer may be served: theirs if assigned, nobody else's."""
+        qs = qs.filter(judged_q(self.run))
         assignments = ReviewAssignment.objects.filter(run=self.run, item=OuterRef("pk"))
         if self.mine:
-            qs = qs.filter(Exists(assignments.filter(user=self.user)))
-        elif self.user.is_authenticated:
-            qs = qs.exclude(Exists(assignments.exclude(user=self.user)))
-        return qs
+            return qs.filter(Exists(assignments.filter(user_id=self.user.pk)))
+        return qs.exclude(Exists(assignments.exclude(user_id=self.user.pk)))
 
     def servable(self, qs: QuerySet[Item]) -> QuerySet[Item]:
         """Of those, what "next" may serve now: not reviewed (if asked), not held by another."""
         if self.unreviewed:
             qs = qs.filter(unreviewed_q(self.run))
         locks = ReviewLock.objects.live().filter(run=self.run, item=OuterRef("pk"))
-        return qs.exclude(Exists(locks.exclude(user=self.user)))
+        return qs.exclude(Exists(locks.exclude(user_id=self.user.pk)))
 
-    # ---- keys ----------------------------------------------------------------------------
+    # ---- walking -------------------------------------------------------------------------
+    def neighbours(self, current: Item | None, forward: bool = True, limit: int = 10) -> list[Item]:
+        """The next (or previous) items after `current` in this order.
+
+        Going forward skips reviewed items (if asked) and items someone else holds;
+        going back returns to the item before, whatever its state, so a reviewer can
+        look again at what they just did.
+        """
+        if self.order in ("uncertain", "sample"):
+            return self._listed_neighbours(self.ordered_ids, current, forward, limit)
+        return self._segment_neighbours(current, forward, limit)
+
+    def _segments(self) -> list[QuerySet[Item]]:
+        """The order as consecutive runs of items, each in file order."""
+        items = run_items(self.run)
+        if self.order == "failed":
+            return [items.filter(failed_q(self.run)), items.exclude(failed_q(self.run))]
+        return [items]
+
+    def _segment_neighbours(self, current: Item | None, forward: bool, limit: int) -> list[Item]:
+        segments = self._segments()
+        at = 0 if forward else len(segments)
+        if current is not None:
+            at = next(
+                (i for i, seg in enumerate(segments) if seg.filter(pk=current.pk).exists()), at
+            )
+        found: list[Item] = []
+        steps = range(at, len(segments)) if forward else range(min(at, len(segments) - 1), -1, -1)
+        for index in steps:
+            qs = self.scoped(segments[index])
+            if current is not None and index == at:
+                beyond = "gt" if forward else "lt"
+                qs = qs.filter(**{f"position__{beyond}": current.position})
+            if forward:
+                qs = self.servable(qs)
+            found += qs.order_by("position" if forward else "-position")[: limit - len(found)]
+            if len(found) >= limit:
+                break
+        return found
+
+    @cached_property
+    def ordered_ids(self) -> list[int]:
+        """Every item of a costly order, first to last; cached per state of the results."""
+        key = (
+            f"review:order:{results_version(self.run)}:{self.order}:"
+            f"{self.threshold}:{self.n}:{self.seed}"
+        )
+        ids = cache.get(key)
+        if ids is None:
+            ids = self._sample_ids() if self.order == "sample" else self._uncertain_ids()
+            cache.set(key, ids, CACHE_SECONDS)
+        return ids
+
+    def _sample_ids(self) -> list[int]:
+        # Drawn from every judged item, whoever asks: the same seed gives everyone the same
+        # sample; assignments and locks only decide who is served which of its items.
+        rows = (
+            run_items(self.run)
+            .filter(judged_q(self.run))
+            .order_by("position")
+            .values_list("pk", "tags_text")
+        )
+        return stratified_sample(((pk, first_tag(tags)) for pk, tags in rows), self.n, self.seed)
+
     def _per_subject(self, make: Any, default: Any) -> Case:
         whens = [
             When(subject=subject["name"], then=make(subject)) for subject in self.run.judge.subjects
@@ -224,19 +315,10 @@ class Queue:
     def _width(subject: dict[str, Any]) -> float:
         return float(subject["max"]) - float(subject["min"]) or 1.0
 
-    def _spread_key(self) -> Coalesce:
-        """Largest disagreement between rounds over the item's subjects, as a share of range."""
-        norm = self._per_subject(lambda s: F("spread") / Value(self._width(s)), F("spread"))
-        worst = (
-            Score.objects.filter(run=self.run, item=OuterRef("pk"))
-            .annotate(k=Coalesce(norm, Value(0.0)))
-            .order_by("-k")
-            .values("k")[:1]
-        )
-        return Coalesce(Subquery(worst, output_field=FloatField()), Value(0.0))
-
-    def _near_key(self) -> Coalesce:
-        """Smallest distance of a judge value to the threshold (the midpoint unless chosen)."""
+    def _uncertain_ids(self) -> list[int]:
+        """Largest disagreement between rounds (as a share of each subject's range) first,
+        then the judge value nearest the threshold (each subject's midpoint unless chosen),
+        then file order. Items with no value at all (failed) come last."""
 
         def distance(subject: dict[str, Any]) -> Any:
             low, high = float(subject["min"]), float(subject["max"])
@@ -244,66 +326,34 @@ class Queue:
             gap = Func(F("judge_value") - Value(threshold), function="ABS")
             return gap / Value(self._width(subject))
 
-        norm = self._per_subject(distance, Value(FAR))
-        nearest = (
-            Score.objects.filter(run=self.run, item=OuterRef("pk"))
-            .annotate(k=Coalesce(norm, Value(FAR)))
-            .order_by("k")
-            .values("k")[:1]
+        spread = self._per_subject(lambda s: F("spread") / Value(self._width(s)), F("spread"))
+        near = self._per_subject(distance, Value(FAR))
+        rows = (
+            Score.objects.filter(run=self.run)
+            .order_by()
+            .values("item_id")
+            .annotate(
+                q_spread=Max(Coalesce(spread, Value(0.0))),
+                q_near=Min(Coalesce(near, Value(FAR))),
+                q_position=Max("item__position"),
+            )
+            .order_by("-q_spread", "q_near", "q_position")
+            .values_list("item_id", flat=True)
         )
-        return Coalesce(Subquery(nearest, output_field=FloatField()), Value(FAR))
+        return list(rows)
 
-    def keys(self) -> list[tuple[str, bool]]:
-        """(annotation, descending) pairs, most significant first; position breaks all ties."""
-        return {
-            "failed": [("q_failed", True), ("position", False)],
-            "uncertain": [("q_spread", True), ("q_near", False), ("position", False)],
-        }.get(self.order, [("position", False)])
-
-    def keyed(self, qs: QuerySet[Item]) -> QuerySet[Item]:
-        if self.order == "failed":
-            return qs.annotate(q_failed=as_int(failed_q(self.run)))
-        if self.order == "uncertain":
-            return qs.annotate(q_spread=self._spread_key(), q_near=self._near_key())
-        return qs
-
-    # ---- walking -------------------------------------------------------------------------
-    def neighbours(self, current: Item | None, forward: bool = True, limit: int = 10) -> list[Item]:
-        """The next (or previous) items after `current` in this order.
-
-        Going forward skips reviewed items (if asked) and items someone else holds;
-        going back returns to the item before, whatever its state, so a reviewer can
-        look again at what they just did.
-        """
-        if self.order == "sample":
-            return self._sample_neighbours(current, forward, limit)
-        keys = self.keys()
-        qs = self.keyed(self.members())
-        if current is not None:
-            values = qs.filter(pk=current.pk).values(*[name for name, _ in keys]).first()
-            if values is not None:
-                qs = qs.filter(_beyond(keys, values, forward))
-        if forward:
-            qs = self.servable(qs)
-        ordering = [("-" if desc == forward else "") + name for name, desc in keys]
-        return list(qs.order_by(*ordering)[:limit])
-
-    @cached_property
-    def sample_ids(self) -> list[int]:
-        rows = self.members().order_by("position").values_list("pk", "tags_text")
-        return stratified_sample(((pk, first_tag(tags)) for pk, tags in rows), self.n, self.seed)
-
-    def _sample_neighbours(self, current: Item | None, forward: bool, limit: int) -> list[Item]:
-        ids = self.sample_ids
+    def _listed_neighbours(
+        self, ids: list[int], current: Item | None, forward: bool, limit: int
+    ) -> list[Item]:
         if current is not None and current.pk in ids:
             at = ids.index(current.pk)
             ahead = ids[at + 1 :] if forward else ids[:at][::-1]
         else:
             ahead = ids if forward else []
         found: list[Item] = []
-        for start in range(0, len(ahead), 500):
-            chunk = ahead[start : start + 500]
-            qs = run_items(self.run).filter(pk__in=chunk)
+        for start in range(0, len(ahead), CHUNK):
+            chunk = ahead[start : start + CHUNK]
+            qs = self.scoped(run_items(self.run).filter(pk__in=chunk))
             if forward:
                 qs = self.servable(qs)
             by_pk = {item.pk: item for item in qs}
@@ -314,9 +364,9 @@ class Queue:
 
     def position_of(self, item: Item) -> tuple[int, int] | None:
         """(1-based place, size) of the item in a sample queue; other orders are open-ended."""
-        if self.order != "sample" or item.pk not in self.sample_ids:
+        if self.order != "sample" or item.pk not in self.ordered_ids:
             return None
-        return self.sample_ids.index(item.pk) + 1, len(self.sample_ids)
+        return self.ordered_ids.index(item.pk) + 1, len(self.ordered_ids)
 
     def claim_next(self, current: Item | None, forward: bool = True) -> Item | None:
         """Serve the next item and lock it for this reviewer; None when the queue is done.
@@ -335,12 +385,5 @@ class Queue:
         return None
 
 
-def _beyond(keys: list[tuple[str, bool]], values: dict[str, Any], forward: bool) -> Q:
-    """Rows strictly after (or before) `values` in the lexicographic order of `keys`."""
-    beyond = Q(pk__in=[])
-    equal = Q()
-    for name, desc in keys:
-        op = "lt" if desc == forward else "gt"
-        beyond |= equal & Q(**{f"{name}__{op}": values[name]})
-        equal &= Q(**{name: values[name]})
-    return beyond
+def as_int(condition: Q) -> Case:
+    return Case(When(condition, then=Value(1)), default=Value(0), output_field=IntegerField())

@@ -18,7 +18,7 @@ from apps.judges.models import Score, StaleScore
 from apps.review import display, listing
 from apps.review.forms import BlindForm, BulkForm, ListFilterForm, OverrideForm, RevisionForm
 from apps.review.models import BlindEntry, ReviewLock
-from apps.review.queue import ORDERS, Queue, review_counts, run_items
+from apps.review.queue import ORDERS, Queue, last_event_id, review_counts, run_items
 from apps.runs.models import Run
 
 
@@ -45,7 +45,8 @@ def item_url(run: Run, item: Item, queue: Queue, anchor: str = "") -> str:
 def index(request: HttpRequest) -> HttpResponse:
     runs = Run.objects.judging().select_related("task", "judge", "dataset")
     page = Paginator(runs, 25).get_page(request.GET.get("page"))
-    rows = [(run, review_counts(run)) for run in page]
+    last_event = last_event_id()
+    rows = [(run, review_counts(run, last_event)) for run in page]
     return render(request, "review/index.html", {"page": page, "rows": rows})
 
 
@@ -62,6 +63,9 @@ def run_review(request: HttpRequest, run_id: int) -> HttpResponse:
         "filter_qs": urlencode(filters),
         "page": page,
         "rows": listing.rows(run, list(page)),
+        "can_edit": request.user.can_edit,
+        # Joined by hand per row: reversing a URL 500 times costs more than the queries.
+        "item_base": reverse("review:item", args=[run.pk, 0]).removesuffix("0/"),
         "counts": review_counts(run),
         "orders": ORDERS,
         "reviewers": listing.reviewers(request.user),

@@ -5,12 +5,14 @@ import html
 import re
 
 import pytest
+from django.db.models import F
 from django.test import Client
 from django.urls import reverse
 
-from apps.judges.models import Score
+from apps.judges.models import JudgeRound, Score
 from apps.review import listing
 from apps.review.models import ReviewAssignment
+from apps.runs.models import Run
 from tests.base import make_user
 from tests.review.factories import fail_item, judge_item, make_item, scenario
 
@@ -69,6 +71,23 @@ def test_index_lists_judge_runs_with_failed_reviewed_and_total(reviewer, run_wit
     assert 'class="num count-total">7<' in row  # item 7 is not judged yet
 
 
+def test_counts_follow_reviews_and_new_results(reviewer, run_with_states):
+    run, items = run_with_states
+
+    def counts() -> tuple[str, str, str]:
+        html = reviewer.get(reverse("review:index")).content.decode()
+        return tuple(re.findall(r'class="num count-(?:failed|reviewed|total)">(\d+)<', html))
+
+    assert counts() == ("3", "0", "7")
+    Score.objects.filter(run=run, item=items[0]).bulk_confirm(reviewer.user)
+    assert counts() == ("3", "1", "7")
+    # The engine writes new results and moves the run's progress: counted afresh.
+    Score.objects.filter(run=run, item=items[4]).update(status="ok", judge_value=3, error="")
+    JudgeRound.objects.filter(run=run, item=items[4]).update(status="ok")
+    Run.objects.filter(pk=run.pk).update(done=F("done") + 1)
+    assert counts() == ("2", "1", "7")
+
+
 @pytest.mark.parametrize(
     ("params", "expected"),
     [
@@ -117,6 +136,7 @@ def test_query_count_does_not_grow_with_the_page_size(reviewer, db, count_querie
     run, items = scenario(60)
     ReviewAssignment.assign(run, [i.pk for i in items[:30]], reviewer.user, by=None)
     url = reverse("review:run", args=[run.pk])
+    reviewer.get(url)  # the run's counts are computed once, then cached
     small, _ = count_queries(lambda: reviewer.get(url, {"per_page": "25"}))
     large, _ = count_queries(lambda: reviewer.get(url, {"per_page": "100"}))
     assert small == large

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import close_old_connections
+from django.db.models import F
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -14,6 +15,7 @@ from django.utils import timezone
 from apps.judges.models import Score
 from apps.review.models import ReviewAssignment, ReviewLock
 from apps.review.queue import Queue, first_tag, stratified_sample
+from apps.runs.models import Run
 from tests.base import make_user
 from tests.review.factories import (
     fail_item,
@@ -187,7 +189,7 @@ def test_sample_queue_through_the_views_keeps_n_and_seed(tagged, alice):
     assert "seed=9" in response["Location"]
     expected = [
         tagged.dataset.items.get(pk=pk).position
-        for pk in Queue(tagged, alice, order="sample", n=5, seed=9).sample_ids
+        for pk in Queue(tagged, alice, order="sample", n=5, seed=9).ordered_ids
     ]
     served, after = [], None
     while True:
@@ -201,6 +203,26 @@ def test_sample_queue_through_the_views_keeps_n_and_seed(tagged, alice):
         served.append(tagged.dataset.items.get(pk=item_id).position)
         after = item_id
     assert served == expected
+
+
+def test_the_sample_is_the_same_whoever_asks(tagged, alice, bob):
+    mine = Queue(tagged, alice, order="sample", n=8, seed=3).ordered_ids
+    ReviewAssignment.assign(tagged, mine[:2], bob, by=None)
+    assert Queue(tagged, bob, order="sample", n=8, seed=3, mine=True).ordered_ids == mine
+    assert walk(Queue(tagged, bob, order="sample", n=8, seed=3, mine=True)) == [
+        tagged.dataset.items.get(pk=pk).position for pk in mine[:2]
+    ]
+
+
+def test_a_cached_order_is_computed_afresh_when_the_judge_writes_new_results(mixed, alice):
+    run, items = mixed
+    assert Queue(run, alice, order="uncertain").ordered_ids[0] == items[2].pk
+    # A retry re-judges item 0 with wildly different rounds; the run's progress moves.
+    Score.objects.filter(run=run, item=items[0], subject="accuracy").update(spread=4.0)
+    Score.objects.filter(run=run, item=items[2]).update(spread=0.0)
+    Run.objects.filter(pk=run.pk).update(epoch=F("epoch") + 1)
+    run.refresh_from_db()
+    assert Queue(run, alice, order="uncertain").ordered_ids[0] == items[0].pk
 
 
 # ---- assignments -------------------------------------------------------------------------
