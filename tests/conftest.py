@@ -130,6 +130,21 @@ def viewer_client(client, viewer_user):
 
 
 # ---- Browser -----------------------------------------------------------------------------
+PLAYWRIGHT_FIXTURES = {"page", "context", "browser", "playwright", "live_server_page"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Browser tests run last: from its first use to the end of the session, Playwright's sync
+    API keeps an event loop running on the main thread, and asyncio.run() fails in any later
+    test (the whole suite showed it; one file alone does not)."""
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("browser") is not None
+            or not PLAYWRIGHT_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+        )
+    )
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
     """Debian's chromium, never a downloaded browser (this machine has no internet)."""
