@@ -144,7 +144,10 @@ def renew_lock(request: HttpRequest, run_id: int, item_id: int) -> HttpResponse:
     """Keep the item claimed while its page is open (the page asks every minute)."""
     run = _judge_run(run_id)
     item = get_object_or_404(run_items(run), pk=item_id)
-    ReviewLock.claim(run, item, request.user)
+    claimed = ReviewLock.claim(run, item, request.user)
+    if claimed and request.POST.get("opened") == "1":
+        # A page just opened on this item: the reviewer has moved on from any other.
+        ReviewLock.release_others(run, request.user, keep_item_id=item.pk)
     if not request.htmx:
         return redirect("review:item", run.pk, item.pk)
     lock = ReviewLock.holder(run, item)

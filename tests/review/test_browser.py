@@ -45,7 +45,8 @@ def test_a_queue_reviewed_with_the_keyboard_alone(login, live_server):
     accuracy = page.locator(f"#score-{scores[0, 'accuracy'].pk}")
     expect(accuracy).to_have_class(re.compile("is-focused"))
     page.keyboard.press("4")
-    page.keyboard.type("Too harsh: the answer is right")
+    # Keys typed into the reason are text, not shortcuts (j, k, c, digits, ?).
+    page.keyboard.type("Too harsh: j k c 7 ? the answer is right")
     page.keyboard.press("Enter")
     expect(accuracy.locator(".state")).to_have_text("Overridden")
     expect(accuracy.locator(".final-value")).to_have_text("4")
@@ -73,10 +74,14 @@ def test_a_queue_reviewed_with_the_keyboard_alone(login, live_server):
     page.keyboard.press("k")
     page.wait_for_url(re.compile(rf"/item/{items[0].pk}/"))
     history = page.locator(f"#score-{scores[0, 'accuracy'].pk} .history-table").text_content()
-    assert re.search(r"alice\s*Override\s*3\s*4\s*Too harsh: the answer is right", history)
+    assert re.search(
+        r"alice\s*Override\s*3\s*4\s*Too harsh: j k c 7 \? the answer is right", history
+    )
     history = page.locator(f"#score-{scores[0, 'clarity'].pk} .history-table").text_content()
     assert re.search(r"alice\s*Confirm\s*3\s*3", history)
 
+    first = Score.objects.get(pk=scores[0, "accuracy"].pk)
+    assert first.override_reason == "Too harsh: j k c 7 ? the answer is right"
     for key, value, kind in [
         ((0, "accuracy"), 4, "override"),
         ((0, "clarity"), 3, "confirm"),

@@ -274,3 +274,22 @@ def test_a_generation_run_has_no_review_list(reviewer, db):
     run, _ = scenario(1)
     generation = make_generation_run(run.dataset, {})
     assert reviewer.get(reverse("review:run", args=[generation.pk])).status_code == 404
+
+
+def test_retry_goes_to_the_judge_run_engine(reviewer, run_with_states):
+    """The real hook (apps.judges.jobs.retry_failed_items): a scoped retry of exactly the
+    ticked failed items is launched for the run."""
+    from apps.judges.models import RetryScope
+    from apps.runs.models import Endpoint
+
+    run, items = run_with_states
+    run.endpoint = Endpoint.objects.create(name="judge-model", model="m", base_url="http://x/v1")
+    run.save()
+    _, messages = bulk(reviewer, run, "retry", [items[0], items[1], items[4], items[5]])
+    assert messages == ["Queued 2 failed items again."]
+    scope = RetryScope.objects.get(run=run)
+    assert scope.item_ids == [items[4].pk, items[5].pk]
+    run.refresh_from_db()
+    assert run.is_active  # queued until a worker picks it up
+    _, messages = bulk(reviewer, run, "retry", [items[4]])
+    assert messages == ["This run is still going; cancel it first or wait for it to end."]

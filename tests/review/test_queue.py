@@ -291,6 +291,19 @@ def test_the_open_page_renews_the_lock(mixed, alice):
     assert ReviewLock.objects.get().expires_at > timezone.now() + timedelta(minutes=4)
 
 
+def test_opening_an_item_page_claims_it_and_frees_the_last_one(mixed, alice):
+    run, items = mixed
+    ReviewLock.claim(run, items[0], alice)
+    client = Client()
+    client.force_login(alice)
+    html = client.get(reverse("review:item", args=[run.pk, items[2].pk])).content.decode()
+    assert 'hx-trigger="load, every 60s"' in html and "opened" in html
+    client.post(
+        reverse("review:lock", args=[run.pk, items[2].pk]), {"opened": "1"}, HTTP_HX_REQUEST="true"
+    )
+    assert list(ReviewLock.objects.values_list("item__position", flat=True)) == [2]
+
+
 def test_a_page_held_by_someone_else_says_so_and_does_not_take_it(mixed, alice, bob):
     run, items = mixed
     ReviewLock.claim(run, items[0], bob)
