@@ -18,8 +18,9 @@ A chunk job (`run_chunk`, wrapped by `apps.runs.jobs.guarded`)
     enqueued jobs always cover the list. `lanes` coroutines perform units concurrently with
     one `LLM` (one AsyncOpenAI client) per chunk; every request takes a slot of the
     endpoint's concurrency limit and a turn of its rate limit, both in Redis (apps.runs.limits).
-    Results are committed in small batches (at least every `FLUSH_EVERY` results and 0.1 s
+    Results are committed in small batches (at least every `FLUSH_EVERY` results and 0.2 s
     apart, and never later than `FLUSH_AFTER` s), so SIGKILL loses only what was in flight.
+    A writer task commits them, so lanes never wait for the database.
     A heartbeat task renews leases, writes `Run.heartbeat_at`, and notices cancel, a fatal
     endpoint error, a failed run or a newer epoch within a second; lanes then stop asking.
     The job that leaves last (no live job lease, list empty) finalizes the run with exact
@@ -65,12 +66,13 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from apps.runs.limits import KEY_PREFIX, EndpointSemaphore, RateLimiter, async_redis
-from apps.runs.llm import LLM, Attempt, LLMError, Reply, SlotPool, Stopped
+from apps.runs.llm import LLM, Attempt, LLMError, Reply, SlotPool, Stopped, run_async
 from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Run
 
 FLUSH_EVERY = 20
-FLUSH_GAP = 0.1
+FLUSH_GAP = 0.2
 FLUSH_AFTER = 1.0
+WRITER_TICK = 0.05
 HEARTBEAT_EVERY = 1.0
 DB_HEARTBEAT_EVERY = 5.0
 JOB_LEASE_SECONDS = 30
@@ -368,13 +370,12 @@ def run_chunk(run_id: int, epoch: int, n: int) -> str:
         keys=[jobs_key(run_id, epoch)], args=[me, JOB_LEASE_SECONDS * 1000, KEY_TTL]
     )
     try:
-        run.mark_running()
         kind = kind_for(run)
         lanes = max(1, kind.lanes(run))
         runner = ChunkRunner(run, kind, me, lanes, budget=chunk_timeout(run, lanes) * 0.5)
         # Our own thread does the ORM work: the event loop thread must not touch the DB.
         connection.close()
-        processed = asyncio.run(runner.execute())
+        processed = run_async(runner.execute())
     except BaseException:
         # Fail the run before leaving, so the last one out does not call it complete.
         fail(run_id, traceback.format_exc())
@@ -401,6 +402,7 @@ class ChunkRunner:
         self.buffer: list[Result] = []
         self.attempt_buffer: list[Attempt] = []
         self.processed = 0
+        self.closing = False
 
     async def db(self, func: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(
@@ -436,9 +438,19 @@ class ChunkRunner:
                     stop=self.stop,
                     connections=self.lanes,
                 )
+            # Running from here on: set up (client, templates, pool) and about to send.
+            await self.db(self.run.mark_running)
+            writer = asyncio.create_task(self.writer())
             helpers = [asyncio.create_task(self.heartbeat()), asyncio.create_task(self.feed())]
             lanes = [asyncio.create_task(self.lane()) for _ in range(self.lanes)]
-            await self._wait_lanes(lanes, helpers)
+            try:
+                await self._wait_lanes(lanes, helpers, watched=[writer])
+            finally:
+                # The writer is never cut mid-commit: it finishes its batch, then we flush.
+                self.closing = True
+                await asyncio.gather(writer, return_exceptions=True)
+            if writer.exception() is not None:
+                raise writer.exception()  # type: ignore[misc]
             await self.flush(force=True)
         finally:
             if self.llm is not None:
@@ -457,12 +469,16 @@ class ChunkRunner:
         return self.processed
 
     async def _wait_lanes(
-        self, lanes: list[asyncio.Task[Any]], helpers: list[asyncio.Task[Any]]
+        self,
+        lanes: list[asyncio.Task[Any]],
+        helpers: list[asyncio.Task[Any]],
+        watched: list[asyncio.Task[Any]],
     ) -> None:
         """Until every lane ends; a crash anywhere stops all, and once stopping, units in
-        flight get `CANCEL_GRACE` seconds before they are cut (they stay pending)."""
+        flight get `CANCEL_GRACE` seconds before they are cut (they stay pending). Helpers
+        are cancelled at the end; `watched` tasks are only watched for crashes."""
         stopper = asyncio.create_task(self.stop.wait())
-        watch: set[asyncio.Task[Any]] = {*lanes, *helpers, stopper}
+        watch: set[asyncio.Task[Any]] = {*lanes, *helpers, *watched, stopper}
         error: BaseException | None = None
         while any(not lane.done() for lane in lanes):
             done, watch = await asyncio.wait(watch, return_when=asyncio.FIRST_COMPLETED)
@@ -525,7 +541,6 @@ class ChunkRunner:
                 self.buffer.append(result)
                 if self.first_buffered is None:
                     self.first_buffered = time.monotonic()
-                await self.flush()
 
     async def perform(self, unit: Any) -> Result | None:
         item_id = getattr(unit, "item_id", 0)
@@ -568,6 +583,12 @@ class ChunkRunner:
         await self.db(self.run.mark_failed, f"Stopped: {message}")
 
     # -- committing results ---------------------------------------------------------------
+    async def writer(self) -> None:
+        """Commits results in the background, so no lane waits for the database."""
+        while not self.closing:
+            await asyncio.sleep(WRITER_TICK)
+            await self.flush()
+
     async def flush(self, force: bool = False) -> None:
         if not self.buffer and not self.attempt_buffer:
             return
@@ -642,7 +663,6 @@ class ChunkRunner:
             stop, epoch = await self.redis.mget(stop_key(self.run.pk), epoch_key(self.run.pk))
             if stop or (epoch is not None and int(epoch) != self.epoch):
                 self.stop.set()
-            await self.flush()
             if time.monotonic() - last_db >= DB_HEARTBEAT_EVERY:
                 last_db = time.monotonic()
                 if not await self.db(self._db_heartbeat):

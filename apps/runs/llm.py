@@ -19,12 +19,18 @@ The API key never leaves this module in text: every stored or shown string is sc
 import asyncio
 import contextlib
 import email.utils
+import functools
+import itertools
 import json
 import random
 import socket
+import ssl
 import time
 import traceback
+import uuid
 from collections import deque
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,7 +113,9 @@ class SlotPool:
 
     A lease taken from Redis is kept locally while requests keep coming, so a busy chunk
     costs no Redis round trip per request; leases idle for `IDLE` seconds go back (`trim`),
-    and every lease is renewed by the chunk's heartbeat so a dead worker's expire.
+    and every lease is renewed by the chunk's heartbeat so a dead worker's expire. One refill
+    task asks Redis for as many leases as there are waiters in one call, and polls (with
+    jitter) while the limit is taken by other chunks.
     """
 
     IDLE = 0.25
@@ -117,33 +125,51 @@ class SlotPool:
         self.stop = stop
         self.free: deque[tuple[str, float]] = deque()
         self.waiters: deque[asyncio.Future[str]] = deque()
+        self.refill: asyncio.Task[None] | None = None
 
     async def acquire(self) -> str:
         if self.free:
             return self.free.pop()[0]
-        delay = 0.005
-        while not self.stop.is_set():
-            got = await self.semaphore.try_acquire(1)
-            if got:
-                return got[0]
-            waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-            self.waiters.append(waiter)
-            lease: str | None = None
-            try:
-                # A local release hands its lease straight over; else poll Redis again.
-                lease = await asyncio.wait_for(
-                    asyncio.shield(waiter), timeout=delay * (0.5 + random.random())
-                )
-            except TimeoutError:
-                delay = min(delay * 1.5, 0.05)
+        if self.stop.is_set():
+            raise Stopped
+        waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        if self.refill is None or self.refill.done():
+            self.refill = asyncio.create_task(self._refill())
+        try:
+            return await waiter
+        except asyncio.CancelledError:
             with contextlib.suppress(ValueError):
                 self.waiters.remove(waiter)
-            if lease is not None:
-                return lease
-            if waiter.done() and not waiter.cancelled():
-                return waiter.result()  # handed over just as the wait timed out
-            waiter.cancel()
-        raise Stopped
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                self.release(waiter.result())  # handed a lease as we were cancelled
+            raise
+
+    async def _refill(self) -> None:
+        delay = 0.005
+        try:
+            while True:
+                wanted = sum(1 for w in self.waiters if not w.done())
+                if not wanted:
+                    return
+                if self.stop.is_set():
+                    raise Stopped
+                leases = await self.semaphore.try_acquire(wanted)
+                for lease in leases:
+                    self.release(lease)
+                if leases:
+                    delay = 0.005
+                    continue
+                # The limit is taken (by other chunks or workers): look again shortly.
+                await asyncio.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 1.5, 0.05)
+        except BaseException as exc:
+            while self.waiters:
+                waiter = self.waiters.popleft()
+                if not waiter.done():
+                    waiter.set_exception(exc if isinstance(exc, Exception) else Stopped())
+            if not isinstance(exc, Stopped | asyncio.CancelledError):
+                raise
 
     def release(self, lease: str) -> None:
         while self.waiters:
@@ -158,6 +184,9 @@ class SlotPool:
         while self.free and (everything or self.free[0][1] < cutoff):
             lease, _ = self.free.popleft()
             await self.semaphore.release(lease)
+        if everything and self.refill is not None:
+            self.refill.cancel()
+            await asyncio.gather(self.refill, return_exceptions=True)
 
 
 # ---- errors in plain words -----------------------------------------------------------------------
@@ -310,20 +339,47 @@ def parse_completion(raw: bytes, endpoint: Endpoint) -> tuple[dict[str, Any], st
 
 
 # ---- the client ---------------------------------------------------------------------------------
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """Loading the CA bundle costs ~30 ms: once per process, not once per chunk."""
+    return httpx2.create_ssl_context()
+
+
+def _sdk_platform() -> Any:
+    """The SDK works out the OS on each client's first request, in a thread per request in
+    flight (128 threads × 10 ms of `platform.platform()` at the start of every chunk)."""
+    try:
+        from openai._base_client import get_platform
+
+        return get_platform()
+    except Exception:  # a newer SDK: let it do its own thing
+        return None
+
+
+# Made at import, so an RQ worker has them before it forks a work horse for each job.
+tls_context()
+SDK_PLATFORM = _sdk_platform()
+
+
 def make_client(endpoint: Endpoint, connections: int) -> openai.AsyncOpenAI:
     """One AsyncOpenAI client whose connection pool matches the concurrency it will use."""
     timeout = float(endpoint.timeout_seconds)
     limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=connections)
     http = openai.DefaultAioHttpClient(
-        limits=limits, timeout=httpx2.Timeout(timeout, connect=min(timeout, 10.0))
+        limits=limits,
+        timeout=httpx2.Timeout(timeout, connect=min(timeout, 10.0)),
+        verify=tls_context(),
     )
-    return openai.AsyncOpenAI(
+    client = openai.AsyncOpenAI(
         api_key=endpoint.api_key() or NO_KEY,
         base_url=endpoint.effective_base_url(),
         max_retries=0,  # ours: shared limits, jitter, logs, and fatal errors stop the run
         timeout=timeout,
         http_client=http,
     )
+    if SDK_PLATFORM is not None and getattr(client, "_platform", "") is None:
+        client._platform = SDK_PLATFORM
+    return client
 
 
 class LLM:
@@ -359,6 +415,8 @@ class LLM:
         }
         self._extra = dict(endpoint.extra_params or {})
         self._price = endpoint.price_per_million()
+        # Our own idempotency keys: the SDK would draw one from os.urandom per request.
+        self._request_ids = (f"evalsite-{uuid.uuid4().hex}-{n}" for n in itertools.count())
 
     async def close(self) -> None:
         await self.client.close()
@@ -452,7 +510,10 @@ class LLM:
         # so a server trickling bytes could otherwise hold a request forever.
         async with asyncio.timeout(self.timeout + 5):
             response = await self.client.post(
-                "/chat/completions", body=body, cast_to=httpx2.Response
+                "/chat/completions",
+                body=body,
+                cast_to=httpx2.Response,
+                options={"idempotency_key": next(self._request_ids)},
             )
             return await response.aread()
 
@@ -500,9 +561,20 @@ async def _check(endpoint: Endpoint) -> ConnectionCheck:
     )
 
 
+def run_async[T](coro: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run` from sync code, even where this thread already runs an event loop
+    (an ASGI server's, Playwright's in tests): then in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-async") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def test_connection(endpoint: Endpoint) -> ConnectionCheck:
     """One tiny request, no retries; the answer or the error in plain words."""
-    return asyncio.run(_check(endpoint))
+    return run_async(_check(endpoint))
 
 
 test_connection.__test__ = False  # type: ignore[attr-defined]  # not a pytest test

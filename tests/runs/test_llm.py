@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from apps.runs.limits import EndpointSemaphore, RateLimiter, async_redis
-from apps.runs.llm import LLM, LLMError, Stopped, test_connection
+from apps.runs.llm import LLM, LLMError, Stopped, run_async, test_connection
 from apps.runs.models import Endpoint, ErrorKind
 from tests.base import free_port
 from tests.runs.conftest import SECRET
@@ -26,7 +26,7 @@ def ask(endpoint: Endpoint, **kwargs) -> tuple[object, list]:
         finally:
             await llm.close()
 
-    return asyncio.run(main())
+    return run_async(main())
 
 
 @pytest.mark.django_db
@@ -145,7 +145,7 @@ def test_a_stop_during_backoff_leaves_the_unit_pending(endpoint, llm_server):
             await llm.close()
 
     with pytest.raises(Stopped):
-        asyncio.run(main())
+        run_async(main())
 
 
 # ---- Redis limits ---------------------------------------------------------------------------
@@ -168,7 +168,7 @@ def test_the_semaphore_holds_across_clients_and_dead_leases_expire(redis_conn, m
         await a.aclose()
         await b.aclose()
 
-    asyncio.run(main())
+    run_async(main())
 
 
 def test_the_rate_limit_spaces_requests_across_clients(redis_conn):
@@ -188,7 +188,7 @@ def test_the_rate_limit_spaces_requests_across_clients(redis_conn):
             await c.aclose()
         return sorted(times)
 
-    times = asyncio.run(main())
+    times = run_async(main())
     # Ten requests at 10/s with a burst of 2: the last may go no sooner than 0.8 s after the first.
     assert times[-1] - times[0] >= 0.75
     for i in range(len(times) - 3):

@@ -1,0 +1,187 @@
+"""Generation throughput through the real path: one RQ worker process, the real engine, the
+real openai SDK, SQLite, against the loopback test LLM server in its own process (no shared GIL).
+
+For each in-flight limit (the endpoint's concurrency limit) a run of 2,000 items is started
+while one worker waits; items/s is measured from the run's start to its end (and, stricter,
+from the launch, which includes the worker picking the job up). The ceiling is
+in-flight ÷ latency. Goals: ratio >= 0.95 at 8, >= 0.85 at 32, as high as possible at 128.
+
+    .venv/bin/python bench/bench_generation.py [--items 2000] [--latency 0.1] [--inflight 8 32 128]
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GOALS = {8: 0.95, 32: 0.85}
+
+
+def start_redis(workdir: Path) -> tuple[subprocess.Popen, str]:
+    sys.path.insert(0, str(ROOT))
+    from tests.base import free_port
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            shutil.which("redis-server") or "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    import redis
+
+    for _ in range(100):
+        try:
+            redis.Redis.from_url(url).ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    return proc, url
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--inflight", type=int, nargs="+", default=[8, 32, 128])
+    parser.add_argument("--chunk-size", type=int, default=200)
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="evalsite-bench-generation-"))
+    redis_proc, redis_url = start_redis(tmp)
+    os.environ.update(
+        EVALSITE_DATA_DIR=str(tmp),
+        DATABASE_URL=f"sqlite:///{tmp / 'bench.sqlite3'}",
+        REDIS_URL=redis_url,
+        DJANGO_SETTINGS_MODULE="evalsite.settings",
+        LOG_LEVEL="WARNING",
+    )
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from apps.datasets.models import Dataset, Item, Task
+    from apps.runs.generation import create_generation_run
+    from apps.runs.models import Endpoint, PromptTemplate, Run
+    from tests.llm_server import LLMServer
+
+    call_command("migrate", verbosity=0)
+    task = Task.objects.create(slug="bench", name="Bench")
+    dataset = Dataset.objects.create(
+        task=task,
+        name="bench",
+        format="csv",
+        status="ready",
+        row_count=args.items,
+        columns=["question"],
+        mapping={"input_columns": ["question"]},
+    )
+    Item.objects.bulk_create(
+        Item(
+            dataset=dataset,
+            position=i,
+            key=str(i),
+            fields={"question": f"Question {i}: what is {i} times {i}?"},
+        )
+        for i in range(args.items)
+    )
+    template = PromptTemplate.objects.create(
+        task=task, name="qa", system_message="Answer briefly.", user_message="{{ question }}"
+    )
+    server = LLMServer.spawn()
+    server.configure(latency=args.latency, log_size=10)
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "rqworker", "default"],
+        cwd=ROOT,
+        env=dict(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    failed_goal = False
+    try:
+        time.sleep(3)  # the worker is up and waiting, as in production
+        print(f"{args.items} items, {args.latency * 1000:.0f} ms latency, one worker, SQLite")
+        print(
+            f"{'in flight':>9} {'items/s':>9} {'ceiling':>8} {'ratio':>6} "
+            f"{'from launch':>12} {'peak':>5}  goal"
+        )
+        for inflight in args.inflight:
+            endpoint = Endpoint.objects.create(
+                name=f"bench-{inflight}",
+                base_url=server.base_url,
+                model="test-model",
+                concurrency_limit=inflight,
+                timeout_seconds=30,
+                api_key_secret="sk-bench",
+            )
+            server.reset(stats_only=True)
+            launched = time.monotonic()
+            launched_wall = time.time()
+            run = create_generation_run(
+                dataset, endpoint, template, chunk_size=args.chunk_size, logging_mode="none"
+            )
+            while not Run.objects.get(pk=run.pk).is_terminal:
+                time.sleep(0.02)
+            landed = time.monotonic()
+            run.refresh_from_db()
+            if run.status != Run.Status.COMPLETED:
+                raise SystemExit(f"run ended {run.status}: {run.error[-2000:]}")
+            seconds = (run.finished_at - run.started_at).total_seconds()
+            rate = run.done / seconds
+            ceiling = inflight / args.latency
+            from_launch = run.done / (landed - launched) / ceiling
+            peak = server.stats(log=False)["peak_concurrency"]
+            if os.environ.get("BENCH_DEBUG"):
+                import django_rq
+
+                job = django_rq.get_queue("default").fetch_job(f"run-{run.pk}-e1-chunk-0")
+                print(
+                    "  enqueued",
+                    job.enqueued_at.timestamp() - launched_wall,
+                    "job started",
+                    job.started_at.timestamp() - launched_wall,
+                    "run started",
+                    run.started_at.timestamp() - launched_wall,
+                    "run finished",
+                    run.finished_at.timestamp() - launched_wall,
+                    "seen",
+                    landed - launched,
+                )
+            goal = GOALS.get(inflight)
+            verdict = "" if goal is None else ("ok" if rate / ceiling >= goal else "MISSED")
+            failed_goal |= verdict == "MISSED"
+            print(
+                f"{inflight:>9} {rate:>9.1f} {ceiling:>8.0f} {rate / ceiling:>6.2f} "
+                f"{from_launch:>12.2f} {peak:>5}  {'>= ' + str(goal) if goal else 'max'} {verdict}"
+            )
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+        server.stop()
+        redis_proc.terminate()
+        redis_proc.wait(timeout=10)
+        shutil.rmtree(tmp, ignore_errors=True)
+    sys.exit(1 if failed_goal else 0)
+
+
+if __name__ == "__main__":
+    main()
