@@ -54,7 +54,8 @@ def filtered(run: Run, user: Any, filters: dict[str, str]) -> QuerySet[Item]:
 
 
 def page_of(run: Run, user: Any, filters: dict[str, str], number: str | None) -> Page:
-    qs = filtered(run, user, filters).only("pk", "position", "key", "tags")
+    # Plain dicts, not models: a 500-row page should not build 500 model instances.
+    qs = filtered(run, user, filters).values("pk", "position", "key", "tags")
     per_page = int(filters.get("per_page") or 50)
     return Paginator(qs.order_by("position"), per_page).get_page(number)
 
@@ -66,9 +67,10 @@ STATUS = {
 }
 
 
-def rows(run: Run, items: list[Item]) -> list[dict[str, Any]]:
-    """Plain values per row: the template of a 500-row page should only print."""
-    ids = [item.pk for item in items]
+def rows(run: Run, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Plain strings per row: the template of a 500-row page should only print them
+    (numbers given as text skip the template's number localisation)."""
+    ids = [item["pk"] for item in items]
     failed = set(
         Score.objects.filter(run=run, item_id__in=ids, status=Score.Status.FAILED).values_list(
             "item_id", flat=True
@@ -98,8 +100,9 @@ def rows(run: Run, items: list[Item]) -> list[dict[str, Any]]:
     subjects = run.judge.subject_names
     out = []
     for item in items:
-        scores = by_item.get(item.pk, {})
-        status = "failed" if item.pk in failed else "ok" if scores else "pending"
+        pk = item["pk"]
+        scores = by_item.get(pk, {})
+        status = "failed" if pk in failed else "ok" if scores else "pending"
         cells = []
         for name in subjects:
             final, judge, override, _ = scores.get(name, (None, None, None, None))
@@ -107,17 +110,17 @@ def rows(run: Run, items: list[Item]) -> list[dict[str, Any]]:
             cells.append((text, num(judge) if override is not None else ""))
         out.append(
             {
-                "pk": item.pk,
-                "position": item.position,
-                "key": item.key,
-                "tags": ", ".join(str(tag) for tag in item.tags or []),
+                "pk": str(pk),
+                "position": str(item["position"]),
+                "key": item["key"],
+                "tags": ", ".join(str(tag) for tag in item["tags"] or []),
                 "status_class": STATUS[status][0],
                 "status": STATUS[status][1],
                 "cells": cells,
                 "reviewed": bool(scores)
                 and all(o is not None or c is not None for _, _, o, c in scores.values()),
-                "assignee": assignees.get(item.pk, ""),
-                "holder": holders.get(item.pk, ""),
+                "assignee": assignees.get(pk, ""),
+                "holder": holders.get(pk, ""),
             }
         )
     return out
