@@ -28,7 +28,6 @@ Score keeps its override fields: `final_value` stays the override wherever there
 
 import asyncio
 import json
-import math
 import time
 from argparse import ArgumentParser
 from collections.abc import Iterable
@@ -70,6 +69,15 @@ class JudgeContext:
     input_columns: list[str] | None
     hidden_columns: set[str]
     metric_needs_reference: bool = True
+    # This chunk's requests in flight, at most the endpoint's limit (made lazily in the loop).
+    limit: int = 1
+    _requests: asyncio.Semaphore | None = None
+
+    @property
+    def requests(self) -> asyncio.Semaphore:
+        if self._requests is None:
+            self._requests = asyncio.Semaphore(self.limit)
+        return self._requests
 
 
 @dataclass(slots=True)
@@ -201,13 +209,10 @@ class JudgeKind(RunKind):
         return counts["done"], counts["failed"]
 
     def lanes(self, run: Run) -> int:
-        if not run.endpoint_id:
-            return RULE_LANES
-        limit = run.endpoint.concurrency_limit
-        if run.mode == Run.Mode.RETRY_FAILED:
-            return limit  # mostly one failed round per item
-        # Each item asks all its rounds at once: this many items keep the limit busy.
-        return max(1, math.ceil(limit / run.judge.rounds))
+        # As many items at once as the endpoint takes requests; their rounds then share the
+        # limit through the chunk's own semaphore (JudgeContext.requests), so a round waiting
+        # for its turn waits locally instead of polling the shared limit in Redis.
+        return run.endpoint.concurrency_limit if run.endpoint_id else RULE_LANES
 
     # -- loading work ------------------------------------------------------------------------
     def prepare(self, run: Run) -> JudgeContext:
@@ -241,6 +246,7 @@ class JudgeKind(RunKind):
             metric_needs_reference=(
                 get_metric(spec.metric).needs_reference if spec.kind == Judge.Kind.METRIC else True
             ),
+            limit=endpoint.concurrency_limit if endpoint is not None else 1,
         )
 
     def load_units(self, run: Run, ctx: JudgeContext, keys: list[str]) -> list[JudgeUnit]:
@@ -397,7 +403,8 @@ class JudgeKind(RunKind):
         self, ctx: JudgeContext, unit: JudgeUnit, number: int, call: Call
     ) -> RoundOutcome:
         try:
-            reply = await call.chat(unit.messages, round=number, **ctx.params)
+            async with ctx.requests:
+                reply = await call.chat(unit.messages, round=number, **ctx.params)
         except LLMError as exc:
             if exc.fatal:
                 raise

@@ -1,0 +1,177 @@
+"""Judge throughput through the real path: one RQ worker process, the real engine and judge
+kind, the real openai SDK, SQLite, against the loopback test LLM server in its own process.
+
+For each (rounds per item, in-flight limit) a rubric judge run over 2,000 responses (a
+dataset's response column, two subjects, JSON replies) is started while one worker waits.
+Requests/s (items/s × rounds) is measured from the run's start to its end (and, stricter, from
+the launch, which includes the worker picking the job up) and compared with the ceiling,
+in-flight ÷ latency. Goal: ratio >= 0.85 at 32 in flight; as high as possible at 128 (where
+one process's SDK client is the limit, see tests/llm_server.py's notes).
+
+    .venv/bin/python bench/bench_judge.py [--items 2000] [--latency 0.1] [--inflight 32 128]
+                                          [--rounds 1 3]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+GOALS = {32: 0.85}
+
+from bench.bench_generation import start_redis  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--inflight", type=int, nargs="+", default=[32, 128])
+    parser.add_argument("--rounds", type=int, nargs="+", default=[1, 3])
+    parser.add_argument("--chunk-size", type=int, default=200)
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="evalsite-bench-judge-"))
+    redis_proc, redis_url = start_redis(tmp)
+    os.environ.update(
+        EVALSITE_DATA_DIR=str(tmp),
+        DATABASE_URL=f"sqlite:///{tmp / 'bench.sqlite3'}",
+        REDIS_URL=redis_url,
+        DJANGO_SETTINGS_MODULE="evalsite.settings",
+        LOG_LEVEL="WARNING",
+    )
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import transaction
+
+    from apps.datasets.models import Dataset, Item, Task
+    from apps.judges.kind import create_judge_run
+    from apps.judges.models import Judge, Score
+    from apps.runs.models import Endpoint, Run
+    from tests.llm_server import LLMServer
+
+    call_command("migrate", verbosity=0)
+    task = Task.objects.create(slug="bench", name="Bench")
+    dataset = Dataset.objects.create(
+        task=task,
+        name="bench",
+        format="csv",
+        status="ready",
+        row_count=args.items,
+        columns=["question", "gold", "response"],
+        mapping={
+            "input_columns": ["question"],
+            "reference_column": "gold",
+            "response_columns": ["response"],
+        },
+    )
+    Item.objects.bulk_create(
+        Item(
+            dataset=dataset,
+            position=i,
+            key=str(i),
+            fields={
+                "question": f"Question {i}: what is {i} times {i}?",
+                "gold": str(i * i),
+                "response": f"It is {i * i}, since {i} times {i} is {i * i}.",
+            },
+            reference=str(i * i),
+        )
+        for i in range(args.items)
+    )
+    server = LLMServer.spawn()
+    reply = json.dumps({"reason": "Correct and clear.", "accuracy": 5, "clarity": 4})
+    server.configure(latency=args.latency, log_size=10, default_reply=reply)
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "rqworker", "default"],
+        cwd=ROOT,
+        env=dict(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    failed_goal = False
+    try:
+        time.sleep(3)  # the worker is up and waiting, as in production
+        print(
+            f"{args.items} items, {args.latency * 1000:.0f} ms latency, rubric judge with 2 "
+            "subjects, one worker, SQLite"
+        )
+        print(
+            f"{'rounds':>6} {'in flight':>9} {'items/s':>8} {'requests/s':>10} {'ceiling':>8} "
+            f"{'ratio':>6} {'from launch':>12} {'peak':>5}  goal"
+        )
+        for rounds in args.rounds:
+            judge = Judge.objects.create(
+                task=task,
+                name=f"bench-{rounds}",
+                kind=Judge.Kind.RUBRIC,
+                subjects=[
+                    {"name": "accuracy", "min": 1, "max": 5},
+                    {"name": "clarity", "min": 1, "max": 5},
+                ],
+                n_iter=rounds,
+            )
+            for inflight in args.inflight:
+                endpoint = Endpoint.objects.create(
+                    name=f"bench-{rounds}-{inflight}",
+                    base_url=server.base_url,
+                    model="test-model",
+                    concurrency_limit=inflight,
+                    timeout_seconds=30,
+                    api_key_secret="sk-bench",
+                )
+                server.reset(stats_only=True)
+                launched = time.monotonic()
+                with transaction.atomic():
+                    run = create_judge_run(
+                        judge,
+                        endpoint=endpoint,
+                        dataset=dataset,
+                        source_column="response",
+                        chunk_size=args.chunk_size,
+                        logging_mode="none",
+                    )
+                while not Run.objects.get(pk=run.pk).is_terminal:
+                    time.sleep(0.02)
+                landed = time.monotonic()
+                run.refresh_from_db()
+                if run.status != Run.Status.COMPLETED:
+                    raise SystemExit(f"run ended {run.status}: {run.error[-2000:]}")
+                scored = Score.objects.filter(run=run, status="ok").count()
+                assert scored == 2 * args.items, scored
+                seconds = (run.finished_at - run.started_at).total_seconds()
+                items_rate = run.done / seconds
+                rate = items_rate * rounds
+                ceiling = inflight / args.latency
+                from_launch = run.done * rounds / (landed - launched) / ceiling
+                peak = server.stats(log=False)["peak_concurrency"]
+                goal = GOALS.get(inflight)
+                verdict = "" if goal is None else ("ok" if rate / ceiling >= goal else "MISSED")
+                failed_goal |= verdict == "MISSED"
+                print(
+                    f"{rounds:>6} {inflight:>9} {items_rate:>8.1f} {rate:>10.1f} {ceiling:>8.0f} "
+                    f"{rate / ceiling:>6.2f} {from_launch:>12.2f} {peak:>5}  "
+                    f"{'>= ' + str(goal) if goal else 'max'} {verdict}",
+                    flush=True,
+                )
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+        server.stop()
+        redis_proc.terminate()
+        redis_proc.wait(timeout=10)
+        shutil.rmtree(tmp, ignore_errors=True)
+    sys.exit(1 if failed_goal else 0)
+
+
+if __name__ == "__main__":
+    main()
