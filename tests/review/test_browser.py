@@ -131,7 +131,7 @@ def hostile_run():
         subjects=[{"name": "accuracy", "min": 1, "max": 5}],
         n_iter=2,
     )
-    by_column = make_judge_run(dataset, judge=judge, label=f"label {EVIL}")
+    by_column = make_judge_run(dataset, judge=judge, label=f"label {PAYLOADS[0]} {PAYLOADS[2]}")
     by_run = make_judge_run(dataset, judge=judge, source_run=generation, label="from-run")
     for run in (by_column, by_run):
         judge_item(
