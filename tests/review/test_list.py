@@ -293,3 +293,11 @@ def test_retry_goes_to_the_judge_run_engine(reviewer, run_with_states):
     assert run.is_active  # queued until a worker picks it up
     _, messages = bulk(reviewer, run, "retry", [items[4]])
     assert messages == ["This run is still going; cancel it first or wait for it to end."]
+
+
+def test_the_bulk_form_carries_the_filters_of_the_table_shown(reviewer, run_with_states):
+    run, _ = run_with_states
+    html = reviewer.get(
+        reverse("review:run", args=[run.pk]), {"status": "failed"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert '<input type="hidden" name="status" value="failed" form="bulk">' in html
