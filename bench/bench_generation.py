@@ -56,12 +56,66 @@ def start_redis(workdir: Path) -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
+def wait_for_worker(timeout: float = 60) -> None:
+    import django_rq
+    from rq import Worker
+
+    connection = django_rq.get_connection("default")
+    deadline = time.monotonic() + timeout
+    while not Worker.all(connection=connection):
+        if time.monotonic() > deadline:
+            raise SystemExit("the worker did not start")
+        time.sleep(0.1)
+    time.sleep(0.5)
+
+
+def bare_sdk(base_url: str, inflight: int, items: int) -> float:
+    """items/s of a bare loop: the same SDK calls with nothing else (no engine, no database).
+    The machine is shared, so this says what the machine allows right now."""
+    import asyncio
+    import json
+
+    import httpx2
+    import openai
+
+    async def main() -> float:
+        limits = httpx2.Limits(max_connections=inflight, max_keepalive_connections=inflight)
+        http = openai.DefaultAioHttpClient(limits=limits, timeout=30)
+        client = openai.AsyncOpenAI(
+            api_key="sk-bench", base_url=base_url, max_retries=0, http_client=http
+        )
+        todo = list(range(items))
+
+        async def lane() -> None:
+            while todo:
+                i = todo.pop()
+                messages = [
+                    {"role": "system", "content": "Answer briefly."},
+                    {"role": "user", "content": f"Question {i}: what is {i} times {i}?"},
+                ]
+                response = await client.post(
+                    "/chat/completions",
+                    body={"model": "test-model", "messages": messages},
+                    cast_to=httpx2.Response,
+                )
+                json.loads(await response.aread())
+
+        started = time.perf_counter()
+        await asyncio.gather(*(lane() for _ in range(inflight)))
+        seconds = time.perf_counter() - started
+        await client.close()
+        return items / seconds
+
+    return asyncio.run(main())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--inflight", type=int, nargs="+", default=[8, 32, 128])
     parser.add_argument("--chunk-size", type=int, default=200)
+    parser.add_argument("--no-baseline", action="store_true", help="skip the bare-SDK loop")
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="evalsite-bench-generation-"))
@@ -118,11 +172,11 @@ def main() -> None:
     )
     failed_goal = False
     try:
-        time.sleep(3)  # the worker is up and waiting, as in production
+        wait_for_worker()  # up and waiting, as in production
         print(f"{args.items} items, {args.latency * 1000:.0f} ms latency, one worker, SQLite")
         print(
-            f"{'in flight':>9} {'items/s':>9} {'ceiling':>8} {'ratio':>6} "
-            f"{'from launch':>12} {'peak':>5}  goal"
+            f"{'in flight':>9} {'items/s':>9} {'ceiling':>8} {'ratio':>6} {'from launch':>12} "
+            f"{'peak':>5} {'bare SDK':>9}  goal"
         )
         for inflight in args.inflight:
             endpoint = Endpoint.objects.create(
@@ -135,12 +189,11 @@ def main() -> None:
             )
             server.reset(stats_only=True)
             launched = time.monotonic()
-            launched_wall = time.time()
             run = create_generation_run(
                 dataset, endpoint, template, chunk_size=args.chunk_size, logging_mode="none"
             )
             while not Run.objects.get(pk=run.pk).is_terminal:
-                time.sleep(0.02)
+                time.sleep(0.1)
             landed = time.monotonic()
             run.refresh_from_db()
             if run.status != Run.Status.COMPLETED:
@@ -150,29 +203,24 @@ def main() -> None:
             ceiling = inflight / args.latency
             from_launch = run.done / (landed - launched) / ceiling
             peak = server.stats(log=False)["peak_concurrency"]
-            if os.environ.get("BENCH_DEBUG"):
-                import django_rq
-
-                job = django_rq.get_queue("default").fetch_job(f"run-{run.pk}-e1-chunk-0")
-                print(
-                    "  enqueued",
-                    job.enqueued_at.timestamp() - launched_wall,
-                    "job started",
-                    job.started_at.timestamp() - launched_wall,
-                    "run started",
-                    run.started_at.timestamp() - launched_wall,
-                    "run finished",
-                    run.finished_at.timestamp() - launched_wall,
-                    "seen",
-                    landed - launched,
-                )
             goal = GOALS.get(inflight)
             verdict = "" if goal is None else ("ok" if rate / ceiling >= goal else "MISSED")
             failed_goal |= verdict == "MISSED"
+            bare = ""
+            if not args.no_baseline:
+                bare_rate = bare_sdk(server.base_url, inflight, min(args.items, 50 * inflight))
+                bare = f"{bare_rate / ceiling:.2f}"
             print(
                 f"{inflight:>9} {rate:>9.1f} {ceiling:>8.0f} {rate / ceiling:>6.2f} "
-                f"{from_launch:>12.2f} {peak:>5}  {'>= ' + str(goal) if goal else 'max'} {verdict}"
+                f"{from_launch:>12.2f} {peak:>5} {bare:>9}  "
+                f"{'>= ' + str(goal) if goal else 'max'} {verdict}"
             )
+        print(
+            "ratio: the run's own items/s (its start to its end) / ceiling. from launch: the same, "
+            "timed from the click\n(includes RQ handing the job to the worker). bare SDK: the "
+            "same requests in a bare asyncio loop with\nno engine, Redis or database: what this "
+            "(shared) machine allows right now."
+        )
     finally:
         worker.terminate()
         worker.wait(timeout=30)

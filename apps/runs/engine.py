@@ -18,9 +18,10 @@ A chunk job (`run_chunk`, wrapped by `apps.runs.jobs.guarded`)
     enqueued jobs always cover the list. `lanes` coroutines perform units concurrently with
     one `LLM` (one AsyncOpenAI client) per chunk; every request takes a slot of the
     endpoint's concurrency limit and a turn of its rate limit, both in Redis (apps.runs.limits).
-    Results are committed in small batches (at least every `FLUSH_EVERY` results and 0.2 s
-    apart, and never later than `FLUSH_AFTER` s), so SIGKILL loses only what was in flight.
-    A writer task commits them, so lanes never wait for the database.
+    A writer task commits results in small batches, so lanes never wait for the database: when
+    `FLUSH_EVERY` results wait (at most every `FLUSH_GAP` s, so a fast run writes bigger
+    batches) and whenever the oldest has waited `FLUSH_AFTER` s. SIGKILL loses what was in
+    flight and at most that last second of answers; the units stay pending for resume.
     A heartbeat task renews leases, writes `Run.heartbeat_at`, and notices cancel, a fatal
     endpoint error, a failed run or a newer epoch within a second; lanes then stop asking.
     The job that leaves last (no live job lease, list empty) finalizes the run with exact
@@ -35,7 +36,8 @@ The `RunKind` interface (register an instance with `register(kind)`)
     settled_counts(run, mode) -> (done, failed)         results that are not pending
     lanes(run) -> int                                   concurrent units per chunk
     prepare(run) -> ctx                                 once per chunk, DB thread (templates, judge…)
-    load_units(run, ctx, keys) -> list[unit]            DB thread: everything perform needs
+    load_units(run, ctx, keys) -> list[unit]            DB thread: everything perform needs;
+                                                        a unit has `.item_id` (for the logs)
     async perform(run, ctx, unit, call) -> Result       no DB here; call.chat(messages) for LLM
                                                         requests (raises LLMError; re-raise it
                                                         when .fatal), call.record(Attempt) for
@@ -47,6 +49,13 @@ The `RunKind` interface (register an instance with `register(kind)`)
     on_finished(run)                                    after a completed run (e.g. auto-judge)
     add_cli_arguments(parser), create_from_cli(options, user) -> Run   `start_run <kind> …`
     The engine writes AttemptLog rows from `Result.attempts` per the run's logging mode.
+    Kinds register in their app's `ready()`; `start_run <kind>` finds them in `KINDS`.
+
+Lifecycle: queued → running (the first chunk is ready to send) → completed / completed with
+failures / cancelled / failed (a crashed job via apps.runs.jobs.guarded, or a fatal endpoint
+error such as a refused key, with a plain message). Redis keys: evalsite:run:<id>:e<epoch>:todo
+(the work list), …:jobs (live chunk leases), evalsite:run:<id>:epoch and :stop (read by every
+chunk's heartbeat), evalsite:endpoint:<id>:inflight and :rate (apps.runs.limits).
 """
 
 import asyncio
