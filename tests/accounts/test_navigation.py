@@ -7,7 +7,7 @@ from tests.base import make_user
 EXPECTED_NAV = {
     "admin": ["Tasks", "Datasets", "Runs", "Review", "Leaderboards", "Endpoints", "Admin"],
     "reviewer": ["Tasks", "Datasets", "Runs", "Review", "Leaderboards"],
-    "viewer": ["Tasks", "Datasets", "Runs", "Leaderboards"],
+    "viewer": ["Tasks", "Datasets", "Runs", "Review", "Leaderboards"],
 }
 
 
