@@ -249,7 +249,7 @@ def sample_tests(tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 def test_bin_test_passes_and_counts_when_tests_pass(sample_tests):
-    result = run_bin_test(str(sample_tests))
+    result = run_bin_test(str(sample_tests), "-q")  # counted at any verbosity
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines()[-1] == "sqlite: 1 passed, 0 failed"
 
