@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Avg, Count, Exists, F, FloatField, Max, Min, OuterRef, Q, QuerySet, Sum
+from django.db.models import Avg, Count, F, FloatField, Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import Cast, Floor
 
 from apps.datasets.models import Item
@@ -213,25 +213,30 @@ class ItemFilters:
 
 
 def filtered_items(run: Run, filters: ItemFilters) -> QuerySet[Item]:
+    """Items of the run's dataset under the filters.
+
+    Each filter is `id IN (scores that match)`: the database reads the matching scores once
+    through an index ((run, status), (run, subject, final_value)). A correlated EXISTS per
+    item let SQLite walk every failed score for each of 100k items (two minutes).
+    """
     items = Item.objects.filter(dataset_id=run.dataset_id)
-    scores = Score.objects.filter(run_id=run.pk, item=OuterRef("pk"))
+    scores = Score.objects.filter(run_id=run.pk)
+    failed = scores.filter(status=Score.Status.FAILED).values("item_id")
     if filters.status == "failed":
-        items = items.filter(Exists(scores.filter(status=Score.Status.FAILED)))
+        items = items.filter(id__in=failed)
     elif filters.status == "ok":
-        items = items.filter(Exists(scores)).exclude(
-            Exists(scores.filter(status=Score.Status.FAILED))
-        )
+        items = items.filter(id__in=scores.values("item_id")).exclude(id__in=failed)
     elif filters.status == "pending":
-        items = items.exclude(Exists(scores))
+        items = items.exclude(id__in=scores.values("item_id"))
     if filters.low is not None or filters.high is not None:
         in_range = scores.filter(subject=filters.subject, final_value__isnull=False)
         if filters.low is not None:
             in_range = in_range.filter(final_value__gte=filters.low)
         if filters.high is not None:
             in_range = in_range.filter(final_value__lte=filters.high)
-        items = items.filter(Exists(in_range))
+        items = items.filter(id__in=in_range.values("item_id"))
     if filters.disagree:
-        items = items.filter(Exists(scores.filter(spread__gt=0)))
+        items = items.filter(id__in=scores.filter(spread__gt=0).values("item_id"))
     return items.tagged(filters.tag)
 
 

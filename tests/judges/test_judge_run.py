@@ -222,6 +222,36 @@ def test_logging_mode_all_keeps_good_attempts_too(task, endpoint, llm_server):
     assert sorted(logs.values_list("round", flat=True)) == [0, 0, 1, 1]
 
 
+def test_a_refused_key_stops_the_run_with_a_plain_message(task, endpoint, llm_server):
+    dataset = make_dataset(task, 6)
+    llm_server.configure(require_key="sk-another-key", default_reply=rubric_reply(3, 3))
+    run = start(make_judge(task), endpoint=endpoint, dataset=dataset, source_column="response")
+    work()
+    run.refresh_from_db()
+    assert run.status == Run.Status.FAILED
+    assert run.error.startswith("Stopped: the API key was refused (401)")
+    assert "sk-test-judge" not in run.error
+    assert not Score.objects.filter(run=run).exists()  # not scored, and not failed items either
+    # Only the few requests in flight when the refusal came were sent.
+    assert llm_server.stats()["requests"] <= endpoint.concurrency_limit
+
+
+def test_logging_mode_none_keeps_rounds_but_no_attempts(task):
+    dataset = make_dataset(task, 3, reference=lambda i: "B", response=lambda i: ["B", "C", "?"][i])
+    run = start(
+        make_judge(task, Judge.Kind.MCQ_RULE),
+        dataset=dataset,
+        source_column="response",
+        logging_mode=LoggingMode.NONE,
+    )
+    work()
+    run.refresh_from_db()
+    assert (run.done, run.failed) == (2, 1)
+    assert not AttemptLog.objects.filter(run=run).exists()
+    failed = rounds_of(run, 2)[0]
+    assert failed.error_kind == ErrorKind.UNPARSEABLE and failed.raw_reply == "?"
+
+
 # ---- structured output --------------------------------------------------------------------------
 def test_structured_output_is_asked_for_only_where_supported(task, endpoint, llm_server):
     dataset = make_dataset(task, 2)

@@ -111,3 +111,42 @@ def test_kill_and_resume_keeps_finished_rounds(task, endpoint, llm_server, worke
     asked = "\n".join(m["content"] for entry in log for m in entry["messages"])
     for item in dataset.items.filter(pk__in=judged):
         assert f"answer number {item.position}\n</response>" not in asked
+
+
+def test_cancel_stops_asking_and_resume_finishes_the_rest(task, endpoint, llm_server, workers):
+    from apps.runs.engine import cancel
+
+    dataset = make_dataset(task, ITEMS)
+    judge = make_judge(task, n_iter=ROUNDS)
+    llm_server.configure(latency=0.25, default_reply=rubric_reply(2, 2))
+    with transaction.atomic():
+        run = create_judge_run(judge, endpoint=endpoint, dataset=dataset, source_column="response")
+    workers()
+    wait_for(
+        lambda: Score.objects.filter(run=run, subject="accuracy").count() >= 4,
+        timeout=90,
+        what="some items judged",
+    )
+    cancel(run)
+    wait_for(
+        lambda: Run.objects.get(pk=run.pk).status == Run.Status.CANCELLED,
+        timeout=30,
+        what="the run to stop",
+    )
+    run.refresh_from_db()
+    judged = Score.objects.filter(run=run, subject="accuracy").count()
+    assert judged < ITEMS and run.done == judged
+    assert JudgeRound.objects.filter(run=run).count() == ROUNDS * judged
+    requests = llm_server.stats(log=False)["requests"]
+    assert requests < ROUNDS * ITEMS
+
+    with transaction.atomic():
+        assert launch(run, Run.Mode.RESUME) == ITEMS - judged
+    wait_for(
+        lambda: Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED,
+        timeout=90,
+        what="the resumed run to finish",
+    )
+    run.refresh_from_db()
+    assert (run.done, run.failed) == (ITEMS, 0)
+    assert JudgeRound.objects.filter(run=run).count() == ROUNDS * ITEMS
