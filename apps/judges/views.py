@@ -22,7 +22,8 @@ from apps.runs.models import ErrorKind, Run
 def judge_list(request: HttpRequest) -> HttpResponse:
     judges = Judge.objects.latest_versions().select_related("task")
     task = Task.objects.filter(slug=request.GET.get("task", "")).first()
-    context: dict[str, Any] = {"task": task}
+    # ?responses=run:ID (from a generation run's page) is handed on to the judge's start form.
+    context: dict[str, Any] = {"task": task, "responses": request.GET.get("responses", "")}
     if task is not None:
         judges = judges.filter(task=task)
         context["default_form"] = DefaultJudgeForm(task=task)

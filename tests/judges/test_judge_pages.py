@@ -165,6 +165,15 @@ def test_start_a_judge_run_from_the_judge_page(task, reviewer_client, endpoint):
     judge = make_judge(task)
     page = reviewer_client.get(judge.get_absolute_url()).content.decode()
     assert f"run:{source.pk}" in page and f"column:{dataset.pk}:response" in page
+    # From the generation run's page: the judges list hands the run on to the start form.
+    run_page = reviewer_client.get(source.get_absolute_url()).content.decode()
+    assert f"responses=run:{source.pk}" in run_page
+    listing = reviewer_client.get(
+        reverse("judges:list"), {"task": task.slug, "responses": f"run:{source.pk}"}
+    )
+    assert f"?responses=run%3A{source.pk}" in listing.content.decode()
+    chosen = reviewer_client.get(judge.get_absolute_url(), {"responses": f"run:{source.pk}"})
+    assert f'<option value="run:{source.pk}" selected>' in chosen.content.decode()
     url = reverse("judges:start", args=[judge.pk])
     form = {"responses": f"run:{source.pk}", "logging_mode": "failed", "chunk_size": "50"}
     response = reviewer_client.post(url, form)
