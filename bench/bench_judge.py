@@ -171,6 +171,7 @@ def main() -> None:
                     f"{'>= ' + str(goal) if goal else 'max'} {verdict}",
                     flush=True,
                 )
+        rule_based(task, dataset)
         if args.results_items:
             failed_goal |= results_page(task, args.results_items)
     finally:
@@ -181,6 +182,34 @@ def main() -> None:
         redis_proc.wait(timeout=10)
         shutil.rmtree(tmp, ignore_errors=True)
     sys.exit(1 if failed_goal else 0)
+
+
+def rule_based(task: object, dataset: object) -> None:
+    """A metric judge over the same responses: no API, the engine and the database only."""
+    from django.db import transaction
+
+    from apps.judges.kind import create_judge_run
+    from apps.judges.models import Judge
+    from apps.runs.models import Run
+
+    judge = Judge.objects.create(
+        task=task,
+        name="bench-metric",
+        kind=Judge.Kind.METRIC,
+        metric="token_f1",
+        subjects=[{"name": "token_f1", "min": 0, "max": 100}],
+    )
+    with transaction.atomic():
+        run = create_judge_run(
+            judge, dataset=dataset, source_column="response", logging_mode="none"
+        )
+    while not Run.objects.get(pk=run.pk).is_terminal:
+        time.sleep(0.02)
+    run.refresh_from_db()
+    if run.status != Run.Status.COMPLETED:
+        raise SystemExit(f"run ended {run.status}: {run.error[-2000:]}")
+    rate = run.done / (run.finished_at - run.started_at).total_seconds()
+    print(f"\nrule-based (token F1, no API): {run.done} items at {rate:.0f} items/s")
 
 
 def results_page(task: object, items: int) -> bool:
