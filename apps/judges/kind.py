@@ -40,7 +40,7 @@ from django.db.models import Count, F, Q, QuerySet
 from apps.datasets.models import Dataset, Item
 from apps.judges.aggregation import aggregate, spread
 from apps.judges.metrics import get_metric
-from apps.judges.models import ArchivedRound, Judge, JudgeRound, RetryScope, Score
+from apps.judges.models import ArchivedRound, Judge, JudgeRound, RetryScope, Score, ScoreEvent
 from apps.judges.parsing import AnswerKeyError, JudgeReplyError, parse_answer_key
 from apps.judges.prompts import PromptError, build_mcq_judge_messages, build_rubric_messages
 from apps.judges.scoring import JudgeSpec, score_text
@@ -584,6 +584,12 @@ class JudgeKind(RunKind):
             unique_fields=["run", "item", "round"],
             update_fields=list(self.ROUND_FIELDS),
         )
+        before = {
+            (item_id, subject): value
+            for item_id, subject, value in Score.objects.filter(
+                run_id=run.pk, item_id__in=ids, confirmed_at__isnull=False
+            ).values_list("item_id", "subject", "judge_value")
+        }
         Score.objects.bulk_create(
             self._scores(run, redo),
             update_conflicts=True,
@@ -593,6 +599,45 @@ class JudgeKind(RunKind):
         # A reviewer's override outlives re-judging: the final value stays theirs.
         Score.objects.filter(run_id=run.pk, item_id__in=ids, override_value__isnull=False).update(
             final_value=F("override_value")
+        )
+        # A page opened before the re-judge must not confirm a value its reviewer never saw.
+        Score.objects.filter(run_id=run.pk, item_id__in=ids).update(revision=F("revision") + 1)
+        self._withdraw_stale_confirmations(run, before)
+
+    @staticmethod
+    def _withdraw_stale_confirmations(
+        run: Run, before: dict[tuple[int, str], float | None]
+    ) -> None:
+        """A confirmation agrees with one judge value; when the judge changes it, it lapses."""
+        if not before:
+            return
+        confirmed = Score.objects.filter(
+            run_id=run.pk,
+            item_id__in={item_id for item_id, _ in before},
+            confirmed_at__isnull=False,
+        )
+        stale = [
+            s
+            for s in confirmed
+            if before.get((s.item_id, s.subject), s.judge_value) != s.judge_value
+        ]
+        if not stale:
+            return
+        Score.objects.filter(pk__in=[s.pk for s in stale]).update(
+            confirmed_by=None, confirmed_at=None
+        )
+        ScoreEvent.objects.bulk_create(
+            ScoreEvent(
+                score_id=s.pk,
+                kind=ScoreEvent.Kind.REJUDGE,
+                old_value=before[(s.item_id, s.subject)],
+                new_value=s.final_value,
+                reason=(
+                    f"Re-judged from {before[(s.item_id, s.subject)]} to {s.judge_value}: "
+                    "the confirmation was withdrawn."
+                ),
+            )
+            for s in stale
         )
 
     @staticmethod
@@ -642,6 +687,15 @@ class JudgeKind(RunKind):
         return rows
 
     # -- the command line -----------------------------------------------------------------------
+    def on_finished(self, run: Run) -> None:
+        # Build the leaderboard summary in the worker, so the first board view is fast.
+        from apps.leaderboards.jobs import refresh_summary
+        from apps.runs.queue import enqueue
+
+        enqueue(
+            refresh_summary, run.pk, job_id=f"board-summary-{run.pk}-e{run.epoch}", timeout=1800
+        )
+
     def add_cli_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument(
             "--responses",

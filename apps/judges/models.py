@@ -509,6 +509,9 @@ class ScoreEvent(models.Model):
         OVERRIDE = "override", "Override"
         CONFIRM = "confirm", "Confirm"
         REVERT = "revert", "Revert"
+        # The judge gave a reviewed score a new value on a re-run: the confirmation of the
+        # old value no longer holds, so it is withdrawn (the override, if any, stays).
+        REJUDGE = "rejudge", "Re-judged"
 
     score = models.ForeignKey(Score, on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=16, choices=Kind.choices)

@@ -5,9 +5,9 @@ import pytest
 from tests.base import make_user
 
 EXPECTED_NAV = {
-    "admin": ["Tasks", "Datasets", "Runs", "Review", "Leaderboards", "Endpoints", "Admin"],
-    "reviewer": ["Tasks", "Datasets", "Runs", "Review", "Leaderboards"],
-    "viewer": ["Tasks", "Datasets", "Runs", "Review", "Leaderboards"],
+    "admin": ["Tasks", "Datasets", "Runs", "Judges", "Review", "Leaderboards", "Endpoints", "Admin"],
+    "reviewer": ["Tasks", "Datasets", "Runs", "Judges", "Review", "Leaderboards"],
+    "viewer": ["Tasks", "Datasets", "Runs", "Judges", "Review", "Leaderboards"],
 }
 
 

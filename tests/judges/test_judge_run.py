@@ -7,7 +7,15 @@ import pytest
 from django.db import transaction
 
 from apps.judges.kind import JudgeRunError, create_judge_run, retry_items
-from apps.judges.models import ArchivedRound, Judge, JudgeRound, RetryScope, Score, ScoreEvent
+from apps.judges.models import (
+    ArchivedRound,
+    Judge,
+    JudgeRound,
+    RetryScope,
+    Score,
+    ScoreEvent,
+    StaleScore,
+)
 from apps.runs.engine import launch
 from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Run
 from tests.judges.conftest import (
@@ -519,6 +527,49 @@ def test_overrides_survive_a_rejudge(task, endpoint, llm_server, reviewer_user):
     # Overwrite keeps history: the replaced rounds are archived with their old values.
     assert ArchivedRound.objects.filter(run=run).count() == 2
     assert {a.values["accuracy"] for a in ArchivedRound.objects.filter(run=run)} == {4}
+
+
+def test_a_finished_judge_run_builds_its_leaderboard_summary_in_the_worker(
+    task, endpoint, llm_server
+):
+    from apps.leaderboards.models import RunSummary
+
+    dataset = make_dataset(task, 2)
+    llm_server.configure(default_reply=rubric_reply(4, 3))
+    run = start(make_judge(task), endpoint=endpoint, dataset=dataset, source_column="response")
+    assert not RunSummary.objects.filter(run=run).exists()
+    work()
+    run.refresh_from_db()
+    assert run.status == Run.Status.COMPLETED
+    assert RunSummary.objects.filter(run=run).exists()  # built by the worker, not by a page view
+
+
+def test_a_rejudge_withdraws_confirmations_of_changed_values_and_stales_open_pages(
+    task, endpoint, llm_server, reviewer_user
+):
+    dataset = make_dataset(task, 1)
+    llm_server.configure(default_reply=rubric_reply(4, 4))
+    run = start(make_judge(task), endpoint=endpoint, dataset=dataset, source_column="response")
+    work()
+    accuracy, clarity = scores_of(run, 0)["accuracy"], scores_of(run, 0)["clarity"]
+    accuracy.confirm(reviewer_user)
+    clarity.confirm(reviewer_user)
+    seen_revision = clarity.revision
+
+    llm_server.configure(default_reply=rubric_reply(2, 4))  # accuracy changes, clarity does not
+    with transaction.atomic():
+        assert launch(run, Run.Mode.OVERWRITE) == 1
+    work()
+    accuracy.refresh_from_db()
+    clarity.refresh_from_db()
+    assert accuracy.judge_value == 2 and accuracy.confirmed_at is None
+    event = accuracy.events.last()
+    assert event.kind == ScoreEvent.Kind.REJUDGE and (event.old_value, event.new_value) == (4, 2)
+    assert clarity.confirmed_by == reviewer_user  # the value it agreed with still stands
+    assert clarity.events.last().kind == ScoreEvent.Kind.CONFIRM
+    # A page rendered before the re-judge cannot confirm the new value unseen.
+    with pytest.raises(StaleScore):
+        clarity.confirm(reviewer_user, expected_revision=seen_revision)
 
 
 def test_leaderboard_reads_the_scores(task, reviewer_user):
