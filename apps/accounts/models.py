@@ -27,3 +27,13 @@ class User(AbstractUser):
     @property
     def is_admin(self) -> bool:
         return self.has_role(self.Role.ADMIN)
+
+    # The admin role may do everything, the Django admin included, without
+    # per-model permissions to keep in step with the role.
+    def has_perm(self, perm: str, obj: object = None) -> bool:
+        return (self.is_active and self.role == self.Role.ADMIN) or super().has_perm(perm, obj)
+
+    def has_module_perms(self, app_label: str) -> bool:
+        return (self.is_active and self.role == self.Role.ADMIN) or super().has_module_perms(
+            app_label
+        )

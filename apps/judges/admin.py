@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from apps.judges.models import Judge, JudgeRound, Score, ScoreEvent
+from apps.judges.models import ArchivedRound, Judge, JudgeRound, Score, ScoreEvent
 
 
 @admin.register(Judge)
@@ -53,3 +53,9 @@ class ScoreAdmin(admin.ModelAdmin):
         "revision",
     )
     inlines = [ScoreEventInline]
+
+
+@admin.register(ArchivedRound)
+class ArchivedRoundAdmin(admin.ModelAdmin):
+    list_display = ("run", "item", "round", "status", "archived_at")
+    raw_id_fields = ("run", "item")
