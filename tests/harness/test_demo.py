@@ -86,3 +86,36 @@ def test_load_demo_keeps_existing_users_and_their_passwords():
     assert "demo-admin" not in output
     assert "password changed since" in output
     assert User.objects.get(username="viewer").role == "viewer"
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_demo_models_are_judged_by_the_worker_and_fill_the_leaderboard(admin_client):
+    from apps.judges.models import Score
+    from apps.runs.models import Run
+    from tests.base import run_burst_worker
+
+    load_demo()
+    task = Task.objects.get(slug="demo-mcq")
+    assert task.default_judge.kind == "mcq_rule"  # rule-based: the demo needs no API key
+    runs = Run.objects.filter(task=task, kind=Run.Kind.JUDGE)
+    assert sorted(runs.values_list("source_column", flat=True)) == ["model_a", "model_b"]
+
+    result = run_burst_worker()
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    for run in runs:
+        assert run.status == Run.Status.COMPLETED, (run.label, run.status, run.error)
+        assert run.scores.ok().count() == 12
+    scores = {
+        (s.run.source_column, s.item.key): s.final_value
+        for s in Score.objects.select_related("run", "item")
+    }
+    assert scores[("model_a", "q12")] == 100.0  # "The answer is A, C." for "A, C"
+    assert scores[("model_b", "q12")] == 0.0  # "C" alone
+    assert scores[("model_b", "q09")] == 100.0  # "答案是D"
+
+    board = admin_client.get(f"/leaderboards/{task.slug}/").content.decode()
+    assert "model_a" in board and "model_b" in board
+
+    load_demo()  # a second load starts nothing new
+    assert Run.objects.filter(task=task, kind=Run.Kind.JUDGE).count() == 2

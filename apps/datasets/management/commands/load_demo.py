@@ -11,6 +11,7 @@ from django.db import transaction
 from apps.accounts.models import User
 from apps.datasets.importing import import_dataset
 from apps.datasets.models import Dataset, Task
+from apps.judges.models import Judge
 
 # Demo logins, created only when the username is free. Change them before sharing a server.
 DEMO_USERS: list[tuple[str, str, str]] = [
@@ -22,6 +23,7 @@ DEMO_USERS: list[tuple[str, str, str]] = [
 TASK_SLUG = "demo-mcq"
 TASK_NAME = "Demo: multiple choice"
 DATASET_NAME = "general-knowledge-mcq"
+DEMO_JUDGE = "choice-match"
 RESPONSE_COLUMNS = ["model_a", "model_b"]
 COLUMNS = ["id", "subject", "question", "A", "B", "C", "D", "answer", *RESPONSE_COLUMNS]
 MAPPING = {
@@ -116,6 +118,9 @@ def ensure_demo_task(owner: User | None) -> tuple[Task, Dataset]:
         )
         dataset = Dataset.objects.filter(task=task, name=DATASET_NAME).order_by("version").first()
         if dataset is None:
+            # The default judge must exist before the import: the import then starts a judge
+            # run for each response column, and the worker fills the leaderboard at start-up.
+            ensure_demo_judge(task, owner)
             dataset = import_dataset(
                 task,
                 DATASET_NAME,
@@ -126,6 +131,26 @@ def ensure_demo_task(owner: User | None) -> tuple[Task, Dataset]:
                 file_name=f"{DATASET_NAME}.csv",
             )
     return task, dataset
+
+
+def ensure_demo_judge(task: Task, owner: User | None) -> Judge:
+    """A rule-based multiple-choice judge (no API key needed) as the task's default judge."""
+    judge, _ = Judge.objects.get_or_create(
+        task=task,
+        name=DEMO_JUDGE,
+        version=1,
+        defaults={
+            "kind": Judge.Kind.MCQ_RULE,
+            "label_type": Judge.LabelType.UPPER,
+            "label_count": 4,
+            "subjects": [{"name": "score", "min": 0, "max": 100}],
+            "created_by": owner,
+        },
+    )
+    if task.default_judge_id is None:
+        task.default_judge = judge
+        task.save(update_fields=["default_judge"])
+    return judge
 
 
 class Command(BaseCommand):
