@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from apps.datasets.models import Dataset, Item, Task
 
@@ -28,5 +29,7 @@ class ItemAdmin(admin.ModelAdmin):
     list_select_related = ("dataset",)
     show_full_result_count = False  # no COUNT(*) over 100k-item tables on every page
 
-    def has_change_permission(self, request, obj=None) -> bool:  # frozen data: see above
+    def has_change_permission(
+        self, request: HttpRequest, obj: object = None
+    ) -> bool:  # frozen data: see above
         return False

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from apps.judges.models import ArchivedRound, Judge, JudgeRound, Score, ScoreEvent
 
@@ -23,7 +24,9 @@ class ScoreEventInline(admin.TabularInline):
     can_delete = False
     readonly_fields = ("kind", "old_value", "new_value", "reason", "user", "created_at")
 
-    def has_add_permission(self, request, obj=None) -> bool:  # history is written by the app only
+    def has_add_permission(
+        self, request: HttpRequest, obj: object = None
+    ) -> bool:  # history is written by the app only
         return False
 
 

@@ -103,7 +103,9 @@ def _current(run: Run, params: QueryDict) -> Item | None:
     return run_items(run).filter(pk=int(after)).first() if after.isdigit() else None
 
 
-def _queue_end(request: HttpRequest, run: Run, current: Item | None, queue: Queue, forward: bool):
+def _queue_end(
+    request: HttpRequest, run: Run, current: Item | None, queue: Queue, forward: bool
+) -> HttpResponse:
     messages.info(
         request,
         f"No more items in this queue ({queue.label})." if forward else "This is the first item.",
