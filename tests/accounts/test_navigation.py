@@ -5,7 +5,16 @@ import pytest
 from tests.base import make_user
 
 EXPECTED_NAV = {
-    "admin": ["Tasks", "Datasets", "Runs", "Judges", "Review", "Leaderboards", "Endpoints", "Admin"],
+    "admin": [
+        "Tasks",
+        "Datasets",
+        "Runs",
+        "Judges",
+        "Review",
+        "Leaderboards",
+        "Endpoints",
+        "Admin",
+    ],
     "reviewer": ["Tasks", "Datasets", "Runs", "Judges", "Review", "Leaderboards"],
     "viewer": ["Tasks", "Datasets", "Runs", "Judges", "Review", "Leaderboards"],
 }
