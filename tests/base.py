@@ -4,6 +4,8 @@ import os
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from django.db import connection
@@ -77,3 +79,19 @@ def start_worker(**extra_env: str) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+def work(timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
+    """Let a real RQ worker process work the queue empty."""
+    result = run_burst_worker(timeout=timeout, **env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 60, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")

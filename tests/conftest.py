@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -14,7 +14,7 @@ import pytest
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 os.environ.setdefault("EVALSITE_TESTING", "1")
 
-from tests.base import PASSWORD, free_port, make_user
+from tests.base import PASSWORD, free_port, make_user, start_worker
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -187,3 +187,26 @@ def llm_server(_llm_server_process: LLMServer) -> LLMServer:
     """The session's test LLM server with default knobs and empty stats for this test."""
     _llm_server_process.reset()
     return _llm_server_process
+
+
+# ---- Workers -----------------------------------------------------------------------------
+@pytest.fixture
+def workers() -> Iterator[Callable[..., subprocess.Popen]]:
+    """Start long-running worker processes; every one still alive is stopped at the end."""
+    started: list[subprocess.Popen] = []
+
+    def _start(**env: str) -> subprocess.Popen:
+        proc = start_worker(**env)
+        started.append(proc)
+        return proc
+
+    yield _start
+    for proc in started:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in started:
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)

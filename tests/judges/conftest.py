@@ -2,9 +2,7 @@
 an endpoint on the loopback LLM server, judges of every kind, and real worker processes."""
 
 import json
-import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,7 +10,6 @@ import pytest
 from apps.datasets.models import Dataset, Item, Task, tags_text
 from apps.judges.models import Judge
 from apps.runs.models import Endpoint, Response, Run
-from tests.base import run_burst_worker, start_worker
 
 SUBJECTS = [
     {"name": "accuracy", "min": 1, "max": 5},
@@ -139,41 +136,3 @@ def endpoint(db, llm_server) -> Endpoint:
         max_retries=1,
         api_key_secret="sk-test-judge-0000",
     )
-
-
-def work(timeout: float = 120) -> subprocess.CompletedProcess:
-    """Let a real RQ worker process work the queue empty."""
-    result = run_burst_worker(timeout=timeout)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 60, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture
-def workers() -> Iterator[Callable[[], subprocess.Popen]]:
-    """Start long-running worker processes; every one still alive is stopped at the end."""
-    started: list[subprocess.Popen] = []
-
-    def _start() -> subprocess.Popen:
-        proc = start_worker()
-        started.append(proc)
-        return proc
-
-    yield _start
-    for proc in started:
-        if proc.poll() is None:
-            proc.terminate()
-    for proc in started:
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)

@@ -18,13 +18,13 @@ from apps.judges.models import (
 )
 from apps.runs.engine import launch
 from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Run
+from tests.base import work
 from tests.judges.conftest import (
     SUBJECTS,
     make_dataset,
     make_generation_run,
     make_judge,
     rubric_reply,
-    work,
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]

@@ -10,7 +10,8 @@ from apps.judges.models import Judge, Score
 from apps.runs.engine import launch
 from apps.runs.generation import create_generation_run
 from apps.runs.models import PromptTemplate, Run
-from tests.judges.conftest import make_dataset, make_judge, rubric_reply, work
+from tests.base import work
+from tests.judges.conftest import make_dataset, make_judge, rubric_reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

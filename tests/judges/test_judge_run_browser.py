@@ -8,7 +8,8 @@ from django.urls import reverse
 from apps.judges.kind import create_judge_run
 from apps.judges.models import Score
 from apps.runs.models import Run
-from tests.judges.conftest import make_dataset, make_judge, rubric_reply, wait_for, work
+from tests.base import wait_for, work
+from tests.judges.conftest import make_dataset, make_judge, rubric_reply
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

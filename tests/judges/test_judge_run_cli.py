@@ -11,8 +11,8 @@ from django.core.management.base import CommandError
 
 from apps.judges.models import Judge, Score
 from apps.runs.models import Run
-from tests.base import ROOT, subprocess_env
-from tests.judges.conftest import make_dataset, make_generation_run, make_judge, rubric_reply, work
+from tests.base import ROOT, subprocess_env, work
+from tests.judges.conftest import make_dataset, make_generation_run, make_judge, rubric_reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

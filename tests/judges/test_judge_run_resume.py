@@ -15,7 +15,8 @@ from apps.judges.kind import create_judge_run
 from apps.judges.models import JudgeRound, Score
 from apps.runs.engine import LaunchError, launch
 from apps.runs.models import Run
-from tests.judges.conftest import make_dataset, make_judge, rubric_reply, wait_for, work
+from tests.base import wait_for, work
+from tests.judges.conftest import make_dataset, make_judge, rubric_reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -2,15 +2,13 @@
 
 import contextlib
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from apps.datasets.models import Dataset, Item, Task
 from apps.runs.models import Endpoint, PromptTemplate, Run
-from tests.base import run_burst_worker, start_worker
 
 SECRET = "sk-test-SECRET-5b1f0c9e7d"
 
@@ -81,44 +79,6 @@ def start(dataset, endpoint, template) -> Callable[..., Run]:
         )
 
     return _start
-
-
-def work(timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
-    """Let a real RQ worker process work the queue empty."""
-    result = run_burst_worker(timeout=timeout, **env)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 60, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture
-def workers() -> Iterator[Callable[[], subprocess.Popen]]:
-    """Start long-running worker processes; every one still alive is stopped at the end."""
-    started: list[subprocess.Popen] = []
-
-    def _start(**env: str) -> subprocess.Popen:
-        proc = start_worker(**env)
-        started.append(proc)
-        return proc
-
-    yield _start
-    for proc in started:
-        if proc.poll() is None:
-            proc.terminate()
-    for proc in started:
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
 
 
 def descendants(pid: int) -> list[int]:

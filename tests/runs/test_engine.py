@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from apps.runs import engine
 from apps.runs.models import AttemptLog, ErrorKind, Response, Run
-from tests.runs.conftest import kill_hard, make_dataset, wait_for, work
+from tests.base import wait_for, work
+from tests.runs.conftest import kill_hard, make_dataset
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
