@@ -88,7 +88,7 @@ class Script:
     def descendants(self) -> dict[int, str]:
         """Every live process below the script (pid: command line); remembered in `seen`."""
         ps = subprocess.run(
-            ["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True
+            ["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True
         ).stdout
         children: dict[int, list[tuple[int, str]]] = {}
         for line in ps.splitlines():
