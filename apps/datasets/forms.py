@@ -1,6 +1,7 @@
 from typing import Any
 
 from django import forms
+from django.conf import settings
 
 from apps.datasets.importing import Mapping
 from apps.datasets.models import Task
@@ -32,6 +33,11 @@ class UploadForm(forms.Form):
         required=False,
         help_text="Leave empty to use the file name. An existing name makes a new version.",
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Lets the browser refuse a too-big file before sending it; the server checks again.
+        self.fields["file"].widget.attrs["data-max-bytes"] = settings.DATASET_MAX_UPLOAD_BYTES
 
 
 class MappingForm(forms.Form):

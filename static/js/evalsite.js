@@ -7,3 +7,38 @@ document.addEventListener("htmx:responseError", (event) => {
   div.textContent = `Request failed (${event.detail.xhr.status}). ${event.detail.xhr.status === 403 ? "Your role may not do this." : "Please try again."}`;
   box.appendChild(div);
 });
+
+// A file over the upload limit is refused before it is sent: nobody should wait minutes for
+// a 2 GB upload only to read "too big". The server keeps its own check (readers.check_size).
+function humanSize(size) {
+  let value = size;
+  for (const unit of ["bytes", "KB", "MB", "GB"]) {
+    if (value < 1024 || unit === "GB") {
+      return unit === "bytes" ? `${Math.trunc(value)} bytes` : `${value.toFixed(1)} ${unit}`;
+    }
+    value /= 1024;
+  }
+  return `${size} bytes`;
+}
+
+document.addEventListener("change", (event) => {
+  const input = event.target;
+  if (!(input instanceof HTMLInputElement) || !input.dataset.maxBytes) return;
+  const limit = Number(input.dataset.maxBytes);
+  const tooBig = [...(input.files || [])].find((file) => file.size > limit);
+  const message = tooBig
+    ? `${tooBig.name}: The file is ${humanSize(tooBig.size)}; the limit is ${humanSize(limit)}. ` +
+      "Split it into smaller files, or ask an admin to raise DATASET_MAX_UPLOAD_BYTES."
+    : "";
+  input.setCustomValidity(message);
+  let note = document.getElementById(`${input.id}-size-error`);
+  if (!note) {
+    note = document.createElement("p");
+    note.id = `${input.id}-size-error`;
+    note.className = "error";
+    note.setAttribute("role", "alert");
+    input.insertAdjacentElement("afterend", note);
+  }
+  note.textContent = message;
+  note.hidden = !message;
+});

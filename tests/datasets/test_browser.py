@@ -73,6 +73,38 @@ def test_upload_map_and_browse_a_csv(login, live_server):
 
 
 @pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_file_over_the_limit_is_refused_before_it_is_sent(login, live_server, settings):
+    settings.DATASET_MAX_UPLOAD_BYTES = 1000
+    task = Task.objects.create(slug="limits", name="Limits")
+    page = login(make_user("reviewer"), f"/tasks/{task.slug}/upload/")
+    posts: list[str] = []
+    page.on("request", lambda request: request.method == "POST" and posts.append(request.url))
+
+    big = CSV + b"x" * 4000
+    page.set_input_files(
+        "input[name=file]", files=[{"name": "big.csv", "mimeType": "text/csv", "buffer": big}]
+    )
+    error = page.locator("#id_file-size-error")
+    expect(error).to_have_text(
+        f"big.csv: The file is {len(big) / 1024:.1f} KB; the limit is 1000 bytes. "
+        "Split it into smaller files, or ask an admin to raise DATASET_MAX_UPLOAD_BYTES."
+    )
+    page.click("text=Upload and preview")
+    page.wait_for_timeout(300)
+    assert posts == [] and page.url.endswith("/upload/")
+
+    # A file within the limit clears the message and goes through.
+    page.set_input_files(
+        "input[name=file]", files=[{"name": "small.csv", "mimeType": "text/csv", "buffer": CSV}]
+    )
+    expect(error).to_be_hidden()
+    page.click("text=Upload and preview")
+    expect(page.locator("#preview-table")).to_contain_text("Capital of France, in one word?")
+    assert len(posts) == 1
+
+
+@pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_background_import_shows_progress_until_the_worker_is_done(login, live_server, settings):
