@@ -510,20 +510,7 @@ class JudgeKind(RunKind):
         return Result(unit.key, unit.item_id, False, data=outcome)
 
     # -- writing it -----------------------------------------------------------------------------
-    ROUND_FIELDS = (
-        "status",
-        "values",
-        "reason",
-        "raw_reply",
-        "prompt_tokens",
-        "completion_tokens",
-        "cost",
-        "latency_ms",
-        "error_kind",
-        "error",
-        "epoch",
-        "created_at",
-    )
+    ROUND_FIELDS = (*JudgeRound.RESULT_FIELDS, "created_at")
     SCORE_FIELDS = (
         "status",
         "judge_value",

@@ -174,6 +174,21 @@ class JudgeRound(models.Model):
     epoch = models.PositiveIntegerField(default=0)  # the run epoch that wrote this round
     created_at = models.DateTimeField(auto_now_add=True)
 
+    # What judging writes into a round: rewritten when a launch redoes it, archived before that.
+    RESULT_FIELDS = (
+        "status",
+        "values",
+        "reason",
+        "raw_reply",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost",
+        "latency_ms",
+        "error_kind",
+        "error",
+        "epoch",
+    )
+
     class Meta:
         ordering = ["run", "item", "round"]
         constraints = [
@@ -205,22 +220,7 @@ class ArchivedRound(models.Model):
     judged_at = models.DateTimeField()  # when the replaced round was written
     archived_at = models.DateTimeField(auto_now_add=True)
 
-    COPIED = (
-        "run_id",
-        "item_id",
-        "round",
-        "status",
-        "values",
-        "reason",
-        "raw_reply",
-        "prompt_tokens",
-        "completion_tokens",
-        "cost",
-        "latency_ms",
-        "error_kind",
-        "error",
-        "epoch",
-    )
+    COPIED = ("run_id", "item_id", "round", *JudgeRound.RESULT_FIELDS)
 
     class Meta:
         ordering = ["run", "item", "round", "archived_at"]

@@ -252,52 +252,37 @@ def classify(exc: BaseException, endpoint: Endpoint, timeout: float) -> LLMError
             ErrorKind.API_ERROR, f"the connection to {where} failed{detail}", retryable=True
         )
     if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        detail = _body_message(exc)
-        raw = exc.response.text[:RAW_LIMIT] if exc.response is not None else ""
-        if status == 401:
-            return LLMError(
-                ErrorKind.API_ERROR,
-                f"the API key was refused (401) by {where}: {detail}",
-                fatal=True,
-                raw=raw,
-            )
-        if status == 403:
-            return LLMError(
-                ErrorKind.API_ERROR,
-                f"the API key may not use this endpoint or model (403): {detail}",
-                fatal=True,
-                raw=raw,
-            )
-        if status == 404:
-            return LLMError(
-                ErrorKind.API_ERROR,
-                f"model “{endpoint.model}” not found, or no chat API at {where} (404): {detail}",
-                fatal=True,
-                raw=raw,
-            )
-        if status == 429:
-            return LLMError(
-                ErrorKind.API_ERROR,
-                f"rate limited (429): {detail}",
-                retryable=True,
-                retry_after=_retry_after(exc.response),
-                raw=raw,
-            )
-        if status >= 500 or status in (408, 409):
-            return LLMError(
-                ErrorKind.API_ERROR,
-                f"the server failed ({status}): {detail}",
-                retryable=True,
-                retry_after=_retry_after(exc.response),
-                raw=raw,
-            )
-        return LLMError(
-            ErrorKind.API_ERROR, f"the request was refused ({status}): {detail}", raw=raw
-        )
+        return _status_error(exc, endpoint, where)
     if isinstance(exc, openai.OpenAIError):
         return LLMError(ErrorKind.API_ERROR, f"{type(exc).__name__}: {exc}", retryable=True)
     return LLMError(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
+
+
+# Statuses that no retry can fix: the run stops instead of failing every item the same way.
+FATAL_STATUS = {
+    401: "the API key was refused (401) by {where}",
+    403: "the API key may not use this endpoint or model (403)",
+    404: "model “{model}” not found, or no chat API at {where} (404)",
+}
+
+
+def _status_error(exc: openai.APIStatusError, endpoint: Endpoint, where: str) -> LLMError:
+    status = exc.status_code
+    detail = _body_message(exc)
+    raw = exc.response.text[:RAW_LIMIT] if exc.response is not None else ""
+    if status in FATAL_STATUS:
+        what = FATAL_STATUS[status].format(where=where, model=endpoint.model)
+        return LLMError(ErrorKind.API_ERROR, f"{what}: {detail}", fatal=True, raw=raw)
+    if status == 429 or status >= 500 or status in (408, 409):
+        what = "rate limited (429)" if status == 429 else f"the server failed ({status})"
+        return LLMError(
+            ErrorKind.API_ERROR,
+            f"{what}: {detail}",
+            retryable=True,
+            retry_after=_retry_after(exc.response),
+            raw=raw,
+        )
+    return LLMError(ErrorKind.API_ERROR, f"the request was refused ({status}): {detail}", raw=raw)
 
 
 def parse_completion(raw: bytes, endpoint: Endpoint) -> tuple[dict[str, Any], str, str, int, int]:
