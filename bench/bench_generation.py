@@ -10,63 +10,16 @@ in-flight ÷ latency. Goals: ratio >= 0.95 at 8, >= 0.85 at 32, as high as possi
 """
 
 import argparse
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 GOALS = {8: 0.95, 32: 0.85}
 
-
-def start_redis(workdir: Path) -> tuple[subprocess.Popen, str]:
-    sys.path.insert(0, str(ROOT))
-    from tests.base import free_port
-
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            shutil.which("redis-server") or "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    import redis
-
-    for _ in range(100):
-        try:
-            redis.Redis.from_url(url).ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    return proc, url
-
-
-def wait_for_worker(timeout: float = 60) -> None:
-    import django_rq
-    from rq import Worker
-
-    connection = django_rq.get_connection("default")
-    deadline = time.monotonic() + timeout
-    while not Worker.all(connection=connection):
-        if time.monotonic() > deadline:
-            raise SystemExit("the worker did not start")
-        time.sleep(0.1)
-    time.sleep(0.5)
+from bench.common import live_stack, wait_for_run  # noqa: E402
 
 
 def bare_sdk(base_url: str, inflight: int, items: int) -> float:
@@ -118,27 +71,17 @@ def main() -> None:
     parser.add_argument("--no-baseline", action="store_true", help="skip the bare-SDK loop")
     args = parser.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="evalsite-bench-generation-"))
-    redis_proc, redis_url = start_redis(tmp)
-    os.environ.update(
-        EVALSITE_DATA_DIR=str(tmp),
-        DATABASE_URL=f"sqlite:///{tmp / 'bench.sqlite3'}",
-        REDIS_URL=redis_url,
-        DJANGO_SETTINGS_MODULE="evalsite.settings",
-        LOG_LEVEL="WARNING",
-    )
-    sys.path.insert(0, str(ROOT))
-    import django
+    with live_stack("generation", latency=args.latency) as server:
+        failed_goal = measure(args, server)
+    sys.exit(1 if failed_goal else 0)
 
-    django.setup()
-    from django.core.management import call_command
 
+def measure(args: argparse.Namespace, server: Any) -> bool:
+    """Print one line per in-flight limit; True if a goal was missed."""
     from apps.datasets.models import Dataset, Item, Task
     from apps.runs.generation import create_generation_run
-    from apps.runs.models import Endpoint, PromptTemplate, Run
-    from tests.llm_server import LLMServer
+    from apps.runs.models import Endpoint, PromptTemplate
 
-    call_command("migrate", verbosity=0)
     task = Task.objects.create(slug="bench", name="Bench")
     dataset = Dataset.objects.create(
         task=task,
@@ -161,74 +104,51 @@ def main() -> None:
     template = PromptTemplate.objects.create(
         task=task, name="qa", system_message="Answer briefly.", user_message="{{ question }}"
     )
-    server = LLMServer.spawn()
-    server.configure(latency=args.latency, log_size=10)
-    worker = subprocess.Popen(
-        [sys.executable, "manage.py", "rqworker", "default"],
-        cwd=ROOT,
-        env=dict(os.environ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     failed_goal = False
-    try:
-        wait_for_worker()  # up and waiting, as in production
-        print(f"{args.items} items, {args.latency * 1000:.0f} ms latency, one worker, SQLite")
-        print(
-            f"{'in flight':>9} {'items/s':>9} {'ceiling':>8} {'ratio':>6} {'from launch':>12} "
-            f"{'peak':>5} {'bare SDK':>9}  goal"
+    print(f"{args.items} items, {args.latency * 1000:.0f} ms latency, one worker, SQLite")
+    print(
+        f"{'in flight':>9} {'items/s':>9} {'ceiling':>8} {'ratio':>6} {'from launch':>12} "
+        f"{'peak':>5} {'bare SDK':>9}  goal"
+    )
+    for inflight in args.inflight:
+        endpoint = Endpoint.objects.create(
+            name=f"bench-{inflight}",
+            base_url=server.base_url,
+            model="test-model",
+            concurrency_limit=inflight,
+            timeout_seconds=30,
+            api_key_secret="sk-bench",
         )
-        for inflight in args.inflight:
-            endpoint = Endpoint.objects.create(
-                name=f"bench-{inflight}",
-                base_url=server.base_url,
-                model="test-model",
-                concurrency_limit=inflight,
-                timeout_seconds=30,
-                api_key_secret="sk-bench",
-            )
-            server.reset(stats_only=True)
-            launched = time.monotonic()
-            run = create_generation_run(
-                dataset, endpoint, template, chunk_size=args.chunk_size, logging_mode="none"
-            )
-            while not Run.objects.get(pk=run.pk).is_terminal:
-                time.sleep(0.1)
-            landed = time.monotonic()
-            run.refresh_from_db()
-            if run.status != Run.Status.COMPLETED:
-                raise SystemExit(f"run ended {run.status}: {run.error[-2000:]}")
-            seconds = (run.finished_at - run.started_at).total_seconds()
-            rate = run.done / seconds
-            ceiling = inflight / args.latency
-            from_launch = run.done / (landed - launched) / ceiling
-            peak = server.stats(log=False)["peak_concurrency"]
-            goal = GOALS.get(inflight)
-            verdict = "" if goal is None else ("ok" if rate / ceiling >= goal else "MISSED")
-            failed_goal |= verdict == "MISSED"
-            bare = ""
-            if not args.no_baseline:
-                bare_rate = bare_sdk(server.base_url, inflight, min(args.items, 50 * inflight))
-                bare = f"{bare_rate / ceiling:.2f}"
-            print(
-                f"{inflight:>9} {rate:>9.1f} {ceiling:>8.0f} {rate / ceiling:>6.2f} "
-                f"{from_launch:>12.2f} {peak:>5} {bare:>9}  "
-                f"{'>= ' + str(goal) if goal else 'max'} {verdict}"
-            )
-        print(
-            "ratio: the run's own items/s (its start to its end) / ceiling. from launch: the same, "
-            "timed from the click\n(includes RQ handing the job to the worker). bare SDK: the "
-            "same requests in a bare asyncio loop with\nno engine, Redis or database: what this "
-            "(shared) machine allows right now."
+        server.reset(stats_only=True)
+        launched = time.monotonic()
+        run = create_generation_run(
+            dataset, endpoint, template, chunk_size=args.chunk_size, logging_mode="none"
         )
-    finally:
-        worker.terminate()
-        worker.wait(timeout=30)
-        server.stop()
-        redis_proc.terminate()
-        redis_proc.wait(timeout=10)
-        shutil.rmtree(tmp, ignore_errors=True)
-    sys.exit(1 if failed_goal else 0)
+        landed = wait_for_run(run)
+        seconds = (run.finished_at - run.started_at).total_seconds()
+        rate = run.done / seconds
+        ceiling = inflight / args.latency
+        from_launch = run.done / (landed - launched) / ceiling
+        peak = server.stats(log=False)["peak_concurrency"]
+        goal = GOALS.get(inflight)
+        verdict = "" if goal is None else ("ok" if rate / ceiling >= goal else "MISSED")
+        failed_goal |= verdict == "MISSED"
+        bare = ""
+        if not args.no_baseline:
+            bare_rate = bare_sdk(server.base_url, inflight, min(args.items, 50 * inflight))
+            bare = f"{bare_rate / ceiling:.2f}"
+        print(
+            f"{inflight:>9} {rate:>9.1f} {ceiling:>8.0f} {rate / ceiling:>6.2f} "
+            f"{from_launch:>12.2f} {peak:>5} {bare:>9}  "
+            f"{'>= ' + str(goal) if goal else 'max'} {verdict}"
+        )
+    print(
+        "ratio: the run's own items/s (its start to its end) / ceiling. from launch: the same, "
+        "timed from the click\n(includes RQ handing the job to the worker). bare SDK: the "
+        "same requests in a bare asyncio loop with\nno engine, Redis or database: what this "
+        "(shared) machine allows right now."
+    )
+    return failed_goal
 
 
 if __name__ == "__main__":

@@ -20,20 +20,17 @@ size, and the full page stays under `RESULTS_GOAL_MS` at 100k items.
 
 import argparse
 import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 GOALS = {32: 0.85}
 RESULTS_GOAL_MS = 1000.0
 
-from bench.bench_generation import start_redis  # noqa: E402
+from bench.common import live_stack, wait_for_run  # noqa: E402
 
 
 def main() -> None:
@@ -46,28 +43,21 @@ def main() -> None:
     parser.add_argument("--results-items", type=int, default=100_000, help="0 skips it")
     args = parser.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="evalsite-bench-judge-"))
-    redis_proc, redis_url = start_redis(tmp)
-    os.environ.update(
-        EVALSITE_DATA_DIR=str(tmp),
-        DATABASE_URL=f"sqlite:///{tmp / 'bench.sqlite3'}",
-        REDIS_URL=redis_url,
-        DJANGO_SETTINGS_MODULE="evalsite.settings",
-        LOG_LEVEL="WARNING",
-    )
-    import django
+    reply = json.dumps({"reason": "Correct and clear.", "accuracy": 5, "clarity": 4})
+    with live_stack("judge", latency=args.latency, default_reply=reply) as server:
+        failed_goal = measure(args, server)
+    sys.exit(1 if failed_goal else 0)
 
-    django.setup()
-    from django.core.management import call_command
+
+def measure(args: argparse.Namespace, server: Any) -> bool:
+    """Print one line per (rounds, in-flight limit), then the rest; True if a goal was missed."""
     from django.db import transaction
 
     from apps.datasets.models import Dataset, Item, Task
     from apps.judges.kind import create_judge_run
     from apps.judges.models import Judge, Score
-    from apps.runs.models import Endpoint, Run
-    from tests.llm_server import LLMServer
+    from apps.runs.models import Endpoint
 
-    call_command("migrate", verbosity=0)
     task = Task.objects.create(slug="bench", name="Bench")
     dataset = Dataset.objects.create(
         task=task,
@@ -96,92 +86,68 @@ def main() -> None:
         )
         for i in range(args.items)
     )
-    server = LLMServer.spawn()
-    reply = json.dumps({"reason": "Correct and clear.", "accuracy": 5, "clarity": 4})
-    server.configure(latency=args.latency, log_size=10, default_reply=reply)
-    worker = subprocess.Popen(
-        [sys.executable, "manage.py", "rqworker", "default"],
-        cwd=ROOT,
-        env=dict(os.environ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     failed_goal = False
-    try:
-        time.sleep(3)  # the worker is up and waiting, as in production
-        print(
-            f"{args.items} items, {args.latency * 1000:.0f} ms latency, rubric judge with 2 "
-            "subjects, one worker, SQLite"
+    print(
+        f"{args.items} items, {args.latency * 1000:.0f} ms latency, rubric judge with 2 "
+        "subjects, one worker, SQLite"
+    )
+    print(
+        f"{'rounds':>6} {'in flight':>9} {'items/s':>8} {'requests/s':>10} {'ceiling':>8} "
+        f"{'ratio':>6} {'from launch':>12} {'peak':>5}  goal"
+    )
+    for rounds in args.rounds:
+        judge = Judge.objects.create(
+            task=task,
+            name=f"bench-{rounds}",
+            kind=Judge.Kind.RUBRIC,
+            subjects=[
+                {"name": "accuracy", "min": 1, "max": 5},
+                {"name": "clarity", "min": 1, "max": 5},
+            ],
+            n_iter=rounds,
         )
-        print(
-            f"{'rounds':>6} {'in flight':>9} {'items/s':>8} {'requests/s':>10} {'ceiling':>8} "
-            f"{'ratio':>6} {'from launch':>12} {'peak':>5}  goal"
-        )
-        for rounds in args.rounds:
-            judge = Judge.objects.create(
-                task=task,
-                name=f"bench-{rounds}",
-                kind=Judge.Kind.RUBRIC,
-                subjects=[
-                    {"name": "accuracy", "min": 1, "max": 5},
-                    {"name": "clarity", "min": 1, "max": 5},
-                ],
-                n_iter=rounds,
+        for inflight in args.inflight:
+            endpoint = Endpoint.objects.create(
+                name=f"bench-{rounds}-{inflight}",
+                base_url=server.base_url,
+                model="test-model",
+                concurrency_limit=inflight,
+                timeout_seconds=30,
+                api_key_secret="sk-bench",
             )
-            for inflight in args.inflight:
-                endpoint = Endpoint.objects.create(
-                    name=f"bench-{rounds}-{inflight}",
-                    base_url=server.base_url,
-                    model="test-model",
-                    concurrency_limit=inflight,
-                    timeout_seconds=30,
-                    api_key_secret="sk-bench",
+            server.reset(stats_only=True)
+            launched = time.monotonic()
+            with transaction.atomic():
+                run = create_judge_run(
+                    judge,
+                    endpoint=endpoint,
+                    dataset=dataset,
+                    source_column="response",
+                    chunk_size=args.chunk_size,
+                    logging_mode="none",
                 )
-                server.reset(stats_only=True)
-                launched = time.monotonic()
-                with transaction.atomic():
-                    run = create_judge_run(
-                        judge,
-                        endpoint=endpoint,
-                        dataset=dataset,
-                        source_column="response",
-                        chunk_size=args.chunk_size,
-                        logging_mode="none",
-                    )
-                while not Run.objects.get(pk=run.pk).is_terminal:
-                    time.sleep(0.02)
-                landed = time.monotonic()
-                run.refresh_from_db()
-                if run.status != Run.Status.COMPLETED:
-                    raise SystemExit(f"run ended {run.status}: {run.error[-2000:]}")
-                scored = Score.objects.filter(run=run, status="ok").count()
-                assert scored == 2 * args.items, scored
-                seconds = (run.finished_at - run.started_at).total_seconds()
-                items_rate = run.done / seconds
-                rate = items_rate * rounds
-                ceiling = inflight / args.latency
-                from_launch = run.done * rounds / (landed - launched) / ceiling
-                peak = server.stats(log=False)["peak_concurrency"]
-                goal = GOALS.get(inflight)
-                verdict = "" if goal is None else ("ok" if rate / ceiling >= goal else "MISSED")
-                failed_goal |= verdict == "MISSED"
-                print(
-                    f"{rounds:>6} {inflight:>9} {items_rate:>8.1f} {rate:>10.1f} {ceiling:>8.0f} "
-                    f"{rate / ceiling:>6.2f} {from_launch:>12.2f} {peak:>5}  "
-                    f"{'>= ' + str(goal) if goal else 'max'} {verdict}",
-                    flush=True,
-                )
-        rule_based(task, dataset)
-        if args.results_items:
-            failed_goal |= results_page(task, args.results_items)
-    finally:
-        worker.terminate()
-        worker.wait(timeout=30)
-        server.stop()
-        redis_proc.terminate()
-        redis_proc.wait(timeout=10)
-        shutil.rmtree(tmp, ignore_errors=True)
-    sys.exit(1 if failed_goal else 0)
+            landed = wait_for_run(run, poll=0.02)
+            scored = Score.objects.filter(run=run, status="ok").count()
+            assert scored == 2 * args.items, scored
+            seconds = (run.finished_at - run.started_at).total_seconds()
+            items_rate = run.done / seconds
+            rate = items_rate * rounds
+            ceiling = inflight / args.latency
+            from_launch = run.done * rounds / (landed - launched) / ceiling
+            peak = server.stats(log=False)["peak_concurrency"]
+            goal = GOALS.get(inflight)
+            verdict = "" if goal is None else ("ok" if rate / ceiling >= goal else "MISSED")
+            failed_goal |= verdict == "MISSED"
+            print(
+                f"{rounds:>6} {inflight:>9} {items_rate:>8.1f} {rate:>10.1f} {ceiling:>8.0f} "
+                f"{rate / ceiling:>6.2f} {from_launch:>12.2f} {peak:>5}  "
+                f"{'>= ' + str(goal) if goal else 'max'} {verdict}",
+                flush=True,
+            )
+    rule_based(task, dataset)
+    if args.results_items:
+        failed_goal |= results_page(task, args.results_items)
+    return failed_goal
 
 
 def rule_based(task: object, dataset: object) -> None:
@@ -190,7 +156,6 @@ def rule_based(task: object, dataset: object) -> None:
 
     from apps.judges.kind import create_judge_run
     from apps.judges.models import Judge
-    from apps.runs.models import Run
 
     judge = Judge.objects.create(
         task=task,
@@ -203,11 +168,7 @@ def rule_based(task: object, dataset: object) -> None:
         run = create_judge_run(
             judge, dataset=dataset, source_column="response", logging_mode="none"
         )
-    while not Run.objects.get(pk=run.pk).is_terminal:
-        time.sleep(0.02)
-    run.refresh_from_db()
-    if run.status != Run.Status.COMPLETED:
-        raise SystemExit(f"run ended {run.status}: {run.error[-2000:]}")
+    wait_for_run(run, poll=0.02)
     rate = run.done / (run.finished_at - run.started_at).total_seconds()
     print(f"\nrule-based (token F1, no API): {run.done} items at {rate:.0f} items/s")
 

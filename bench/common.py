@@ -1,0 +1,115 @@
+"""What the throughput benchmarks share: a private Redis, a migrated SQLite database, the
+loopback LLM server in its own process and one RQ worker that is up and waiting, as in
+production; and the wait for a run to end."""
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def start_redis(workdir: Path) -> tuple[subprocess.Popen, str]:
+    import redis
+
+    from tests.base import free_port
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            shutil.which("redis-server") or "redis-server",
+            *("--port", str(port), "--bind", "127.0.0.1"),
+            *("--save", "", "--appendonly", "no", "--dir", str(workdir)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    for _ in range(100):
+        try:
+            redis.Redis.from_url(url).ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    return proc, url
+
+
+def wait_for_worker(timeout: float = 60) -> None:
+    import django_rq
+    from rq import Worker
+
+    connection = django_rq.get_connection("default")
+    deadline = time.monotonic() + timeout
+    while not Worker.all(connection=connection):
+        if time.monotonic() > deadline:
+            raise SystemExit("the worker did not start")
+        time.sleep(0.1)
+    time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def live_stack(prefix: str, **server_config: Any) -> Iterator[Any]:
+    """Django set up on a fresh database, with Redis, a waiting worker and the LLM server
+    (configured with `server_config`), which this yields; everything is stopped afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"evalsite-bench-{prefix}-"))
+    redis_proc, redis_url = start_redis(tmp)
+    worker = server = None
+    try:
+        os.environ.update(
+            EVALSITE_DATA_DIR=str(tmp),
+            DATABASE_URL=f"sqlite:///{tmp / 'bench.sqlite3'}",
+            REDIS_URL=redis_url,
+            DJANGO_SETTINGS_MODULE="evalsite.settings",
+            LOG_LEVEL="WARNING",
+        )
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        from tests.llm_server import LLMServer
+
+        call_command("migrate", verbosity=0)
+        server = LLMServer.spawn()
+        server.configure(log_size=10, **server_config)
+        worker = subprocess.Popen(
+            [sys.executable, "manage.py", "rqworker", "default"],
+            cwd=ROOT,
+            env=dict(os.environ),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for_worker()
+        yield server
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(timeout=30)
+        if server is not None:
+            server.stop()
+        redis_proc.terminate()
+        redis_proc.wait(timeout=10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def wait_for_run(run: Any, poll: float = 0.05) -> float:
+    """Block until the run ends; refuse anything but a clean completion. Returns when it landed
+    (time.monotonic), for timings that include RQ handing the job over."""
+    from apps.runs.models import Run
+
+    while not Run.objects.get(pk=run.pk).is_terminal:
+        time.sleep(poll)
+    landed = time.monotonic()
+    run.refresh_from_db()
+    if run.status != Run.Status.COMPLETED:
+        raise SystemExit(f"run ended {run.status}: {run.error[-2000:]}")
+    return landed
