@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 GOALS = {8: 0.95, 32: 0.85}
 
-from bench.common import live_stack, wait_for_run  # noqa: E402
+from bench.common import fresh_endpoint, live_stack, wait_for_run  # noqa: E402
 
 
 def bare_sdk(base_url: str, inflight: int, items: int) -> float:
@@ -80,7 +80,7 @@ def measure(args: argparse.Namespace, server: Any) -> bool:
     """Print one line per in-flight limit; True if a goal was missed."""
     from apps.datasets.models import Dataset, Item, Task
     from apps.runs.generation import create_generation_run
-    from apps.runs.models import Endpoint, PromptTemplate
+    from apps.runs.models import PromptTemplate
 
     task = Task.objects.create(slug="bench", name="Bench")
     dataset = Dataset.objects.create(
@@ -111,15 +111,7 @@ def measure(args: argparse.Namespace, server: Any) -> bool:
         f"{'peak':>5} {'bare SDK':>9}  goal"
     )
     for inflight in args.inflight:
-        endpoint = Endpoint.objects.create(
-            name=f"bench-{inflight}",
-            base_url=server.base_url,
-            model="test-model",
-            concurrency_limit=inflight,
-            timeout_seconds=30,
-            api_key_secret="sk-bench",
-        )
-        server.reset(stats_only=True)
+        endpoint = fresh_endpoint(server, f"bench-{inflight}", inflight)
         launched = time.monotonic()
         run = create_generation_run(
             dataset, endpoint, template, chunk_size=args.chunk_size, logging_mode="none"

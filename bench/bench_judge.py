@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 GOALS = {32: 0.85}
 RESULTS_GOAL_MS = 1000.0
 
-from bench.common import live_stack, wait_for_run  # noqa: E402
+from bench.common import fresh_endpoint, live_stack, wait_for_run  # noqa: E402
 
 
 def main() -> None:
@@ -56,7 +56,6 @@ def measure(args: argparse.Namespace, server: Any) -> bool:
     from apps.datasets.models import Dataset, Item, Task
     from apps.judges.kind import create_judge_run
     from apps.judges.models import Judge, Score
-    from apps.runs.models import Endpoint
 
     task = Task.objects.create(slug="bench", name="Bench")
     dataset = Dataset.objects.create(
@@ -107,15 +106,7 @@ def measure(args: argparse.Namespace, server: Any) -> bool:
             n_iter=rounds,
         )
         for inflight in args.inflight:
-            endpoint = Endpoint.objects.create(
-                name=f"bench-{rounds}-{inflight}",
-                base_url=server.base_url,
-                model="test-model",
-                concurrency_limit=inflight,
-                timeout_seconds=30,
-                api_key_secret="sk-bench",
-            )
-            server.reset(stats_only=True)
+            endpoint = fresh_endpoint(server, f"bench-{rounds}-{inflight}", inflight)
             launched = time.monotonic()
             with transaction.atomic():
                 run = create_judge_run(

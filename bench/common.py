@@ -101,6 +101,22 @@ def live_stack(prefix: str, **server_config: Any) -> Iterator[Any]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def fresh_endpoint(server: Any, name: str, inflight: int) -> Any:
+    """An endpoint on the LLM server allowing `inflight` requests at once; the server's
+    counters (peak concurrency) start again from zero."""
+    from apps.runs.models import Endpoint
+
+    server.reset(stats_only=True)
+    return Endpoint.objects.create(
+        name=name,
+        base_url=server.base_url,
+        model="test-model",
+        concurrency_limit=inflight,
+        timeout_seconds=30,
+        api_key_secret="sk-bench",
+    )
+
+
 def wait_for_run(run: Any, poll: float = 0.05) -> float:
     """Block until the run ends; refuse anything but a clean completion. Returns when it landed
     (time.monotonic), for timings that include RQ handing the job over."""
