@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from apps.datasets.models import Dataset
 from apps.runs.models import Response, Run
 from tests.base import ROOT, subprocess_env
 
@@ -23,22 +24,21 @@ def start_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     )
 
 
+def generate_and_wait(dataset: Dataset, *options: str) -> subprocess.CompletedProcess:
+    """`start_run generation` on the fixtures' endpoint and template, following the run."""
+    return start_run(
+        "generation",
+        *("--dataset", str(dataset.pk), "--endpoint", "local", "--template", "qa"),
+        *options,
+        *("--wait", "--poll", "0.3"),
+    )
+
+
 def test_wait_follows_the_run_and_exits_zero_when_all_answered(
     dataset, endpoint, template, workers
 ):
     workers()
-    result = start_run(
-        "generation",
-        "--dataset",
-        str(dataset.pk),
-        "--endpoint",
-        "local",
-        "--template",
-        "qa",
-        "--wait",
-        "--poll",
-        "0.3",
-    )
+    result = generate_and_wait(dataset)
     assert result.returncode == 0, result.stdout + result.stderr
     run = Run.objects.get()
     assert run.status == Run.Status.COMPLETED and Response.objects.filter(run=run).count() == 30
@@ -52,20 +52,7 @@ def test_wait_exits_non_zero_when_items_failed_and_retry_failed_fixes_it(
 ):
     llm_server.configure(script=[{"match": "What is 4 + 4?", "status": 400, "times": 1}])
     workers()
-    result = start_run(
-        "generation",
-        "--dataset",
-        str(dataset.pk),
-        "--endpoint",
-        "local",
-        "--template",
-        "qa",
-        "--logging",
-        "all",
-        "--wait",
-        "--poll",
-        "0.3",
-    )
+    result = generate_and_wait(dataset, "--logging", "all")
     assert result.returncode == 1, result.stdout + result.stderr
     run = Run.objects.get()
     assert run.status == Run.Status.COMPLETED_WITH_FAILURES and run.failed == 1
