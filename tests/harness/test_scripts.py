@@ -8,6 +8,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -111,6 +112,23 @@ class Script:
                     os.kill(pid, signal.SIGKILL)
         if self.proc.poll() is None:
             self.proc.wait(timeout=10)
+
+
+def test_descendants_reads_whole_command_lines_whatever_the_terminal_width(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # CI sets COLUMNS=80, and plain `ps` then cut "…/.venv/bin/gunicorn" short in a long checkout.
+    monkeypatch.setenv("COLUMNS", "40")
+    marker = "gunicorn-" + "x" * 100
+    child = f"{sys.executable} -c 'import time; time.sleep(30)' {marker}"
+    script = Script(["bash", "-c", f"{child}; true"], dict(os.environ))
+    try:
+        deadline = time.monotonic() + 10
+        while not (found := script.descendants()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any(args.endswith(marker) for args in found.values()), found
+    finally:
+        script.kill_leftovers()
 
 
 def alive(pid: int) -> bool:
