@@ -5,16 +5,19 @@ Rows are built from `summaries` (never from every score), so the page, its CSV, 
 and the `leaderboard` command all read the same `Board` and print the same numbers.
 """
 
+import functools
 import importlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from apps.datasets.models import Dataset, Task
 from apps.judges.models import Judge
 from apps.leaderboards import summaries
-from apps.leaderboards.stats import Interval
+from apps.leaderboards.stats import Interval, percentile_ci, resampled_column_means
 from apps.runs.models import Run
 
 MODES = ("human", "judge")
@@ -190,6 +193,7 @@ class Row:
     label: str
     cells: dict[str, dict[str, Cell]]  # mode -> subject -> cell
     overall: dict[str, float | None]  # mode -> weighted score
+    overall_ci: dict[str, Interval | None] = field(default_factory=dict)  # mode -> its 95% CI
 
     def value(self, key: str, mode: str) -> float | str | None:
         if key == "model":
@@ -327,7 +331,21 @@ def build(task: Task, params: Params) -> Board:
                     overridden=group.overridden,
                 )
         overall = {mode: weighted(cells[mode], board.subjects, board.weights) for mode in MODES}
-        board.rows.append(Row(run=run, label=model_label(run), cells=cells, overall=overall))
+        overall_ci = {
+            mode: overall_interval(board, scores[run.pk], mode, cells[mode], tag)
+            if overall[mode] is not None
+            else None
+            for mode in MODES
+        }
+        board.rows.append(
+            Row(
+                run=run,
+                label=model_label(run),
+                cells=cells,
+                overall=overall,
+                overall_ci=overall_ci,
+            )
+        )
     sort_rows(board)
     tag_table(board, scores)
     return board
@@ -336,26 +354,93 @@ def build(task: Task, params: Params) -> Board:
 def weighted(
     cells: dict[str, Cell], subjects: list[SubjectInfo], weights: dict[str, float]
 ) -> float | None:
+    """Weighted mean of the subjects' means (see `combine`). None if a weighted subject has no
+    mean: never a partial score."""
+    means = {s.name: cells[s.name].mean for s in subjects if weights.get(s.name, 1.0) != 0}
+    if any(mean is None for mean in means.values()):
+        return None
+    return combine(means, subjects, weights)
+
+
+def combine(
+    means: Mapping[str, Any], subjects: list[SubjectInfo], weights: dict[str, float]
+) -> Any:
     """Weighted mean of the subjects' means, each first put on 0–1 by its declared range (and
     flipped where lower is better), then scaled to 0–100. Without ranges on every subject the
-    raw means are combined. None if a weighted subject has no mean: never a partial score."""
+    raw means are combined. Plain arithmetic, so the means may be numbers or numpy arrays of
+    bootstrap resamples alike. None if every weight is 0."""
     normalise = all(s.has_range for s in subjects)
-    total = weight_sum = 0.0
+    total: Any = 0.0
+    weight_sum = 0.0
     for info in subjects:
         weight = weights.get(info.name, 1.0)
         if weight == 0:
             continue
-        mean = cells[info.name].mean
-        if mean is None:
-            return None
+        mean = means[info.name]
         value = (mean - info.low) / (info.high - info.low) if normalise else mean  # type: ignore[operator]
         if not info.higher_is_better:
             value = 1 - value if normalise else -value
-        total += weight * value
+        total = total + weight * value
         weight_sum += weight
     if weight_sum == 0:
         return None
     return total / weight_sum * (100 if normalise else 1)
+
+
+def overall_interval(
+    board: Board,
+    run_scores: summaries.RunScores,
+    mode: str,
+    cells: dict[str, Cell],
+    tag: str | None,
+) -> Interval | None:
+    """95% CI of the overall score. Subjects are scored on the same items, so items are
+    resampled with all their subjects together (per-item vectors from the summary), and each
+    resample goes through `combine`. With one weighted subject it is that subject's CI,
+    rescaled. None where a tag set kept too many distinct vectors."""
+    active = [s for s in board.subjects if board.weights.get(s.name, 1.0) != 0]
+    if len(active) == 1:
+        ci = cells[active[0].name].ci
+        if ci is None:
+            return None
+        ends = sorted(
+            combine({active[0].name: end}, board.subjects, board.weights)
+            for end in (ci.low, ci.high)
+        )
+        return Interval(ends[0], ends[1], ci.method)
+    counts = summaries.vectors_of(run_scores, mode, tag)
+    if not counts or any(s.name not in run_scores.vector_subjects for s in active):
+        return None
+    # Sorted, so the seeded draw (and the cache below) does not depend on the order in which
+    # the vectors were counted.
+    ordered = sorted(
+        counts.items(), key=lambda entry: [-math.inf if v is None else v for v in entry[0]]
+    )
+    return resampled_overall(
+        tuple(vector for vector, _ in ordered),
+        tuple(n for _, n in ordered),
+        tuple(run_scores.vector_subjects),
+        tuple(board.subjects),
+        tuple(sorted(board.weights.items())),
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def resampled_overall(
+    vectors: tuple[summaries.Vector, ...],
+    counts: tuple[int, ...],
+    columns: tuple[str, ...],
+    subjects: tuple[SubjectInfo, ...],
+    weights: tuple[tuple[str, float], ...],
+) -> Interval | None:
+    """The bootstrap behind `overall_interval`. Pure and seeded, so it is cached: a board
+    shown again, or another sort of it, does not redo a run whose vectors did not change."""
+    values = np.array([[np.nan if v is None else v for v in vector] for vector in vectors])
+    means = resampled_column_means(values, np.array(counts, dtype=np.int64))
+    by_name = {name: means[:, i] for i, name in enumerate(columns)}
+    chosen = dict(weights)
+    active = [s for s in subjects if chosen.get(s.name, 1.0) != 0]
+    return percentile_ci(combine({s.name: by_name[s.name] for s in active}, list(subjects), chosen))
 
 
 def sort_rows(board: Board) -> None:
@@ -415,7 +500,7 @@ def chart(board: Board) -> dict[str, Any] | None:
     bars = []
     for row in board.rows:
         if key == "overall":
-            value, ci = row.overall[mode], None
+            value, ci = row.overall[mode], row.overall_ci.get(mode)
         else:
             cell = row.cells[mode][key.partition(":")[2]]
             value, ci = cell.mean, cell.ci

@@ -315,6 +315,7 @@ STAT_COLUMNS = ("mean", "ci_low", "ci_high", "ci_method", "n", "failed", "missin
 def board_header(board: Board) -> list[str]:
     header = ["rank", "model", "run_id", "dataset", "run_status"]
     header += [f"overall.{mode}" for mode in MODES]
+    header += [f"overall.{mode}.{end}" for mode in MODES for end in ("ci_low", "ci_high")]
     for info in board.subjects:
         for mode in MODES:
             header += [f"{info.name}.{mode}.{stat}" for stat in STAT_COLUMNS]
@@ -347,6 +348,10 @@ def board_records(board: Board) -> Iterator[dict[str, Any]]:
             "dataset": str(row.run.dataset),
             "run_status": row.run.status,
             "overall": dict(row.overall),
+            "overall_ci": {
+                mode: [ci.low, ci.high] if (ci := row.overall_ci.get(mode)) else None
+                for mode in MODES
+            },
             "subjects": subjects,
         }
 
@@ -365,6 +370,8 @@ def board_csv(board: Board) -> Iterable[str]:
             record["run_status"],
         ]
         row += [cell(record["overall"][mode]) for mode in MODES]
+        for mode in MODES:
+            row += [cell(end) for end in record["overall_ci"][mode] or (None, None)]
         for info in board.subjects:
             entry = record["subjects"][info.name]
             for mode in MODES:

@@ -21,6 +21,10 @@ class RunSummary(models.Model):
     # [[subject, tags_text, dist, failed], ...]; dist as `stats.Dist.to_json`.
     groups = models.JSONField(default=list)
     item_counts = models.JSONField(default=dict)  # {tags_text: number of items}
+    # For the overall score's CI: {"subjects": [...], "groups": [[tags_text, entries], ...]}, per
+    # tag set the distinct per-item vectors of judge values (None: failed or unscored) with
+    # their counts, [[vector, count], ...]; None when a tag set has too many distinct vectors.
+    vectors = models.JSONField(default=dict)
     computed_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -151,6 +151,34 @@ def histogram_bootstrap_ci(
     return Interval(float(low), float(high), "bootstrap")
 
 
+def resampled_column_means(
+    vectors: np.ndarray, counts: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED
+) -> np.ndarray:
+    """Bootstrap of items given as distinct vectors (rows; NaN where an item has no value) and
+    how many items share each: per resample, each column's mean over the items that have a
+    value there, shape (resamples, columns); NaN where a resample drew no such item. The same
+    multinomial trick as `histogram_bootstrap_ci`, so columns stay paired by item."""
+    n = int(counts.sum())
+    rng = np.random.default_rng(seed)
+    drawn = rng.multinomial(n, counts / n, size=resamples).astype(float)  # (resamples, rows)
+    present = ~np.isnan(vectors)
+    sums = drawn @ np.where(present, vectors, 0.0)
+    sizes = drawn @ present.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums / sizes
+
+
+def percentile_ci(samples: np.ndarray) -> Interval | None:
+    """The percentile interval of bootstrap statistics (NaN ones left out)."""
+    samples = samples[np.isfinite(samples)]
+    if samples.size == 0:
+        return None
+    tail = (1 - LEVEL) / 2 * 100
+    low, high = np.percentile(samples, [tail, 100 - tail])
+    method = "exact" if low == high else "bootstrap"
+    return Interval(float(low), float(high), method)
+
+
 def normal_ci(n: int, mean: float, variance: float) -> Interval:
     half = Z95 * math.sqrt(variance / n) if n > 0 else 0.0
     return Interval(mean - half, mean + half, "normal")

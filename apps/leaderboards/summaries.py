@@ -11,9 +11,14 @@ every override is made through `Score.override`, which writes a ScoreEvent. So o
 request we read the (few) scores of the board's runs that ever had an override event and
 move each from its judge bucket to its human bucket. Reviews never make the summary stale
 and the board stays fast right after someone overrides a score.
+
+The overall (weighted) score combines subjects measured on the same items, so its CI has to
+resample items, not subjects one by one. For that the summary also keeps, per tag set, how
+many items share each vector of judge values across the subjects (a rubric with three
+subjects on 1–5 has at most a few hundred); an override moves its item's whole vector.
 """
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -25,8 +30,10 @@ from apps.leaderboards.models import RunSummary
 from apps.leaderboards.stats import Dist
 from apps.runs.models import Run
 
-VERSION = 1  # bump when the stored layout changes: every summary is then recomputed
+VERSION = 2  # bump when the stored layout changes: every summary is then recomputed
+VECTOR_LIMIT = 300  # most distinct per-item vectors a tag set keeps (bounds the bootstrap)
 GroupKey = tuple[str, str]  # (subject, tags_text)
+Vector = tuple[float | None, ...]  # one item's values, in `RunScores.vector_subjects` order
 
 
 @dataclass
@@ -46,12 +53,23 @@ class Group:
 
 
 @dataclass
+class Vectors:
+    """Per-item value vectors of one tag set: how many items share each, judge-only and
+    human-corrected."""
+
+    judge: Counter[Vector]
+    human: Counter[Vector]
+
+
+@dataclass
 class RunScores:
     """Everything a board needs about one judge run."""
 
     run_id: int
     groups: dict[GroupKey, Group]
     item_counts: dict[str, int]  # items of the dataset per tags_text
+    vector_subjects: list[str] = field(default_factory=list)
+    vectors: dict[str, Vectors | None] = field(default_factory=dict)  # None: over the limit
 
     def subjects(self) -> set[str]:
         return {subject for subject, _ in self.groups}
@@ -99,15 +117,45 @@ def compute(run: Run) -> RunSummary:
         .annotate(count=Count("pk"))
         .order_by()
     )
+    subjects = sorted({subject for subject, _ in groups})
     summary, _ = RunSummary.objects.update_or_create(
         run_id=run.pk,
         defaults={
             "fingerprint": mark,
             "groups": [[s, t, dist.to_json(), failed] for (s, t), (dist, failed) in groups.items()],
             "item_counts": item_counts,
+            "vectors": {"subjects": subjects, "groups": item_vectors(run, subjects)},
         },
     )
     return summary
+
+
+def item_vectors(run: Run, subjects: list[str]) -> list[list]:
+    """Per tag set, [[vector, count], ...] of the items' judge values (None where failed or
+    not scored), or None for a tag set with more than VECTOR_LIMIT distinct vectors."""
+    index = {subject: i for i, subject in enumerate(subjects)}
+    counts: dict[str, Counter[Vector]] = defaultdict(Counter)
+    rows = (
+        Score.objects.filter(run_id=run.pk)
+        .values_list("item_id", "item__tags_text", "subject", "status", "judge_value")
+        .order_by("item_id")
+    )
+    current, tags, vector = None, "", [None] * len(subjects)
+    for item_id, tags_text, subject, status, judge_value in rows.iterator(chunk_size=5000):
+        if item_id != current:
+            if current is not None:
+                counts[tags][tuple(vector)] += 1
+            current, tags, vector = item_id, tags_text, [None] * len(subjects)
+        if is_valued(status, judge_value):
+            vector[index[subject]] = float(judge_value)
+    if current is not None:
+        counts[tags][tuple(vector)] += 1
+    return [
+        [tags_text, [[list(v), n] for v, n in counter.items()]]
+        if len(counter) <= VECTOR_LIMIT
+        else [tags_text, None]
+        for tags_text, counter in counts.items()
+    ]
 
 
 def load(runs: Iterable[Run]) -> dict[int, RunScores]:
@@ -123,7 +171,20 @@ def load(runs: Iterable[Run]) -> dict[int, RunScores]:
             (subject, tags_text): Group.from_judge(Dist.from_json(dist), failed)
             for subject, tags_text, dist, failed in summary.groups
         }
-        result[run.pk] = RunScores(run.pk, groups, dict(summary.item_counts))
+        vectors: dict[str, Vectors | None] = {}
+        for tags_text, entries in summary.vectors.get("groups", []):
+            if entries is None:
+                vectors[tags_text] = None
+            else:
+                counter = Counter({tuple(vector): n for vector, n in entries})
+                vectors[tags_text] = Vectors(judge=counter, human=counter.copy())
+        result[run.pk] = RunScores(
+            run.pk,
+            groups,
+            dict(summary.item_counts),
+            vector_subjects=list(summary.vectors.get("subjects", [])),
+            vectors=vectors,
+        )
     human_overlay(result)
     return result
 
@@ -144,11 +205,18 @@ def human_overlay(scores: dict[int, RunScores]) -> None:
             override_value__isnull=False,
         )
         .values_list(
-            "run_id", "subject", "item__tags_text", "status", "judge_value", "override_value"
+            "run_id",
+            "item_id",
+            "subject",
+            "item__tags_text",
+            "status",
+            "judge_value",
+            "override_value",
         )
         .order_by()
     )
-    for run_id, subject, tags_text, status, judge_value, override_value in touched:
+    items: dict[tuple[int, int], str] = {}
+    for run_id, item_id, subject, tags_text, status, judge_value, override_value in touched:
         group = scores[run_id].groups.get((subject, tags_text))
         if group is None:  # scored after the summary: the fingerprint will catch up
             continue
@@ -158,6 +226,44 @@ def human_overlay(scores: dict[int, RunScores]) -> None:
         else:
             group.human_failed -= 1
         group.human.add(override_value)
+        items[run_id, item_id] = tags_text
+    if items:
+        move_vectors(scores, items)
+
+
+def move_vectors(scores: dict[int, RunScores], items: dict[tuple[int, int], str]) -> None:
+    """Move each overridden item's vector from its judge-only to its human-corrected value."""
+    vectors: dict[tuple[int, int], tuple[list, list]] = {}
+    rows = Score.objects.filter(
+        run_id__in={run_id for run_id, _ in items}, item_id__in={item_id for _, item_id in items}
+    ).values_list("run_id", "item_id", "subject", "status", "judge_value", "override_value")
+    for run_id, item_id, subject, status, judge_value, override_value in rows.order_by():
+        run_scores = scores[run_id]
+        if (run_id, item_id) not in items or subject not in run_scores.vector_subjects:
+            continue
+        width = len(run_scores.vector_subjects)
+        judge, human = vectors.setdefault((run_id, item_id), ([None] * width, [None] * width))
+        at = run_scores.vector_subjects.index(subject)
+        judge[at] = float(judge_value) if is_valued(status, judge_value) else None
+        human[at] = float(override_value) if override_value is not None else judge[at]
+    for (run_id, item_id), (judge, human) in vectors.items():
+        counts = scores[run_id].vectors.get(items[run_id, item_id])
+        if counts is None or counts.human[tuple(judge)] <= 0:
+            continue  # over the limit, or scored after the summary
+        counts.human[tuple(judge)] -= 1
+        counts.human[tuple(human)] += 1
+
+
+def vectors_of(run_scores: RunScores, mode: str, tag: str | None = None) -> Counter[Vector] | None:
+    """The items' value vectors (of the items carrying `tag`), or None if a tag set kept none."""
+    out: Counter[Vector] = Counter()
+    for tags_text, counts in run_scores.vectors.items():
+        if tag is not None and f"|{tag}|" not in tags_text:
+            continue
+        if counts is None:
+            return None
+        out.update(counts.human if mode == "human" else counts.judge)
+    return +out  # without vectors counted down to zero
 
 
 def merged(run_scores: RunScores, subject: str, tag: str | None = None) -> tuple[Group, int]:

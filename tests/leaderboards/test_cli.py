@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -45,9 +46,10 @@ def test_leaderboard_table_reports_failed_items(board_data):
     text = run_command("leaderboard", "demo")
     lines = text.splitlines()
     assert "judge quality v1" in lines[0] and "human-corrected" in lines[0]
-    assert lines[1].split()[:4] == ["#", "model", "overall", "accuracy"]
-    model_a = next(line for line in lines if line.startswith("1 "))
-    assert model_a.split()[1:4] == ["model-a", "72.50", "3.80"]
+    assert lines[1].split()[:6] == ["#", "model", "overall", "95%", "CI", "accuracy"]
+    model_a = next(line for line in lines if line.startswith("1 ")).split()
+    assert model_a[1:3] == ["model-a", "72.50"] and model_a[5] == "3.80"
+    assert re.fullmatch(r"\[\d+\.\d\d,", model_a[3]) and re.fullmatch(r"\d+\.\d\d\]", model_a[4])
     assert (
         "Not in the means of model-a: accuracy: 1 failed, 0 not scored; clarity: 0 failed, 1 not scored"
         in text

@@ -4,6 +4,8 @@ from typing import Any
 
 from django import template
 
+from apps.leaderboards import display
+
 register = template.Library()
 
 
@@ -34,6 +36,11 @@ def sort_link(context: dict[str, Any], key: str) -> str:
 @register.filter
 def num(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
+
+
+@register.filter
+def interval(ci: Any) -> str:
+    return display.interval(ci)
 
 
 @register.filter

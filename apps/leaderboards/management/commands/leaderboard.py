@@ -55,12 +55,17 @@ class Command(BaseCommand):
 
 def table(board: boards.Board) -> str:
     mode = board.mode
-    header = ["#", "model", "overall"]
+    header = ["#", "model", "overall", "95% CI"]
     for info in board.subjects:
         header += [f"{info.name} mean", "95% CI", "n", "failed", "missing"]
     lines = [header]
     for rank, row in enumerate(board.rows, start=1):
-        line = [str(rank), row.label, display.number(row.overall[mode])]
+        line = [
+            str(rank),
+            row.label,
+            display.number(row.overall[mode]),
+            display.interval(row.overall_ci.get(mode)),
+        ]
         for info in board.subjects:
             c = row.cells[mode][info.name]
             line += [
