@@ -151,3 +151,7 @@ def test_page_csv_and_cli_show_the_same_interval(db, viewer_client, capsys):
     assert float(record["overall.human.ci_high"]) == pytest.approx(ci.high)
     call_command("leaderboard", task.slug)
     assert shown in capsys.readouterr().out
+    # The chart of the overall column draws the same interval as its whisker.
+    board = boards.build(task, Params())
+    whisker = boards.chart(board)["bars"][0]["ci"]
+    assert whisker is not None and whisker["x1"] < whisker["x2"]
