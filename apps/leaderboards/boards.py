@@ -425,7 +425,7 @@ def overall_interval(
     )
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)  # keys of up to 300 vectors: ~25 MB at worst
 def resampled_overall(
     vectors: tuple[summaries.Vector, ...],
     counts: tuple[int, ...],
