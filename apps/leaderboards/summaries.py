@@ -124,7 +124,11 @@ def compute(run: Run) -> RunSummary:
             "fingerprint": mark,
             "groups": [[s, t, dist.to_json(), failed] for (s, t), (dist, failed) in groups.items()],
             "item_counts": item_counts,
-            "vectors": {"subjects": subjects, "groups": item_vectors(run, subjects)},
+            # A running run's summary is rebuilt on every board request (its fingerprint keeps
+            # moving): the per-item scan waits until the run has ended.
+            "vectors": {"subjects": subjects, "groups": item_vectors(run, subjects)}
+            if run.is_terminal
+            else {},
         },
     )
     return summary

@@ -33,10 +33,10 @@ def direct_ci(rows: list[tuple[float | None, float | None]], weights=(1.0, 1.0))
     return tuple(np.percentile(overall, [2.5, 97.5]))
 
 
-def scenario(rows: list[tuple[float | None, float | None]], tags=None):
+def scenario(rows: list[tuple[float | None, float | None]], tags=None, status="completed"):
     task = f.make_task("overall")
     dataset = f.make_items(task, len(rows), tags=tags or [])
-    run = f.make_judge_run(task, dataset, f.make_judge(task), label="model-x")
+    run = f.make_judge_run(task, dataset, f.make_judge(task), label="model-x", status=status)
     f.add_scores(
         run,
         {f"k{i}": {"accuracy": a, "clarity": c} for i, (a, c) in enumerate(rows)},
@@ -128,6 +128,16 @@ def test_a_tag_narrows_the_items_resampled(db):
     task, _ = scenario(rows, tags=tags)
     _, ci = overall(task, tag="hard")
     assert_close(ci, direct_ci([row for i, row in enumerate(rows) if i % 3 == 0]))
+
+
+def test_a_running_run_gets_its_interval_once_it_has_ended(db):
+    # Its summary is rebuilt on every request while it runs: no per-item scan until it ends.
+    task, run = scenario(mixed_rows(40), status="running")
+    value, ci = overall(task)
+    assert value is not None and ci is None
+    run.status = "completed"
+    run.save(update_fields=["status"])
+    assert overall(task)[1] is not None
 
 
 def test_too_many_distinct_vectors_give_no_interval_rather_than_a_wrong_one(db, monkeypatch):
