@@ -397,7 +397,8 @@ def overall_interval(
     """95% CI of the overall score. Subjects are scored on the same items, so items are
     resampled with all their subjects together (per-item vectors from the summary), and each
     resample goes through `combine`. With one weighted subject it is that subject's CI,
-    rescaled. None where a tag set kept too many distinct vectors."""
+    rescaled. None where the summary has no vectors for it: a run still going, or a tag set
+    with too many distinct vectors."""
     active = [s for s in board.subjects if board.weights.get(s.name, 1.0) != 0]
     if len(active) == 1:
         ci = cells[active[0].name].ci
