@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 GOALS = {8: 0.95, 32: 0.85}
 
-from bench.common import fresh_endpoint, live_stack, wait_for_run  # noqa: E402
+from bench.common import bench_dataset, fresh_endpoint, live_stack, wait_for_run  # noqa: E402
 
 
 def bare_sdk(base_url: str, inflight: int, items: int) -> float:
@@ -78,29 +78,10 @@ def main() -> None:
 
 def measure(args: argparse.Namespace, server: Any) -> bool:
     """Print one line per in-flight limit; True if a goal was missed."""
-    from apps.datasets.models import Dataset, Item, Task
     from apps.runs.generation import create_generation_run
     from apps.runs.models import PromptTemplate
 
-    task = Task.objects.create(slug="bench", name="Bench")
-    dataset = Dataset.objects.create(
-        task=task,
-        name="bench",
-        format="csv",
-        status="ready",
-        row_count=args.items,
-        columns=["question"],
-        mapping={"input_columns": ["question"]},
-    )
-    Item.objects.bulk_create(
-        Item(
-            dataset=dataset,
-            position=i,
-            key=str(i),
-            fields={"question": f"Question {i}: what is {i} times {i}?"},
-        )
-        for i in range(args.items)
-    )
+    task, dataset = bench_dataset(args.items)
     template = PromptTemplate.objects.create(
         task=task, name="qa", system_message="Answer briefly.", user_message="{{ question }}"
     )

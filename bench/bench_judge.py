@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 GOALS = {32: 0.85}
 RESULTS_GOAL_MS = 1000.0
 
-from bench.common import fresh_endpoint, live_stack, wait_for_run  # noqa: E402
+from bench.common import bench_dataset, fresh_endpoint, live_stack, wait_for_run  # noqa: E402
 
 
 def main() -> None:
@@ -53,38 +53,10 @@ def measure(args: argparse.Namespace, server: Any) -> bool:
     """Print one line per (rounds, in-flight limit), then the rest; True if a goal was missed."""
     from django.db import transaction
 
-    from apps.datasets.models import Dataset, Item, Task
     from apps.judges.kind import create_judge_run
     from apps.judges.models import Judge, Score
 
-    task = Task.objects.create(slug="bench", name="Bench")
-    dataset = Dataset.objects.create(
-        task=task,
-        name="bench",
-        format="csv",
-        status="ready",
-        row_count=args.items,
-        columns=["question", "gold", "response"],
-        mapping={
-            "input_columns": ["question"],
-            "reference_column": "gold",
-            "response_columns": ["response"],
-        },
-    )
-    Item.objects.bulk_create(
-        Item(
-            dataset=dataset,
-            position=i,
-            key=str(i),
-            fields={
-                "question": f"Question {i}: what is {i} times {i}?",
-                "gold": str(i * i),
-                "response": f"It is {i * i}, since {i} times {i} is {i * i}.",
-            },
-            reference=str(i * i),
-        )
-        for i in range(args.items)
-    )
+    task, dataset = bench_dataset(args.items, answered=True)
     failed_goal = False
     print(
         f"{args.items} items, {args.latency * 1000:.0f} ms latency, rubric judge with 2 "

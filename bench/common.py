@@ -101,6 +101,48 @@ def live_stack(prefix: str, **server_config: Any) -> Iterator[Any]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def bench_dataset(items: int, *, answered: bool = False) -> tuple[Any, Any]:
+    """Task "bench" with a dataset of `items` arithmetic questions; `answered` adds the
+    reference ("gold") and a response column to judge."""
+    from apps.datasets.models import Dataset, Item, Task
+
+    mapping: dict[str, Any] = {"input_columns": ["question"]}
+    if answered:
+        mapping.update(reference_column="gold", response_columns=["response"])
+    task = Task.objects.create(slug="bench", name="Bench")
+    dataset = Dataset.objects.create(
+        task=task,
+        name="bench",
+        format="csv",
+        status="ready",
+        row_count=items,
+        columns=["question", "gold", "response"] if answered else ["question"],
+        mapping=mapping,
+    )
+
+    def fields(i: int) -> dict[str, str]:
+        question = {"question": f"Question {i}: what is {i} times {i}?"}
+        if not answered:
+            return question
+        return {
+            **question,
+            "gold": str(i * i),
+            "response": f"It is {i * i}, since {i} times {i} is {i * i}.",
+        }
+
+    Item.objects.bulk_create(
+        Item(
+            dataset=dataset,
+            position=i,
+            key=str(i),
+            fields=fields(i),
+            reference=str(i * i) if answered else "",
+        )
+        for i in range(items)
+    )
+    return task, dataset
+
+
 def fresh_endpoint(server: Any, name: str, inflight: int) -> Any:
     """An endpoint on the LLM server allowing `inflight` requests at once; the server's
     counters (peak concurrency) start again from zero."""

@@ -96,20 +96,8 @@ class JudgeForm(forms.ModelForm):
 
     class Meta:
         model = Judge
-        fields = [
-            "name",
-            "kind",
-            "system_prompt",
-            "user_prompt",
-            "label_type",
-            "label_count",
-            "metric",
-            "metric_options",
-            "postprocess",
-            "n_iter",
-            "aggregation",
-            "use_structured_output",
-        ]
+        # What makes a new version, but subjects: those are typed as text (subjects_text).
+        fields = ["name", *(name for name in Judge.CONTENT_FIELDS if name != "subjects")]
         labels = {
             "n_iter": "Rounds per item",
             "use_structured_output": "Ask for structured output where the endpoint supports it",
