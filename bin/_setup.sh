@@ -6,7 +6,7 @@
 # process groups) and a cleanup that stops every tracked process on EXIT/INT/TERM/HUP.
 
 EVALSITE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$EVALSITE_ROOT/.venv"
+VENV="$EVALSITE_ROOT/.venv"  # use_venv/setup_python switch to .venv-test for the tests
 PY="$VENV/bin/python"
 EVALSITE_TAG="${EVALSITE_TAG:-evalsite}"
 
@@ -65,33 +65,47 @@ _setup_unlock() {
 
 _requirements_hash() { (cd "$EVALSITE_ROOT" && cat "$@" | sha256sum | cut -d' ' -f1); }
 
-# setup_python run|test: a working .venv with requirements.txt (run) or requirements-test.txt
-# (test) installed. pip runs only when the requirements changed since the last install.
+# use_venv run|test: point VENV and PY at that kind's venv without setting it up.
+# .venv is the users' world: requirements.txt and nothing else (bin/run, workers, commands).
+# .venv-test holds requirements-test.txt. They are apart so that a package only the tests
+# install can never make the app work in the test run and fail in a user's install.
+use_venv() {
+    if [ "${1:-run}" = test ]; then VENV="$EVALSITE_ROOT/.venv-test"; else VENV="$EVALSITE_ROOT/.venv"; fi
+    PY="$VENV/bin/python"
+}
+
+# setup_python run|test: a working venv of that kind (see use_venv), made current. pip runs
+# only when the requirements changed since the last install. The run venv is then rebuilt
+# from nothing, so a package dropped from requirements.txt is gone from it too.
 setup_python() {
     local kind="${1:-run}" base req stamp hash
+    use_venv "$kind"
     _setup_lock
-    if ! { [ -x "$PY" ] && python_ok "$PY" && "$PY" -m pip --version >/dev/null 2>&1; }; then
+    if [ "$kind" = test ]; then
+        req=requirements-test.txt
+        hash="$(_requirements_hash requirements.txt requirements-test.txt)"
+    else
+        req=requirements.txt
+        hash="$(_requirements_hash requirements.txt)"
+    fi
+    stamp="$VENV/.evalsite-$kind.sha256"
+    local fresh=0
+    # Changed requirements, or a .venv from before the split that also holds the test packages.
+    if [ "$kind" = run ] && [ -d "$VENV" ] &&
+        { [ "$(cat "$stamp" 2>/dev/null)" != "$hash" ] || [ -e "$VENV/.evalsite-test.sha256" ]; }; then
+        fresh=1
+    fi
+    if [ $fresh -eq 1 ] || ! { [ -x "$PY" ] && python_ok "$PY" && "$PY" -m pip --version >/dev/null 2>&1; }; then
         base="$(find_python)" || exit 1
-        log "creating .venv with $base ($("$base" -V 2>&1))"
+        log "creating ${VENV#"$EVALSITE_ROOT"/} with $base ($("$base" -V 2>&1))"
         rm -rf "$VENV"
         "$base" -m venv "$VENV" || die "could not create $VENV with $base"
     fi
-    if [ "$kind" = test ]; then req=requirements-test.txt; else req=requirements.txt; fi
-    stamp="$VENV/.evalsite-$kind.sha256"
-    if [ "$kind" = test ]; then
-        hash="$(_requirements_hash requirements.txt requirements-test.txt)"
-    else
-        hash="$(_requirements_hash requirements.txt)"
-    fi
     if [ "$(cat "$stamp" 2>/dev/null)" != "$hash" ]; then
-        log "installing Python packages from $req (the first time takes a few minutes)"
+        log "installing Python packages from $req into ${VENV#"$EVALSITE_ROOT"/} (the first time takes a few minutes)"
         "$PY" -m pip install --disable-pip-version-check --quiet -r "$EVALSITE_ROOT/$req" ||
             die "pip install -r $req failed (see above)"
         echo "$hash" >"$stamp"
-        # The test requirements include the runtime ones.
-        if [ "$kind" = test ]; then
-            _requirements_hash requirements.txt >"$VENV/.evalsite-run.sha256"
-        fi
     fi
     _setup_unlock
 }
