@@ -6,6 +6,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,20 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+# ---- The install stage ---------------------------------------------------------------
+INSTALL_STAGE = Path(__file__).resolve().parent / "install"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """tests/install drives one bin/run for the whole folder and does not depend on the test
+    database: bin/test runs it once, as its own stage, not in each database's run. It is
+    collected only when named: `pytest tests/install`."""
+    if collection_path != INSTALL_STAGE:
+        return None
+    named = (Path(arg.split("::")[0]).resolve() for arg in config.args)
+    return not any(path == INSTALL_STAGE or INSTALL_STAGE in path.parents for path in named)
 
 
 # ---- Redis -------------------------------------------------------------------------------
