@@ -6,7 +6,7 @@ while one worker waits; items/s is measured from the run's start to its end (and
 from the launch, which includes the worker picking the job up). The ceiling is
 in-flight ÷ latency. Goals: ratio >= 0.95 at 8, >= 0.85 at 32, as high as possible at 128.
 
-    .venv/bin/python bench/bench_generation.py [--items 2000] [--latency 0.1] [--inflight 8 32 128]
+    .venv-test/bin/python bench/bench_generation.py [--items 2000] [--latency 0.1] [--inflight 8 32 128]
 """
 
 import argparse

@@ -4,7 +4,7 @@
 Runs on a fresh SQLite database in a temporary directory (never the project's data).
 Goal: the import takes <= 10 s, and <= 3x the pandas + executemany baseline.
 
-    .venv/bin/python bench/bench_import.py [--rows 100000]
+    .venv-test/bin/python bench/bench_import.py [--rows 100000]
 """
 
 import argparse

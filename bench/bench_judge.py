@@ -14,7 +14,7 @@ means, first page of items) and the items table under each filter, p50/max serve
 query count, at 50 and 500 items a page. Goal: the query count does not grow with the page
 size, and the full page stays under `RESULTS_GOAL_MS` at 100k items.
 
-    .venv/bin/python bench/bench_judge.py [--items 2000] [--latency 0.1] [--inflight 32 128]
+    .venv-test/bin/python bench/bench_judge.py [--items 2000] [--latency 0.1] [--inflight 32 128]
                                           [--rounds 1 3] [--results-items 100000]
 """
 

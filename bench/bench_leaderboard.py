@@ -1,6 +1,6 @@
 """Benchmark leaderboards and exports on SQLite in a temporary directory.
 
-    .venv/bin/python bench/bench_leaderboard.py [--items 100000] [--runs 10] [--quick]
+    .venv-test/bin/python bench/bench_leaderboard.py [--items 100000] [--runs 10] [--quick]
 
 Measures
   1. the streamed results export of one judge run (items × 3 subjects): rows/s, peak memory
