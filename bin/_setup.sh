@@ -65,29 +65,33 @@ _setup_unlock() {
 
 _requirements_hash() { (cd "$EVALSITE_ROOT" && cat "$@" | sha256sum | cut -d' ' -f1); }
 
-# use_venv run|test: point VENV and PY at that kind's venv without setting it up.
-# .venv is the users' world: requirements.txt and nothing else (bin/run, workers, commands).
-# .venv-test holds requirements-test.txt. They are apart so that a package only the tests
-# install can never make the app work in the test run and fail in a user's install.
+# use_venv run|test|litellm: point VENV, PY and VENV_REQUIREMENTS at that kind's venv without
+# setting it up. .venv is the users' world: requirements.txt and nothing else (bin/run,
+# workers, commands). .venv-test holds requirements-test.txt. They are apart so that a package
+# only the tests install can never make the app work in the test run and fail in a user's
+# install. .venv-litellm holds an OpenAI-compatible server this project did not write (the
+# LiteLLM proxy), which the install stage runs the main job against; it shares nothing with
+# the app's packages.
 use_venv() {
-    if [ "${1:-run}" = test ]; then VENV="$EVALSITE_ROOT/.venv-test"; else VENV="$EVALSITE_ROOT/.venv"; fi
+    case "${1:-run}" in
+        test) VENV="$EVALSITE_ROOT/.venv-test" VENV_REQUIREMENTS="requirements.txt requirements-test.txt" ;;
+        litellm) VENV="$EVALSITE_ROOT/.venv-litellm" VENV_REQUIREMENTS="tests/install/requirements-litellm.txt" ;;
+        *) VENV="$EVALSITE_ROOT/.venv" VENV_REQUIREMENTS="requirements.txt" ;;
+    esac
     PY="$VENV/bin/python"
 }
 
-# setup_python run|test: a working venv of that kind (see use_venv), made current. pip runs
-# only when the requirements changed since the last install. The run venv is then rebuilt
+# setup_python run|test|litellm: a working venv of that kind (see use_venv), made current. pip
+# runs only when the requirements changed since the last install. The run venv is then rebuilt
 # from nothing, so a package dropped from requirements.txt is gone from it too.
 setup_python() {
     local kind="${1:-run}" base req stamp hash
     use_venv "$kind"
     _setup_lock
-    if [ "$kind" = test ]; then
-        req=requirements-test.txt
-        hash="$(_requirements_hash requirements.txt requirements-test.txt)"
-    else
-        req=requirements.txt
-        hash="$(_requirements_hash requirements.txt)"
-    fi
+    # The last file names what to install; the ones before it are included by it.
+    req="${VENV_REQUIREMENTS##* }"
+    # shellcheck disable=SC2086  # a list of file names without spaces
+    hash="$(_requirements_hash $VENV_REQUIREMENTS)"
     stamp="$VENV/.evalsite-$kind.sha256"
     local fresh=0
     # Changed requirements, or a .venv from before the split that also holds the test packages.

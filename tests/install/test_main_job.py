@@ -9,36 +9,14 @@ and both runs failed within a second: the SDK's aiohttp transport was only in th
 import csv
 import io
 import re
-import time
 
 from tests.install.conftest import ADMIN, Install
-from tests.install.web import Page, WebSession
+from tests.install.web import WebSession, counters, wait_for_run
 from tests.llm_server import LLMServer
 
 KEY = "sk-install-stage-0123456789abcdef"
 JUDGE_REPLY = '{"correctness": 4, "reason": "Right letter, no working shown."}'
 DEMO_ITEMS = 12
-
-
-def wait_for_run(web: WebSession, url: str, timeout: float = 120) -> Page:
-    """Reload the run page until its status badge says the run has ended."""
-    deadline = time.monotonic() + timeout
-    while True:
-        page = web.get(url)
-        status = re.search(r'id="run-status" data-status="([a-z_]+)"', page.text)
-        assert status, page.text[:2000]
-        if status.group(1) not in ("queued", "running"):
-            return page
-        assert time.monotonic() < deadline, f"{url} still {status.group(1)}:\n{page.text_only()}"
-        time.sleep(0.5)
-
-
-def counters(page: Page) -> tuple[int, int, int]:
-    """(done, failed, total) as the run page shows them."""
-    text = page.text_only()
-    found = re.search(r"Done (\d+) Failed (\d+) Total (\d+)", text)
-    assert found, text
-    return tuple(int(n) for n in found.groups())  # type: ignore[return-value]
 
 
 def test_the_main_job_works_from_the_users_install(install: Install, llm_server: LLMServer):

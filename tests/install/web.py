@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import http.cookiejar
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -202,3 +203,25 @@ class WebSession:
             f"login as {username} failed:\n{landed.text[:2000]}"
         )
         return landed
+
+
+# ---- evalsite's run page ---------------------------------------------------------------
+def wait_for_run(web: WebSession, url: str, timeout: float = 120) -> Page:
+    """Reload the run page until its status badge says the run has ended."""
+    deadline = time.monotonic() + timeout
+    while True:
+        page = web.get(url)
+        status = re.search(r'id="run-status" data-status="([a-z_]+)"', page.text)
+        assert status, page.text[:2000]
+        if status.group(1) not in ("queued", "running"):
+            return page
+        assert time.monotonic() < deadline, f"{url} still {status.group(1)}:\n{page.text_only()}"
+        time.sleep(0.5)
+
+
+def counters(page: Page) -> tuple[int, int, int]:
+    """(done, failed, total) as the run page shows them."""
+    text = page.text_only()
+    found = re.search(r"Done (\d+) Failed (\d+) Total (\d+)", text)
+    assert found, text
+    return tuple(int(n) for n in found.groups())  # type: ignore[return-value]
