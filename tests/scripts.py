@@ -44,6 +44,7 @@ class Script:
     """A script started in its own session, as from a terminal; its output is collected."""
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.env = env
         self.proc = subprocess.Popen(
             args,
             cwd=ROOT,
