@@ -1,4 +1,5 @@
-"""Enqueueing background jobs: always after commit, always with our own job id."""
+"""Enqueueing background jobs: after commit (or at once where no transaction can be open),
+always with our own job id."""
 
 import uuid
 from collections.abc import Callable
@@ -21,11 +22,16 @@ def enqueue(
     Our own id lets callers find the job even though django-rq's enqueue returns None here.
     """
     job_id = job_id or f"{func.__name__}-{uuid.uuid4().hex}"
-
-    def _enqueue() -> None:
-        django_rq.get_queue(queue).enqueue(
-            func, *args, job_id=job_id, job_timeout=timeout, failure_ttl=7 * 24 * 3600
-        )
-
-    transaction.on_commit(_enqueue)
+    transaction.on_commit(
+        lambda: enqueue_now(func, *args, job_id=job_id, timeout=timeout, queue=queue)
+    )
     return job_id
+
+
+def enqueue_now(
+    func: Callable[..., Any], *args: Any, job_id: str, timeout: int = 3600, queue: str = "default"
+) -> None:
+    """Enqueue at once: for callers outside any transaction (the runs watchdog thread)."""
+    django_rq.get_queue(queue).enqueue(
+        func, *args, job_id=job_id, job_timeout=timeout, failure_ttl=7 * 24 * 3600
+    )
