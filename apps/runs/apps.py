@@ -20,6 +20,12 @@ class RunsConfig(AppConfig):
         gc.freeze()
         request_finished.connect(WARM_UP_FREEZER, dispatch_uid="runs-warm-up-freeze")
 
+        # A worker process hands the units of chunks whose worker died to live workers.
+        from apps.runs import watchdog
+
+        if watchdog.is_worker_process():
+            watchdog.start()
+
 
 class WarmUpFreezer:
     """Freeze again once a web process has warmed up.

@@ -11,28 +11,40 @@ Launch (`launch(run, mode)`, inside the caller's transaction)
     `run-<id>-e<epoch>-chunk-<n>` are enqueued on RQ after commit.
 
 A chunk job (`run_chunk`, wrapped by `apps.runs.jobs.guarded`)
-    registers a job lease, then pops keys from the epoch's list in small batches (so every
+    registers a job lease, then takes keys from the epoch's list in small batches (so every
     worker on every machine shares one run, and one worker keeps its lanes full from one
-    chunk to the next instead of draining each chunk's tail). It has taken at least
-    `chunk_size` keys (or the list ran dry) before it may stop for its time budget, so the
-    enqueued jobs always cover the list. `lanes` coroutines perform units concurrently with
-    one `LLM` (one AsyncOpenAI client) per chunk; every request takes a slot of the
-    endpoint's concurrency limit and a turn of its rate limit, both in Redis (apps.runs.limits).
-    A writer task commits results in small batches, so lanes never wait for the database: when
-    `FLUSH_EVERY` results wait (at most every `FLUSH_GAP` s, so a fast run writes bigger
-    batches) and whenever the oldest has waited `FLUSH_AFTER` s. SIGKILL loses what was in
-    flight and at most that last second of answers; the units stay pending for resume.
-    A heartbeat task renews leases, writes `Run.heartbeat_at`, and notices cancel, a fatal
-    endpoint error, a failed run or a newer epoch within a second; lanes then stop asking.
-    The job that leaves last (no live job lease, list empty) finalizes the run with exact
-    counts from the database; if units are still pending then (a dead worker took them) the
-    run is marked interrupted, shown as stalled, and resume finishes it.
+    chunk to the next instead of draining each chunk's tail). Taking moves the keys into the
+    chunk's own *held* set in Redis (one Lua step), and a key leaves that set once its result
+    is committed. It has taken at least `chunk_size` keys (or the list ran dry) before it may
+    stop for its time budget, so the enqueued jobs always cover the list. `lanes` coroutines
+    perform units concurrently with one `LLM` (one AsyncOpenAI client) per chunk; every
+    request takes a slot of the endpoint's concurrency limit and a turn of its rate limit,
+    both in Redis (apps.runs.limits). A writer task commits results in small batches, so lanes
+    never wait for the database: when `FLUSH_EVERY` results wait (at most every `FLUSH_GAP`
+    s, so a fast run writes bigger batches) and whenever the oldest has waited `FLUSH_AFTER`
+    s. A thread renews the chunk's lease every second (`LeaseKeeper`); a heartbeat task
+    writes `Run.heartbeat_at`, and notices cancel, a fatal endpoint error, a failed run or a
+    newer epoch within a second; lanes then stop asking.
+
+A dead chunk (its work horse or whole worker SIGKILLed, its machine gone)
+    loses what was in flight and at most the last second of answers, but not its units: they
+    are in its held set. Every worker process runs a watchdog thread (apps.runs.watchdog →
+    `reap`) that gives the chunk up for dead as soon as RQ records its job as ended (a killed
+    horse: at once) or its lease ran out (a killed worker process: `JOB_LEASE_SECONDS`); its
+    held keys go to the epoch's *again* list, which chunks take before the todo list
+    (dropping keys the dead chunk had already committed), and a replacement chunk job is
+    enqueued. So the run finishes by itself while any worker lives.
+    The job that leaves last (no registered chunk, lists empty) finalizes the run with exact
+    counts from the database; if units are still pending then (work lost some other way) the
+    run is marked interrupted, shown as stalled, and resume finishes it. With no worker left
+    at all, the run shows as stalled after `Run.STALL_AFTER` and resume finishes it too.
 
 The `RunKind` interface (register an instance with `register(kind)`)
     kind: str                                           Run.Kind value it serves
     total(run) -> int                                   progress units of the run (items)
     pending_keys(run, mode) -> list[str]                work of this epoch (run.epoch is set)
     pending_count(run, mode) -> int                     default len(pending_keys)
+    unsettled_keys(run, keys) -> list[str]              default: keys in pending_keys
     settled_counts(run, mode) -> (done, failed)         results that are not pending
     lanes(run) -> int                                   concurrent units per chunk
     prepare(run) -> ctx                                 once per chunk, DB thread (templates, judge…)
@@ -54,14 +66,18 @@ The `RunKind` interface (register an instance with `register(kind)`)
 Lifecycle: queued → running (the first chunk is ready to send) → completed / completed with
 failures / cancelled / failed (a crashed job via apps.runs.jobs.guarded, or a fatal endpoint
 error such as a refused key, with a plain message). Redis keys: evalsite:run:<id>:e<epoch>:todo
-(the work list), …:jobs (live chunk leases), evalsite:run:<id>:epoch and :stop (read by every
-chunk's heartbeat), evalsite:endpoint:<id>:inflight and :rate (apps.runs.limits).
+(the work list), …:jobs (registered chunks scored by lease expiry), …:held:<job id> (a chunk's
+uncommitted keys), …:again (keys handed back from dead chunks), …:seq (the last chunk number),
+evalsite:runs:live (the epochs the watchdog watches), evalsite:run:<id>:epoch and :stop (read
+by every chunk's heartbeat), evalsite:endpoint:<id>:inflight and :rate (apps.runs.limits).
 """
 
 import asyncio
 import contextlib
 import functools
+import logging
 import math
+import threading
 import time
 import traceback
 from abc import ABC, abstractmethod
@@ -84,9 +100,14 @@ FLUSH_AFTER = 1.0
 WRITER_TICK = 0.05
 HEARTBEAT_EVERY = 1.0
 DB_HEARTBEAT_EVERY = 5.0
-JOB_LEASE_SECONDS = 30
+# A chunk renews its lease every HEARTBEAT_EVERY s from a thread of its own (LeaseKeeper), so
+# only a dead (or frozen) process misses fifteen renewals in a row; then the watchdog hands its
+# units to live workers (see `reap`).
+JOB_LEASE_SECONDS = 15
 CANCEL_GRACE = 3.0
 KEY_TTL = 7 * 24 * 3600
+
+logger = logging.getLogger(__name__)
 
 
 # ---- the interface ---------------------------------------------------------------------------
@@ -157,6 +178,11 @@ class RunKind(ABC):
     def lanes(self, run: Run) -> int:
         return run.endpoint.concurrency_limit if run.endpoint_id else 1
 
+    def unsettled_keys(self, run: Run, keys: list[str]) -> list[str]:
+        """Those of `keys` this epoch still has to do (a dead chunk may have done some)."""
+        pending = set(self.pending_keys(run, run.mode))
+        return [key for key in keys if key in pending]
+
     def prepare(self, run: Run) -> Any:
         return None
 
@@ -212,12 +238,35 @@ def jobs_key(run_id: int, epoch: int) -> str:
     return _key(run_id, f"e{epoch}:jobs")
 
 
+def held_key(run_id: int, epoch: int, me: str) -> str:
+    """The keys chunk `me` has taken and not yet committed (a set)."""
+    return _key(run_id, f"e{epoch}:held:{me}")
+
+
+def again_key(run_id: int, epoch: int) -> str:
+    """Keys handed back from dead chunks; taken before the todo list, checked against the DB."""
+    return _key(run_id, f"e{epoch}:again")
+
+
+def seq_key(run_id: int, epoch: int) -> str:
+    """The last chunk number used in the epoch (replacement chunks count on from it)."""
+    return _key(run_id, f"e{epoch}:seq")
+
+
 def epoch_key(run_id: int) -> str:
     return _key(run_id, "epoch")
 
 
 def stop_key(run_id: int) -> str:
     return _key(run_id, "stop")
+
+
+# Every launched epoch that may still have chunks: "<run id>:<epoch>" -> RQ timeout of a chunk.
+LIVE_KEY = f"{KEY_PREFIX}:runs:live"
+
+
+def live_field(run_id: int, epoch: int) -> str:
+    return f"{run_id}:{epoch}"
 
 
 def job_id(run_id: int, epoch: int, n: int) -> str:
@@ -230,20 +279,102 @@ def _redis() -> Any:
     return django_rq.get_connection("default")
 
 
-_LEAVE = """
+_NOW = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-return {redis.call('ZCARD', KEYS[1]), redis.call('LLEN', KEYS[2])}
 """
 
-_JOIN = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+# Lua's unpack() takes a few thousand values at most: a set goes to a list in slices.
+_MOVE = """
+local function move(src, dst, ttl)
+  local keys = redis.call('SMEMBERS', src)
+  for i = 1, #keys, 1000 do
+    redis.call('RPUSH', dst, unpack(keys, i, math.min(i + 999, #keys)))
+  end
+  if #keys > 0 then redis.call('EXPIRE', dst, ttl) end
+  redis.call('DEL', src)
+  return #keys
+end
+"""
+
+# KEYS jobs, held, again; ARGV me, lease ms, ttl. A job that runs again under the same id
+# (requeued by hand) is sure its earlier run is dead: what that run held goes back first.
+_JOIN = (
+    _NOW
+    + _MOVE
+    + """
+local moved = move(KEYS[2], KEYS[3], tonumber(ARGV[3]))
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+return moved
+"""
+)
+
+# KEYS jobs; ARGV me, lease ms, ttl. 0 when the watchdog has reaped us: we must not come back.
+_RENEW = (
+    _NOW
+    + """
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
 return 1
+"""
+)
+
+# KEYS jobs, again, todo, held; ARGV me, n, ttl. Takes up to n keys (handed-back ones first)
+# into our held set in one step, so no key is ever only in a dead process's memory.
+# Returns {source, keys}: source 1 = handed back, 0 = todo (no keys: both empty), -1 = reaped.
+_TAKE = """
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return {-1, {}} end
+local source = 1
+local keys = redis.call('LPOP', KEYS[2], ARGV[2])
+if not keys then
+  source = 0
+  keys = redis.call('LPOP', KEYS[3], ARGV[2])
+end
+if not keys then return {0, {}} end
+redis.call('SADD', KEYS[4], unpack(keys))
+redis.call('EXPIRE', KEYS[4], tonumber(ARGV[3]))
+return {source, keys}
+"""
+
+# KEYS jobs, todo, again, held; ARGV me. Registered chunks include dead ones not yet reaped:
+# while one is there its units are not done, so nobody may call the run finished.
+_LEAVE = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[4])
+return {redis.call('ZCARD', KEYS[1]), redis.call('LLEN', KEYS[2]) + redis.call('LLEN', KEYS[3])}
+"""
+
+# KEYS jobs, held, again, seq; ARGV me, "expired" | "ended", requeue (1/0), ttl.
+# Atomically forgets a dead chunk and hands its held keys back; returns the number for a
+# replacement chunk (0 when the epoch is over: nothing to requeue), -1 when there was nothing
+# to do (another watchdog was first, or the lease was renewed after all).
+_REAP = (
+    _NOW
+    + _MOVE
+    + """
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score then return -1 end
+if ARGV[2] == 'expired' and tonumber(score) > now then return -1 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+if ARGV[3] ~= '1' then
+  redis.call('DEL', KEYS[2])
+  return 0
+end
+move(KEYS[2], KEYS[3], tonumber(ARGV[4]))
+local n = redis.call('INCR', KEYS[4])
+redis.call('EXPIRE', KEYS[4], tonumber(ARGV[4]))
+return n
+"""
+)
+
+# KEYS live, jobs, todo, again; ARGV field. An epoch with no chunk and no work left is over.
+_FORGET = """
+if redis.call('ZCARD', KEYS[2]) + redis.call('LLEN', KEYS[3]) + redis.call('LLEN', KEYS[4]) == 0 then
+  return redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 0
 """
 
 
@@ -296,21 +427,24 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
         lanes = max(1, kind.lanes(locked))
         n_jobs = math.ceil(len(keys) / max(locked.chunk_size, 1))
         run_id = run.pk
+        timeout = chunk_timeout(locked, lanes)
 
         def _push() -> None:
             conn = _redis()
-            pipe = conn.pipeline()
+            pipe = conn.pipeline()  # MULTI: the watchdog never sees the epoch without its list
             pipe.delete(stop_key(run_id))
             pipe.set(epoch_key(run_id), epoch, ex=KEY_TTL)
             if epoch > 1:
-                pipe.delete(todo_key(run_id, epoch - 1))
+                pipe.delete(todo_key(run_id, epoch - 1), again_key(run_id, epoch - 1))
+                pipe.hdel(LIVE_KEY, live_field(run_id, epoch - 1))
             for start in range(0, len(keys), 5000):
                 pipe.rpush(todo_key(run_id, epoch), *keys[start : start + 5000])
             pipe.expire(todo_key(run_id, epoch), KEY_TTL)
+            pipe.set(seq_key(run_id, epoch), n_jobs - 1, ex=KEY_TTL)
+            pipe.hset(LIVE_KEY, live_field(run_id, epoch), timeout)
             pipe.execute()
 
         transaction.on_commit(_push)
-        timeout = chunk_timeout(locked, lanes)
         for n in range(n_jobs):
             enqueue(run_chunk, run_id, epoch, n, job_id=job_id(run_id, epoch, n), timeout=timeout)
     run.refresh_from_db()
@@ -322,7 +456,7 @@ def cancel(run: Run) -> None:
     run.request_cancel()
     conn = _redis()
     conn.set(stop_key(run.pk), "cancel", ex=KEY_TTL)
-    conn.delete(todo_key(run.pk, run.epoch))
+    conn.delete(todo_key(run.pk, run.epoch), again_key(run.pk, run.epoch))
     run.refresh_from_db()
     if run.status == Run.Status.RUNNING and live_jobs(run.pk, run.epoch) == 0:
         finalize(run.pk, run.epoch)
@@ -345,7 +479,14 @@ def finalize(run_id: int, epoch: int) -> None:
         return  # a newer launch owns the run now
     _settle(run, kind_for(run))
     with contextlib.suppress(Exception):
-        _redis().delete(todo_key(run_id, epoch), jobs_key(run_id, epoch))
+        conn = _redis()
+        conn.delete(
+            todo_key(run_id, epoch),
+            jobs_key(run_id, epoch),
+            again_key(run_id, epoch),
+            seq_key(run_id, epoch),
+        )
+        conn.hdel(LIVE_KEY, live_field(run_id, epoch))
 
 
 def _settle(run: Run, kind: RunKind) -> None:
@@ -376,12 +517,15 @@ def run_chunk(run_id: int, epoch: int, n: int) -> str:
     conn = _redis()
     me = job_id(run_id, epoch, n)
     conn.register_script(_JOIN)(
-        keys=[jobs_key(run_id, epoch)], args=[me, JOB_LEASE_SECONDS * 1000, KEY_TTL]
+        keys=[jobs_key(run_id, epoch), held_key(run_id, epoch, me), again_key(run_id, epoch)],
+        args=[me, JOB_LEASE_SECONDS * 1000, KEY_TTL],
     )
+    lease = LeaseKeeper(run_id, epoch, me)
     try:
         kind = kind_for(run)
         lanes = max(1, kind.lanes(run))
         runner = ChunkRunner(run, kind, me, lanes, budget=chunk_timeout(run, lanes) * 0.5)
+        runner.lease = lease
         # Our own thread does the ORM work: the event loop thread must not touch the DB.
         connection.close()
         processed = run_async(runner.execute())
@@ -390,13 +534,136 @@ def run_chunk(run_id: int, epoch: int, n: int) -> str:
         fail(run_id, traceback.format_exc())
         raise
     finally:
+        lease.stop()
         close_old_connections()
         remaining, todo = conn.register_script(_LEAVE)(
-            keys=[jobs_key(run_id, epoch), todo_key(run_id, epoch)], args=[me]
+            keys=[
+                jobs_key(run_id, epoch),
+                todo_key(run_id, epoch),
+                again_key(run_id, epoch),
+                held_key(run_id, epoch, me),
+            ],
+            args=[me],
         )
         if int(remaining) == 0 and int(todo) == 0:
             finalize(run_id, epoch)
     return f"{processed} units"
+
+
+class LeaseKeeper:
+    """Renews a chunk's lease from a thread of its own while the process lives.
+
+    Not from the event loop: a lane busy in CPU work or a slow database write must not make a
+    live chunk look dead. `lost` is set when the watchdog reaped the chunk anyway (the process
+    froze longer than the lease): its units are someone else's now, so it stops.
+    """
+
+    def __init__(self, run_id: int, epoch: int, me: str) -> None:
+        self.keys = [jobs_key(run_id, epoch)]
+        self.me = me
+        self.lost = threading.Event()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name="run-lease", daemon=True)
+        self._thread.start()
+
+    def _renew(self) -> None:
+        conn = _redis()
+        renew = conn.register_script(_RENEW)
+        while not self._done.wait(HEARTBEAT_EVERY):
+            renewed = None
+            with contextlib.suppress(Exception):  # a Redis blip: the lease outlasts many
+                renewed = renew(keys=self.keys, args=[self.me, JOB_LEASE_SECONDS * 1000, KEY_TTL])
+            if renewed == 0:
+                self.lost.set()
+                break
+        conn.close()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=HEARTBEAT_EVERY * 5)
+
+
+# ---- handing a dead chunk's units to live workers ------------------------------------------------
+def _job_running(conn: Any, name: str) -> bool:
+    """RQ's view of chunk job `name`: False once its work horse died (RQ's worker marks the job
+    failed the moment its horse exits badly) or the job is gone."""
+    from rq.exceptions import InvalidJobOperation
+    from rq.job import Job, JobStatus
+
+    try:
+        return Job(name, connection=conn).get_status() == JobStatus.STARTED
+    except InvalidJobOperation:
+        return False
+
+
+def reap(conn: Any = None) -> list[str]:
+    """Hand the units of every dead chunk back and enqueue a replacement chunk for each;
+    returns the replacement job ids. Run by the watchdog thread of every worker process
+    (apps.runs.watchdog); any number may run at once (each hand-back is one Lua call).
+
+    A chunk is dead when its lease ran out (its process, machine or network is gone: nothing
+    renewed it for JOB_LEASE_SECONDS) or, at once, when RQ no longer runs its job (the work
+    horse was killed and its worker recorded the failure). Its held keys go to the epoch's
+    `again` list, which live chunks take before the todo list, and which the replacement
+    chunk takes if no live chunk is left. Keys the dead chunk had already committed are
+    dropped there (`RunKind.unsettled_keys`); unique constraints keep a unit written once even
+    if a chunk was wrongly given up for dead.
+    """
+    from apps.runs.jobs import run_chunk as run_chunk_job
+    from apps.runs.queue import enqueue_now
+
+    conn = conn if conn is not None else _redis()
+    reap_script = conn.register_script(_REAP)
+    forget = conn.register_script(_FORGET)
+    seconds, micros = conn.time()
+    now_ms = int(seconds) * 1000 + int(micros) // 1000
+    started = []
+    for field_raw, timeout_raw in conn.hgetall(LIVE_KEY).items():
+        field_name = field_raw.decode() if isinstance(field_raw, bytes) else str(field_raw)
+        run_id, epoch = (int(part) for part in field_name.split(":"))
+        jobs = jobs_key(run_id, epoch)
+        holders = conn.zrange(jobs, 0, -1, withscores=True)
+        if not holders:
+            forget(
+                keys=[LIVE_KEY, jobs, todo_key(run_id, epoch), again_key(run_id, epoch)],
+                args=[field_name],
+            )
+            continue
+        stop, current = conn.mget(stop_key(run_id), epoch_key(run_id))
+        # A cancelled, failed or relaunched epoch only needs its dead chunks forgotten.
+        requeue = not stop and current is not None and int(current) == epoch
+        for member, expiry in holders:
+            name = member.decode() if isinstance(member, bytes) else str(member)
+            expired = expiry <= now_ms
+            if not expired and _job_running(conn, name):
+                continue
+            n = int(
+                reap_script(
+                    keys=[
+                        jobs,
+                        held_key(run_id, epoch, name),
+                        again_key(run_id, epoch),
+                        seq_key(run_id, epoch),
+                    ],
+                    args=[name, "expired" if expired else "ended", int(requeue), KEY_TTL],
+                )
+            )
+            if n <= 0:
+                continue
+            replacement = job_id(run_id, epoch, n)
+            enqueue_now(
+                run_chunk_job, run_id, epoch, n, job_id=replacement, timeout=int(timeout_raw)
+            )
+            logger.warning(
+                "run %s epoch %s: chunk %s died (%s); its units went to %s",
+                run_id,
+                epoch,
+                name,
+                "lease ran out" if expired else "its job ended",
+                replacement,
+            )
+            started.append(replacement)
+    return started
 
 
 class ChunkRunner:
@@ -412,6 +679,8 @@ class ChunkRunner:
         self.attempt_buffer: list[Attempt] = []
         self.processed = 0
         self.closing = False
+        self.lease: LeaseKeeper | None = None
+        self.held = held_key(run.pk, run.epoch, me)
 
     async def db(self, func: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(
@@ -450,7 +719,11 @@ class ChunkRunner:
             # Running from here on: set up (client, templates, pool) and about to send.
             await self.db(self.run.mark_running)
             writer = asyncio.create_task(self.writer())
-            helpers = [asyncio.create_task(self.heartbeat()), asyncio.create_task(self.feed())]
+            helpers = [
+                asyncio.create_task(self.heartbeat()),
+                asyncio.create_task(self.db_heartbeat()),
+                asyncio.create_task(self.feed()),
+            ]
             lanes = [asyncio.create_task(self.lane()) for _ in range(self.lanes)]
             try:
                 await self._wait_lanes(lanes, helpers, watched=[writer])
@@ -517,22 +790,45 @@ class ChunkRunner:
     # -- claiming work ---------------------------------------------------------------------
     async def feed(self) -> None:
         claimed = 0
-        key = todo_key(self.run.pk, self.epoch)
+        take = self.redis.register_script(_TAKE)
+        lists = [
+            jobs_key(self.run.pk, self.epoch),
+            again_key(self.run.pk, self.epoch),
+            todo_key(self.run.pk, self.epoch),
+            self.held,
+        ]
         batch = max(8, min(self.lanes, 256))
         while not self.stop.is_set():
             over_budget = time.monotonic() - self.started > self.budget
             if claimed >= self.run.chunk_size and over_budget:
                 break
-            raw = await self.redis.lpop(key, batch)
+            source, raw = await take(keys=lists, args=[self.me, batch, KEY_TTL])
+            if int(source) < 0:
+                self.stop.set()  # reaped as dead: our units went to another chunk
+                break
             if not raw:
                 break
             keys = [k.decode() if isinstance(k, bytes) else k for k in raw]
-            claimed += len(keys)
             try:
+                if int(source) == 1:
+                    # Handed back from a dead chunk, which may have committed some of them.
+                    fresh = await self.db(self.kind.unsettled_keys, self.run, keys)
+                    settled = set(keys).difference(fresh)
+                    if settled:
+                        await self.redis.srem(self.held, *settled)
+                    keys = [k for k in keys if k not in settled]
+                    if not keys:
+                        continue
+                claimed += len(keys)
                 units = await self.db(self.kind.load_units, self.run, self.ctx, keys)
             except BaseException:
-                # Give the keys back so another chunk (or a resume) still sees them.
-                await self.redis.rpush(key, *keys)
+                # Give the keys back so another chunk still sees them (when stopping, they
+                # stay pending for resume: a stopped epoch must not get work back).
+                if keys and not self.stop.is_set():
+                    pipe = self.redis.pipeline()
+                    pipe.rpush(lists[1], *keys)
+                    pipe.srem(self.held, *keys)
+                    await pipe.execute()
                 raise
             for unit in units:
                 await self.queue.put(unit)
@@ -613,6 +909,10 @@ class ChunkRunner:
             self.first_buffered = None
             if batch or attempts:
                 await self.db(self._write, batch, attempts)
+            if batch:
+                # Committed: no longer ours to hand back should this process die now. (Dying
+                # between the commit and this, a key is handed back and dropped as settled.)
+                await self.redis.srem(self.held, *{r.key for r in batch})
             self.last_flush = time.monotonic()
 
     def _write(self, results: list[Result], stray_attempts: list[Attempt]) -> None:
@@ -659,12 +959,10 @@ class ChunkRunner:
 
     # -- staying in touch -------------------------------------------------------------------
     async def heartbeat(self) -> None:
-        jobs = jobs_key(self.run.pk, self.epoch)
-        join = self.redis.register_script(_JOIN)
-        last_db = time.monotonic()
+        """Every second: endpoint slot leases, and whether to stop (cancel, failure, a newer
+        epoch, or this chunk given up for dead). The chunk's own lease is LeaseKeeper's."""
         while True:
             await asyncio.sleep(HEARTBEAT_EVERY)
-            await join(keys=[jobs], args=[self.me, JOB_LEASE_SECONDS * 1000, KEY_TTL])
             if self.semaphore is not None:
                 await self.semaphore.renew()
             if self.llm is not None and self.llm.slots is not None:
@@ -672,10 +970,15 @@ class ChunkRunner:
             stop, epoch = await self.redis.mget(stop_key(self.run.pk), epoch_key(self.run.pk))
             if stop or (epoch is not None and int(epoch) != self.epoch):
                 self.stop.set()
-            if time.monotonic() - last_db >= DB_HEARTBEAT_EVERY:
-                last_db = time.monotonic()
-                if not await self.db(self._db_heartbeat):
-                    self.stop.set()
+            if self.lease is not None and self.lease.lost.is_set():
+                self.stop.set()
+
+    async def db_heartbeat(self) -> None:
+        """`Run.heartbeat_at`, apart from the loop above: a slow database must not delay it."""
+        while True:
+            await asyncio.sleep(DB_HEARTBEAT_EVERY)
+            if not await self.db(self._db_heartbeat):
+                self.stop.set()
 
     def _db_heartbeat(self) -> bool:
         """Write the heartbeat; False when the run was ended or relaunched meanwhile."""

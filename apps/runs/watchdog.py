@@ -1,0 +1,62 @@
+"""The runs watchdog: a daemon thread in every RQ worker process that hands the units of dead
+chunks to live workers (see apps.runs.engine.reap), so a run whose worker was killed finishes
+by itself while any worker lives.
+
+It runs in the worker's main process, not in a work horse: when the horse running a chunk is
+killed, the worker process that forked it lives on (and RQ there marks the job failed); when
+the whole worker process is killed, another worker's watchdog sees the chunk's lease run out.
+It touches only Redis (never the database), so forking work horses from this process stays
+safe. One tick every TICK seconds across all workers (a Redis lock), not one per worker.
+"""
+
+import logging
+import sys
+import threading
+import time
+
+from apps.runs.limits import KEY_PREFIX
+
+TICK = 2.0
+LOCK_KEY = f"{KEY_PREFIX}:runs:watchdog"
+WORKER_COMMANDS = ("rqworker", "rqworker-pool")
+
+logger = logging.getLogger(__name__)
+_started: threading.Thread | None = None
+_lock = threading.Lock()
+
+
+def is_worker_process(argv: list[str] | None = None) -> bool:
+    """`manage.py rqworker …` (bin/run, tests) or `rqworker-pool`: the processes that fork
+    work horses and so outlive them."""
+    argv = sys.argv if argv is None else argv
+    return len(argv) > 1 and argv[1] in WORKER_COMMANDS
+
+
+def start() -> threading.Thread:
+    """Start this process's watchdog once; later calls return the running one."""
+    global _started
+    with _lock:
+        if _started is None or not _started.is_alive():
+            _started = threading.Thread(target=_watch, name="runs-watchdog", daemon=True)
+            _started.start()
+        return _started
+
+
+def _watch() -> None:
+    import django_rq
+
+    from apps.runs import engine
+
+    conn = django_rq.get_connection("default")
+    failing = False
+    while True:
+        time.sleep(TICK)
+        try:
+            # The lock lapses just before the next tick, so some worker always takes it.
+            if conn.set(LOCK_KEY, "1", nx=True, px=int(TICK * 1000) - 200):
+                engine.reap(conn)
+            failing = False
+        except Exception:
+            if not failing:  # once per outage, not every tick
+                logger.exception("runs watchdog: could not check for dead chunks")
+            failing = True
