@@ -3,6 +3,7 @@
 import json
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -63,6 +64,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "django_rq",
+    "axes",
     "apps.accounts",
     "apps.datasets",
     "apps.runs",
@@ -85,6 +87,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a refused login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"
@@ -132,6 +136,12 @@ LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "datasets:task-list"
 LOGOUT_REDIRECT_URL = "accounts:login"
 
+# django-axes' backend comes first: it refuses a locked-out login before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -165,6 +175,26 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # HTMX reads the token from the page, not the cookie.
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# ---- Login throttling (django-axes, database handler: the counts live in the database, so they
+# hold across gunicorn workers and machines). After LOGIN_FAILURE_LIMIT failures a username is
+# refused from every address, and an address is refused for every username, until
+# LOGIN_COOLOFF_MINUTES pass without a failure; nonexistent usernames count the same way, so the
+# refusal says nothing about who exists. `manage.py axes_reset_username NAME` lifts a lockout.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# A success does not wipe the failures (axes' default). Wiping them would delete every record of
+# the address too, so one user with a valid password could reset the count between guesses at
+# another user's password from the same machine.
+AXES_RESET_ON_SUCCESS = False
+AXES_LOCKOUT_CALLABLE = "apps.accounts.throttle.locked_out"
+AXES_CLIENT_IP_CALLABLE = "apps.accounts.throttle.client_ip"
+AXES_VERBOSE = False  # no "AXES: BEGIN" banner in every manage.py command's output
+# The request.META name of the header in which a reverse proxy passes the client's address
+# (e.g. HTTP_X_FORWARDED_FOR or HTTP_X_REAL_IP). Unset: REMOTE_ADDR, because without a proxy
+# that rewrites it the header is whatever the client chose to send.
+CLIENT_IP_HEADER = env("CLIENT_IP_HEADER")
 
 REDIS_URL = env("REDIS_URL", "redis://127.0.0.1:6379/0")
 RQ_QUEUES = {
@@ -201,5 +231,7 @@ LOGGING = {
         "openai": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
+        # Failed logins and lockouts are warnings; every success and clean-up would be INFO noise.
+        "axes": {"level": "WARNING"},
     },
 }
