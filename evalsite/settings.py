@@ -7,6 +7,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -75,6 +77,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -175,6 +178,51 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # HTMX reads the token from the page, not the cookie.
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# ---- HTTPS. All off by default: bin/run serves http://127.0.0.1, where a browser never sends
+# a Secure cookie back (no login would stick) and HSTS would pin the name to https. Behind a TLS
+# proxy turn them on (.env.example's production block); `manage.py check --deploy` asks for them.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+
+
+def _proxy_ssl_header() -> tuple[str, str] | None:
+    """SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO,https: the header (request.META name) and
+    value by which the TLS proxy says the request came over https. Only set it when the proxy
+    always sets (or strips) that header, or a client could claim https itself."""
+    parts = env_list("SECURE_PROXY_SSL_HEADER")
+    if not parts:
+        return None
+    if len(parts) != 2:
+        raise ImproperlyConfigured(
+            "SECURE_PROXY_SSL_HEADER must be NAME,VALUE, e.g. HTTP_X_FORWARDED_PROTO,https"
+        )
+    return parts[0], parts[1]
+
+
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header()
+
+# ---- Content-Security-Policy (Django's own middleware), on in every mode so that the browser
+# tests see what production sees. Scripts only from our origin: the pages have no inline script
+# and no on*= handler (templates use data-confirm; static/js/evalsite.js asks). Styles allow
+# 'unsafe-inline': templates draw bars with style="width: N%" and htmx injects its indicator
+# <style>; an inline style cannot run code, and every value in it is autoescaped.
+# django-rq's admin job lists carry one fixed inline script (it wires the select-all checkbox),
+# allowed by its hash; tests/accounts/test_security.py recomputes it from the installed package.
+DJANGO_RQ_ACTIONS_SCRIPT = "'sha256-1kZe1KRxelr3ptMPsod17Z6BDvbtm4WcufgsZGvsErM='"
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, DJANGO_RQ_ACTIONS_SCRIPT],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 # ---- Login throttling (django-axes, database handler: the counts live in the database, so they
 # hold across gunicorn workers and machines). After LOGIN_FAILURE_LIMIT failures a username is

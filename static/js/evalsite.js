@@ -8,6 +8,13 @@ document.addEventListener("htmx:responseError", (event) => {
   box.appendChild(div);
 });
 
+// <form data-confirm="Delete …?">: ask before sending. The Content-Security-Policy forbids inline
+// handlers (onsubmit="…"), so the question lives in the attribute and this listener asks it.
+document.addEventListener("submit", (event) => {
+  const question = event.target.dataset?.confirm;
+  if (question && !window.confirm(question)) event.preventDefault();
+});
+
 // A file over the upload limit is refused before it is sent: nobody should wait minutes for
 // a 2 GB upload only to read "too big". The server keeps its own check (readers.check_size).
 function humanSize(size) {
