@@ -174,6 +174,14 @@ STORAGES = {
 MEDIA_ROOT = DATA_DIR / "media"
 WHITENOISE_USE_FINDERS = not _COLLECTED
 
+if env_bool("EVALSITE_TESTING"):
+    # Tests make hundreds of users: PBKDF2 made make_user a quarter of the suite's time. MD5 is
+    # worthless against a stolen database, so it is used only when the tests say they run.
+    PASSWORD_HASHERS = [
+        "django.contrib.auth.hashers.MD5PasswordHasher",
+        "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    ]
+
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # HTMX reads the token from the page, not the cookie.
 X_FRAME_OPTIONS = "DENY"

@@ -205,3 +205,21 @@ def test_django_rqs_inline_script_is_allowed_by_its_hash():
     for body in bodies:
         digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
         assert f"'sha256-{digest}'" in settings.SECURE_CSP["script-src"], body
+
+
+# ---- password hashers --------------------------------------------------------------------------
+@pytest.mark.django_db
+def test_users_made_in_tests_are_hashed_with_md5():
+    user = make_user("viewer")
+    assert user.password.startswith("md5$"), user.password[:20]
+    assert user.check_password(PASSWORD)
+
+
+def test_without_evalsite_testing_passwords_are_hashed_with_a_slow_hasher(tmp_path):
+    result = run_python(
+        "from django.contrib.auth.hashers import make_password; print(make_password('x'))",
+        user_env(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    algorithm = result.stdout.strip().splitlines()[-1].split("$")[0]
+    assert algorithm in {"pbkdf2_sha256", "argon2", "scrypt", "bcrypt_sha256"}, algorithm
