@@ -20,6 +20,9 @@ class ErrorKind(models.TextChoices):
     OUT_OF_RANGE = "out_of_range", "Out of range"
     TEMPLATE = "template", "Template error"
     INTERNAL = "internal", "Internal error"
+    # A judge run item whose generation run has no answer: judging it again cannot help until
+    # the generation run answers (its own "retry failed"), so it is kept apart from the rest.
+    NO_RESPONSE = "no_response", "No response: generation failed"
 
 
 class LoggingMode(models.TextChoices):
@@ -86,6 +89,23 @@ class Endpoint(models.Model):
     def price_per_million(self) -> tuple[float, float]:
         prompt, completion = settings.PRICE_TABLE.get(self.model, (0.0, 0.0))
         return float(prompt), float(completion)
+
+    @property
+    def has_price(self) -> bool:
+        """Whether the price table lists the model; a listed [0, 0] is a real price (free)."""
+        return self.model in settings.PRICE_TABLE
+
+    def cost_is_known(self, cost: float, prompt_tokens: int, completion_tokens: int) -> bool:
+        """Whether a recorded cost is what was spent, not a $0 that only means "no price".
+
+        Unknown: the model has no price, or it has one now but these tokens were counted at
+        $0 before it was set (the cost of a past attempt is never recomputed).
+        """
+        if cost > 0:
+            return True
+        if not self.has_price:
+            return False
+        return self.cost(prompt_tokens, completion_tokens) == 0
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         prompt, completion = self.price_per_million()
@@ -186,6 +206,10 @@ class RunQuerySet(models.QuerySet["Run"]):
     def judging(self) -> "RunQuerySet":
         return self.filter(kind=Run.Kind.JUDGE)
 
+    def with_names(self) -> "RunQuerySet":
+        """What `Run.title` and `Run.cost_known` read, in the same query (lists of runs)."""
+        return self.select_related("dataset", "judge", "source_run", "endpoint")
+
 
 class Run(models.Model):
     """A generation or judge run. This row is the truth about status and progress."""
@@ -277,10 +301,44 @@ class Run(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.get_kind_display()} run #{self.pk} {self.label}".strip()
+        return f"{self.get_kind_display()} run #{self.pk} {self.title}".strip()
 
     def get_absolute_url(self) -> str:
         return reverse("runs:detail", args=[self.pk])
+
+    # ---- names -----------------------------------------------------------------
+    @property
+    def judged_label(self) -> str:
+        """What a judge run scores: the generation run's label (its id when it has none),
+        or the dataset and column. Blank for generation runs."""
+        if self.kind != self.Kind.JUDGE:
+            return ""
+        if self.source_run_id:
+            return self.source_run.label or f"run #{self.source_run_id}"
+        return f"{self.dataset} · column {self.source_column}"
+
+    @property
+    def title(self) -> str:
+        """The run's name wherever it is listed or headed (after its "#id").
+
+        Judge runs of one judge differ by what they judged, so their title names both, e.g.
+        "quality v2 on model-a"; the run's own label leads when it says something more.
+        Needs judge, dataset and source_run loaded (`RunQuerySet.with_names`) in lists.
+        """
+        if self.kind != self.Kind.JUDGE or not self.judge_id:
+            return self.label
+        judged = self.judged_label
+        title = f"{self.judge} on {judged}"
+        return f"{self.label} · {title}" if self.label and self.label != judged else title
+
+    # ---- cost ------------------------------------------------------------------
+    @property
+    def cost_known(self) -> bool:
+        """False when `cost` is $0 only because the endpoint's model has no price: shown as
+        "—", never as free. Runs without an endpoint (rule-based judges) really cost $0."""
+        if self.endpoint_id is None:
+            return True
+        return self.endpoint.cost_is_known(self.cost, self.prompt_tokens, self.completion_tokens)
 
     # ---- state ---------------------------------------------------------------
     @property
