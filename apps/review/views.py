@@ -43,7 +43,7 @@ def item_url(run: Run, item: Item, queue: Queue, anchor: str = "") -> str:
 # ---- the list of judge runs and the review list of one run --------------------------------
 @require_GET
 def index(request: HttpRequest) -> HttpResponse:
-    runs = Run.objects.judging().select_related("task", "judge", "dataset")
+    runs = Run.objects.judging().with_names().select_related("task")
     page = Paginator(runs, 25).get_page(request.GET.get("page"))
     last_event = last_event_id()
     rows = [(run, review_counts(run, last_event)) for run in page]

@@ -20,7 +20,7 @@ from apps.runs.queue import enqueue
 
 # ---- runs -----------------------------------------------------------------------------------
 def run_list(request: HttpRequest) -> HttpResponse:
-    runs = Run.objects.select_related("task", "dataset", "endpoint", "judge", "template")
+    runs = Run.objects.with_names().select_related("task", "template")
     if task := request.GET.get("task"):
         runs = runs.filter(task__slug=task)
     return render(request, "runs/run_list.html", {"runs": runs[:200], "task": task})
