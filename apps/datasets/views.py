@@ -52,7 +52,7 @@ def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "task": task,
         "datasets": task.datasets.annotate(run_count=Count("runs")),
-        "runs": task.runs.select_related("dataset", "endpoint", "judge")[:50],
+        "runs": task.runs.with_names()[:50],
     }
     return render(request, "datasets/task_detail.html", context)
 
