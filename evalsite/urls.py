@@ -10,6 +10,7 @@ urlpatterns = [
     path(
         "favicon.ico",
         login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
+        name="favicon",
     ),
     path("accounts/", include("apps.accounts.urls")),
     path("", include("apps.datasets.urls")),

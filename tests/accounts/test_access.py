@@ -9,6 +9,8 @@ from apps.accounts.models import User
 
 # Pages an anonymous user must be able to reach: the login pages themselves.
 ANONYMOUS_OK = {"accounts:login", "admin:login"}
+# Public redirects to a static file, and where they go (nothing behind them is private).
+PUBLIC_REDIRECTS = {"favicon": "/static/favicon.svg"}
 # POSTs that change nothing shared, so viewers may send them.
 VIEWER_MAY_POST = {"accounts:logout"}
 
@@ -57,6 +59,9 @@ def test_anonymous_is_sent_to_login(client, name, route):
     response = client.get(url)
     if name in ANONYMOUS_OK:
         assert response.status_code == 200, url
+        return
+    if name in PUBLIC_REDIRECTS:
+        assert (response.status_code, response["Location"]) == (301, PUBLIC_REDIRECTS[name])
         return
     assert response.status_code == 302, (
         f"{url} answered {response.status_code} to an anonymous user"
