@@ -131,7 +131,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "PRAGMA busy_timeout=30000; PRAGMA cache_size=-64000;"
         ),
     }
-    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
+    # One file per test process: two pytest runs in one checkout must not share (and break)
+    # one test database. Worker subprocesses get the file's path through DATABASE_URL.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / f"test-{os.getpid()}.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
