@@ -22,10 +22,10 @@ from typing import Any
 from django.conf import settings
 
 FORMATS = ("csv", "json", "jsonl")
+# What a file name's extension says; .txt says nothing (it is sniffed, like a name without one).
 EXTENSIONS = {
     ".csv": "csv",
     ".tsv": "csv",
-    ".txt": "csv",
     ".json": "json",
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -127,15 +127,32 @@ def decode(data: bytes) -> str:
 
 
 def detect_format(file_name: str, text: str) -> str:
-    """csv, json or jsonl from the content first (it cannot lie), the extension second."""
+    """csv, json or jsonl: the file name's extension first, the content only where it says nothing.
+
+    A name ending .csv or .tsv is CSV whatever its first character ("[id]" is a fine header
+    cell). A name ending .json, .jsonl or .ndjson is never read as CSV: a file of numbers or
+    strings named x.jsonl is a broken JSONL file, and saying so beats importing it as a
+    one-column table. Within JSON the content still tells a list from one object per line,
+    because people name JSONL files .json (and the reverse); each reader then names the line or
+    item that is wrong. Only a name without a known extension (or .txt) is sniffed in full.
+    """
     by_extension = EXTENSIONS.get(Path(file_name or "").suffix.lower())
+    if by_extension == "csv":
+        return "csv"
     begin = LEADING_SPACE.match(text).end()  # type: ignore[union-attr]
     start = text[begin : begin + 1]
+    end = text.find("\n", begin)
+    end = len(text) if end < 0 else end
     if start == "[":
+        # A .jsonl file whose first line is a whole list is JSONL with a wrong line, not JSON.
+        if by_extension == "jsonl" and not BLANK.match(text, end):
+            try:
+                json.loads(text[begin:end])
+                return "jsonl"
+            except ValueError:
+                pass
         return "json"
     if start == "{":
-        end = text.find("\n", begin)
-        end = len(text) if end < 0 else end
         try:
             one_object_per_line = isinstance(json.loads(text[begin:end]), dict)
         except ValueError:
@@ -146,7 +163,8 @@ def detect_format(file_name: str, text: str) -> str:
             return "json" if by_extension == "json" and not more_lines else "jsonl"
         # A pretty-printed object, or a JSONL file whose first line is broken.
         return "jsonl" if by_extension == "jsonl" else "json"
-    return by_extension if by_extension == "csv" else "csv"
+    # Neither a list nor an object: a JSON-named file stays JSON, to be refused as such.
+    return by_extension if by_extension in ("json", "jsonl") else "csv"
 
 
 def read_table(source: str | Path | bytes, fmt: str | None = None, file_name: str = "") -> Table:
@@ -311,6 +329,9 @@ def _check_header(record: list[str]) -> list[str]:
 
 
 # ---- JSON ---------------------------------------------------------------------------------
+EXPECTED_JSON = '[{"question": ...}, {"question": ...}]'
+
+
 def _kind(value: Any) -> str:
     return {
         list: "a list",
@@ -337,8 +358,17 @@ def _read_json(text: str, file_name: str) -> Table:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         hint = ""
-        if text.lstrip().startswith("{") and exc.msg == "Extra data":
-            hint = " It looks like JSONL (one object per line): choose the JSONL format."
+        if exc.msg == "Extra data":
+            # Several values one after another: name the first, so the top level is clear.
+            begin = LEADING_SPACE.match(text).end()  # type: ignore[union-attr]
+            first, _ = json.JSONDecoder().raw_decode(text, begin)
+            if isinstance(first, dict):
+                hint = " It looks like JSONL (one object per line): choose the JSONL format."
+            else:
+                hint = (
+                    f" The file starts with {_kind(first)} and goes on after it; a JSON file "
+                    f"must hold one list of objects, like {EXPECTED_JSON}."
+                )
         raise DatasetError(
             f"The JSON is not valid at line {exc.lineno}, column {exc.colno}: {exc.msg}.{hint}"
         ) from None
@@ -346,11 +376,14 @@ def _read_json(text: str, file_name: str) -> Table:
         keys = ", ".join(repr(key) for key in list(value)[:5])
         raise DatasetError(
             f"The JSON file holds one object (keys {keys}), not a list of objects. "
-            'Expected [{"question": ...}, {"question": ...}]; put the rows in a list, or '
+            f"Expected {EXPECTED_JSON}; put the rows in a list, or "
             "save them as JSONL, one object per line."
         )
     if not isinstance(value, list):
-        raise DatasetError(f"The JSON file holds {_kind(value)}, not a list of objects.")
+        raise DatasetError(
+            f"The JSON file holds {_kind(value)}, not a list of objects. Expected "
+            f"{EXPECTED_JSON}: one object per row."
+        )
     if not value:
         raise DatasetError("The JSON file holds an empty list: there are no rows.")
     for number, row in enumerate(value, start=1):

@@ -62,6 +62,24 @@ def test_cli_errors_are_the_page_messages_and_store_nothing(task, tmp_path):
     assert Dataset.objects.count() == 0 and Item.objects.count() == 0
 
 
+@pytest.mark.django_db
+def test_cli_never_reads_a_json_named_file_as_csv(task, tmp_path):
+    lines = b'1\n"two"\n[3]\n'
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(lines)
+    with pytest.raises(CommandError, match=r"x.jsonl: Line 1 is a number, not a JSON object"):
+        call_command("import_dataset", str(path), "--task", task.slug)
+    path = tmp_path / "x.json"
+    path.write_bytes(lines)
+    with pytest.raises(CommandError, match=r"x.json: .*The file starts with a number"):
+        call_command("import_dataset", str(path), "--task", task.slug)
+    assert Dataset.objects.count() == 0 and Item.objects.count() == 0
+    path = tmp_path / "x.txt"  # .txt says nothing: the content decides, and it is a CSV
+    path.write_bytes(lines)
+    call_command("import_dataset", str(path), "--task", task.slug)
+    assert Dataset.objects.get().columns == ["1"]
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "manage.py", "import_dataset", *args],

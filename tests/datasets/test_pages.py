@@ -142,6 +142,27 @@ def test_each_file_error_is_shown_on_the_upload_page(
     assert staged_files() == []
 
 
+def test_a_json_named_file_is_never_read_as_csv_but_a_bare_name_is_sniffed(
+    reviewer_client, task, staged_files
+):
+    data = b'1\n"two"\n[3]\n'  # one CSV column to a sniffer; three wrong lines to JSONL
+    html = text(upload(reviewer_client, task, data, "x.jsonl"))
+    assert "x.jsonl: Line 1 is a number, not a JSON object; each line of a JSONL file" in html
+    html = text(upload(reviewer_client, task, data, "x.json"))
+    assert "x.json: The JSON is not valid at line 2, column 1: Extra data." in html
+    assert "The file starts with a number and goes on after it" in html
+    html = text(upload(reviewer_client, task, b'"hello"', "y.json"))
+    assert "y.json: The JSON file holds a string, not a list of objects. Expected [{" in html
+    assert Dataset.objects.count() == 0 and staged_files() == []
+    # A name that says nothing is still read by its content.
+    url = staged_url(upload(reviewer_client, task, data, "export"))
+    assert 'id="detected-format">CSV' in text(reviewer_client.get(url))
+    url = staged_url(upload(reviewer_client, task, b'{"q": "a"}\n{"q": "b"}\n', "export"))
+    assert 'id="detected-format">JSONL' in text(reviewer_client.get(url))
+    assert map_and_import(reviewer_client, url).status_code == 302
+    assert Dataset.objects.get().format == "jsonl"
+
+
 def test_the_utf8_fix_is_spelled_out_on_the_page(reviewer_client, task):
     html = text(upload(reviewer_client, task, "q\ncafé\n".encode("cp1252"), "x.csv"))
     assert "Save it as UTF-8 (in Excel: File → Save As → “CSV UTF-8”)" in html

@@ -80,6 +80,38 @@ def test_format_is_detected_from_content_and_extension(name, content, expected):
     assert detect_format(name, content) == expected
 
 
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("x.jsonl", '1\n"two"\n[3]\n', "jsonl"),  # numbers and strings are not a CSV file
+        ("x.ndjson", "plain text\n", "jsonl"),
+        ("x.jsonl", "[3]\n1\n", "jsonl"),  # a list on line 1 of several: a wrong JSONL line
+        ("x.json", '"hello"', "json"),
+        ("x.json", "1\n2\n", "json"),
+        ("x.csv", "[id],question\n1,a\n", "csv"),  # a CSV header may start with [ or {
+        ("x.tsv", '{"a"}\tb\n1\t2\n', "csv"),
+    ],
+)
+def test_a_known_extension_decides_the_format_whatever_the_content(name, content, expected):
+    assert detect_format(name, content) == expected
+
+
+def test_a_json_named_file_of_non_objects_says_what_it_holds_and_what_is_expected():
+    message = error_of(b'1\n"two"\n[3]\n', "x.jsonl")
+    assert message.startswith("Line 1 is a number, not a JSON object; each line of a JSONL file")
+    message = error_of(b'1\n"two"\n[3]\n', "x.json")
+    assert message == (
+        "The JSON is not valid at line 2, column 1: Extra data. The file starts with a number "
+        "and goes on after it; a JSON file must hold one list of objects, like "
+        '[{"question": ...}, {"question": ...}].'
+    )
+    assert error_of(b'"hello"', "x.json") == (
+        "The JSON file holds a string, not a list of objects. "
+        'Expected [{"question": ...}, {"question": ...}]: one object per row.'
+    )
+    assert read_table(b"[id],q\n1,a\n", file_name="x.csv").columns == ["[id]", "q"]
+
+
 def test_format_can_be_overridden():
     data = b'{"a": 1}\n{"a": 2}\n'
     assert read_table(data, None, "x.txt").format == "jsonl"
@@ -198,6 +230,7 @@ def test_errors_in_the_start_of_a_big_file_are_still_reported(tmp_path):
     path.write_bytes(b"a,b\n1,2\n3\n" + b"5,6\n" * 1000)
     with pytest.raises(DatasetError, match=r"Row 3 \(line 3\) has 1 fields"):
         read_head(path, max_bytes=100)
+    path = tmp_path / "big.jsonl"
     path.write_bytes(b'{"a": 1}\n{"a": 2\n' + b'{"a": 3}\n' * 1000)
     with pytest.raises(DatasetError, match="Line 2 is not valid JSON"):
         read_head(path, max_bytes=100)
