@@ -33,6 +33,7 @@ EXTENSIONS = {
 UTF8_FIX = "Save it as UTF-8 (in Excel: File → Save As → “CSV UTF-8”) and upload it again."
 # These scan without copying: a 200 MB file is not stripped or split just to look at its start.
 BLANK = re.compile(r"\s*\Z")
+BLANK_BYTES = re.compile(rb"\s*\Z")
 LEADING_SPACE = re.compile(r"\s*")
 # csv's default field limit (128 KiB) is too small for long documents in one cell.
 csv.field_size_limit(512 * 1024 * 1024)
@@ -54,11 +55,20 @@ class Table:
     origins: list[int] = field(default_factory=list)
     # False when only the start of a big file was read (a preview); the import reads it all.
     complete: bool = True
+    # For a preview: the row (CSV) or line (JSONL) where reading stopped, and what was left out.
+    cut_at: int | None = None
+    preview_note: str = ""
 
     def where(self, index: int) -> str:
         """Name row `index` (0-based) the way a person finds it in the file."""
         origin = self.origins[index] if index < len(self.origins) else index + 1
-        return {"csv": "row", "jsonl": "line", "json": "item"}[self.format] + f" {origin}"
+        return self._unit() + f" {origin}"
+
+    def where_cut(self) -> str:
+        return f"{self._unit()} {self.cut_at}"
+
+    def _unit(self) -> str:
+        return {"csv": "row", "jsonl": "line", "json": "item"}[self.format]
 
 
 def human_size(size: int) -> str:
@@ -174,6 +184,10 @@ def read_table(source: str | Path | bytes, fmt: str | None = None, file_name: st
     data = load_bytes(source)
     text = decode(data)
     del data  # a 200 MB upload need not be held twice
+    return _parse(text, fmt, file_name)
+
+
+def _parse(text: str, fmt: str | None, file_name: str) -> Table:
     if BLANK.match(text):
         raise DatasetError("The file is empty.")
     fmt = (fmt or "").lower() or detect_format(file_name, text)
@@ -193,7 +207,8 @@ def read_head(
 
     A 200 MB upload is not parsed in the web request: the preview shows its first rows
     (errors in them are real errors), and the import in the worker reads and checks it all.
-    A JSON document cannot be read in part, so JSON is always read whole.
+    A JSON document cannot be read in part, so JSON is always read whole. `preview_note` says
+    in words what the preview leaves out.
     """
     path = Path(path)
     file_name = file_name or path.name
@@ -204,21 +219,62 @@ def read_head(
     check_size(size)
     if size <= max_bytes:
         return read_table(path, fmt, file_name)
-    with path.open("rb") as handle:
-        data = handle.read(max_bytes)
-    # Cut after the last complete line: never inside a UTF-8 character or a JSONL line.
-    data = data[: data.rfind(b"\n") + 1] or data
+    data = _head_bytes(path, max_bytes)
+    if len(data) >= size:  # its first line was the whole file
+        return _parse(decode(data), fmt, file_name)
     text = decode(data)
     fmt = (fmt or "").lower() or detect_format(file_name, text)
     if fmt == "json":
         return read_table(path, fmt, file_name)
     if fmt not in FORMATS:
         raise DatasetError(f"Unknown format {fmt!r}: choose csv, json or jsonl.")
-    table = (
-        _read_csv(text, file_name, partial=True) if fmt == "csv" else _read_jsonl(text, file_name)
-    )
+    if fmt == "csv":
+        table = _read_csv(text, file_name, partial=True)
+    else:
+        table = _read_jsonl(text, file_name)
+        table.cut_at = text.count("\n") + 1
     table.complete = False
+    window = human_size(max_bytes)
+    if len(data) > max_bytes:
+        # Not one line ended inside the window, so `_head_bytes` read the first line whole: the
+        # mapping step needs its columns, and the worker reads that line whole anyway. It is
+        # not shown: the preview shows only what fits in the window.
+        first = "The header row" if fmt == "csv" else f"Line {table.origins[0]}"
+        table.rows, table.origins = [], []
+        table.preview_note = (
+            f"{first} is longer than the {window} preview window, so the preview shows no "
+            "rows; the columns were read from it whole. The import reads the whole file."
+        )
+    else:
+        count = len(table.rows)
+        shown = {0: "no rows", 1: "the first row"}.get(count, f"the first {count:,} rows")
+        table.preview_note = (
+            f"The preview shows {shown}: the file is larger than the {window} preview window, "
+            f"and {table.where_cut()} is the first that does not fit in it. "
+            "The import reads the whole file."
+        )
     return table
+
+
+def _head_bytes(path: Path, max_bytes: int) -> bytes:
+    """The first `max_bytes` of a file, cut after their last complete line (never inside a
+    UTF-8 character, a JSONL line or a CSV header). When no line with content ends inside them,
+    read on to the end of the first one that has content, however long: a preview of no
+    columns would leave nothing to map. Reading on to a later, shorter line instead would take
+    the columns from a different record than the first, which a person would not expect."""
+    with path.open("rb") as handle:
+        buffer = bytearray(handle.read(max_bytes))
+        end = buffer.rfind(b"\n") + 1
+        while BLANK_BYTES.match(buffer, 0, end):
+            newline = buffer.find(b"\n", end)
+            if newline >= 0:
+                end = newline + 1
+                continue
+            chunk = handle.read(1024 * 1024)
+            if not chunk:
+                return bytes(buffer)  # the end of the file
+            buffer += chunk
+    return bytes(buffer[:end])
 
 
 # ---- CSV ----------------------------------------------------------------------------------
@@ -271,12 +327,17 @@ def _read_csv(text: str, file_name: str, partial: bool = False) -> Table:
     if any(len(record) != width for _, record in numbered):
         _locate_csv_problem(reader(), width, delimiter)
     data = numbered[1:]
-    if not data:
+    # The start of a big file may hold no whole data row (the first one is longer than the
+    # window): the header still gives the columns, and the import reads the rows.
+    if not data and not partial:
         raise DatasetError(
             f"The file has only a header row ({', '.join(header)}) and no data rows."
         )
     rows = [dict(zip(header, record, strict=True)) for _, record in data]
-    return Table("csv", header, rows, [number for number, _ in data])
+    table = Table("csv", header, rows, [number for number, _ in data])
+    if partial:
+        table.cut_at = len(records) + 1
+    return table
 
 
 def _records_before_cut(reader: Any) -> list[list[str]] | None:
