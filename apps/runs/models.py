@@ -107,6 +107,12 @@ class Endpoint(models.Model):
             return False
         return self.cost(prompt_tokens, completion_tokens) == 0
 
+    def unknown_cost_hint(self) -> str:
+        """Why a cost of this endpoint is unknown (see `cost_is_known`) and how to set prices."""
+        if self.has_price:
+            return f"these tokens were counted before “{self.model}” had a price"
+        return f"“{self.model}” has no price: set EVALSITE_PRICE_TABLE in .env (see .env.example)"
+
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         prompt, completion = self.price_per_million()
         return (prompt_tokens * prompt + completion_tokens * completion) / 1_000_000
@@ -339,6 +345,11 @@ class Run(models.Model):
         if self.endpoint_id is None:
             return True
         return self.endpoint.cost_is_known(self.cost, self.prompt_tokens, self.completion_tokens)
+
+    @property
+    def cost_hint(self) -> str:
+        """Why the cost is unknown and how to set prices; blank when it is known."""
+        return "" if self.cost_known else self.endpoint.unknown_cost_hint()
 
     # ---- state ---------------------------------------------------------------
     @property

@@ -2,6 +2,10 @@ import json
 from typing import Any
 
 from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from apps.runs.models import Endpoint
 
 register = template.Library()
 
@@ -24,8 +28,26 @@ def duration(seconds: float | None) -> str:
 @register.filter
 def usd(value: float | None) -> str:
     if not value:
-        return "$0"
+        return "$0.00"
     return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
+@register.simple_tag
+def cost(spent: Any, endpoint: Endpoint | None = None, hint: bool = True) -> str | SafeString:
+    """What a run (or one response, given its run's endpoint) cost, or "—" when the model has
+    no price: a $0 that only means "unknown" must not read as free. The hint says how to set
+    prices (beside the dash, or only on hover with hint=False in tight tables)."""
+    endpoint = endpoint if endpoint is not None else getattr(spent, "endpoint", None)
+    if endpoint is None or endpoint.cost_is_known(
+        spent.cost, spent.prompt_tokens, spent.completion_tokens
+    ):
+        return usd(spent.cost)
+    why = f"Cost unknown: {endpoint.unknown_cost_hint()}"
+    if not hint:
+        return format_html('<span class="cost-unknown" title="{}">—</span>', why)
+    return format_html(
+        '<span class="cost-unknown">—</span> <small class="muted cost-hint">{}</small>', why
+    )
 
 
 @register.filter

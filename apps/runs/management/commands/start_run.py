@@ -69,6 +69,10 @@ class Command(BaseCommand):
             )
             if run.items_per_second:
                 line += f" · {run.items_per_second:.1f} items/s"
+            if run.is_terminal:
+                # "$0" for a model without a price would read as free: say it is unknown.
+                cost = f"${run.cost:.4f}" if run.cost_known else f"unknown ({run.cost_hint})"
+                line += f" · cost {cost}"
             if line != last:
                 self.stdout.write(line)
                 self.stdout.flush()
