@@ -212,3 +212,50 @@ def test_hostile_markup_stays_text_on_every_review_page(login, live_server, page
     expect(card.locator(".override-reason")).to_contain_text("MY REASON <script>")
     check("override swap", title)
     assert Dataset.objects.count() == 1
+
+
+# ---- the item page across subject scales and roles (#11) --------------------------------
+def scaled_runs():
+    """One item judged by an MCQ judge (0 or 100), a rubric with a 1–5 and a 0–100 subject,
+    and a continuous 0–100 metric."""
+    task = make_task()
+    dataset = make_dataset(task)
+    item = make_item(dataset, 0, question="Which is prime? A) 4 B) 6 C) 7", answer="C")
+
+    def judged(kind, subjects, values, **fields):
+        judge = Judge.objects.create(
+            task=task, name=f"{kind}-judge", kind=kind, subjects=subjects, n_iter=1, **fields
+        )
+        run = make_judge_run(dataset, judge=judge)
+        (first, *rest) = judge_item(run, item, [values])
+        return run, [first, *rest]
+
+    mcq = judged(Judge.Kind.MCQ, [{"name": "score", "min": 0, "max": 100}], {"score": 0})
+    rubric = judged(
+        Judge.Kind.RUBRIC,
+        [{"name": "accuracy", "min": 1, "max": 5}, {"name": "overall", "min": 0, "max": 100}],
+        {"accuracy": 2, "overall": 60},
+    )
+    metric = judged(
+        Judge.Kind.METRIC,
+        [{"name": "token_f1", "min": 0, "max": 100}],
+        {"token_f1": 40},
+        metric="token_f1",
+    )
+    return item, mcq, rubric, metric
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("width", [1280, 800])
+def test_the_reason_box_spans_its_card(login, live_server, page, width):
+    item, (mcq, [score]), _rubric, _metric = scaled_runs()
+    page.set_viewport_size({"width": width, "height": 900})
+    login(make_user("reviewer", "alice"), f"/review/run/{mcq.pk}/item/{item.pk}/")
+    form = page.locator(f"#score-{score.pk} .override-form").bounding_box()
+    reason = page.locator(f"#score-{score.pk} textarea[name=reason]").bounding_box()
+    assert form and reason
+    # The whole width of the form (the card's column less its padding), not a third of it.
+    assert reason["width"] >= form["width"] - 1, (reason, form)
+    assert reason["x"] + reason["width"] <= width
+    assert reason["width"] >= (400 if width == 1280 else 600)
