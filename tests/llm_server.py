@@ -1,9 +1,10 @@
 """A loopback OpenAI-compatible chat-completions server for tests and benchmarks.
 
 It answers `POST /v1/chat/completions` and `GET /v1/models` like the real API, and misbehaves on
-demand: latency, HTTP errors with Retry-After, non-JSON bodies, hangs, "fail the first N", and
-replies scripted per prompt. Everything it received is counted and logged so tests can assert
-what the application sent and how many requests were in flight at once.
+demand: latency, HTTP errors with Retry-After, non-JSON bodies, hangs, "fail the first N",
+replies scripted per prompt, and error bodies that quote the caller's API key back. Everything
+it received is counted and logged so tests can assert what the application sent and how many
+requests were in flight at once.
 
 Two ways to run it:
 
@@ -82,6 +83,9 @@ DEFAULTS: dict[str, Any] = {
     "models": ["test-model"],
     # When set, requests whose bearer token differs get 401.
     "require_key": None,
+    # Like a careless provider or gateway: 401 and 500 bodies quote the request's Authorization
+    # header, the key in it, and the key masked the way OpenAI's own 401 shows it.
+    "echo_auth": False,
     # How many recent chat requests stats()["log"] keeps.
     "log_size": 1000,
 }
@@ -327,6 +331,10 @@ class State:
                 if not isinstance(knobs[name], str):
                     raise ConfigError(f"{name} must be a string")
                 new[name] = knobs[name]
+        if "echo_auth" in knobs:
+            if not isinstance(knobs["echo_auth"], bool):
+                raise ConfigError("echo_auth must be true or false")
+            new["echo_auth"] = knobs["echo_auth"]
         if "require_key" in knobs:
             if knobs["require_key"] is not None and not isinstance(knobs["require_key"], str):
                 raise ConfigError("require_key must be a string or null")
@@ -511,6 +519,22 @@ def _error_response(status: int, message: str, retry_after: float | None = None)
     return web.json_response(body, status=status, headers=headers)
 
 
+def masked_key(key: str) -> str:
+    """A key the way OpenAI's 401 quotes it: its start, stars, its end."""
+    return f"{key[:6]}{'*' * 12}...{key[-4:]}" if len(key) > 10 else "***"
+
+
+def _echo_auth(message: str, status: int, authorization: str) -> str:
+    """What a careless provider says: the header as received, the key, and a masked key."""
+    key = authorization.partition(" ")[2].strip() or authorization
+    if status == 401:
+        return (
+            f"Incorrect API key provided: {masked_key(key)}. You sent {key!r} "
+            f"(headers: {{'authorization': '{authorization}'}})."
+        )
+    return f"{message} Request: POST /v1/chat/completions authorization={authorization} key={key}"
+
+
 def _bearer(request: web.Request) -> str | None:
     auth = request.headers.get("Authorization", "")
     scheme, _, token = auth.partition(" ")
@@ -555,7 +579,8 @@ def build_app(state: State) -> web.Application:
             outcome = decision.outcome
             if decision.delay:
                 await asyncio.sleep(decision.delay)
-            response = _respond(decision, body, n, entry, state)
+            authorization = request.headers.get("Authorization", "")
+            response = _respond(decision, body, n, entry, state, authorization)
             state.finish(entry, generation, response.status, outcome)
             finished = True
             await response.prepare(request)
@@ -573,8 +598,12 @@ def build_app(state: State) -> web.Application:
             state.models_requests += 1
             names = list(state.config["models"])
             required = state.config["require_key"]
+            echo = state.config["echo_auth"]
         if required is not None and _bearer(request) != required:
-            return _error_response(401, "Incorrect API key provided.")
+            message = "Incorrect API key provided."
+            if echo:
+                message = _echo_auth(message, 401, request.headers.get("Authorization", ""))
+            return _error_response(401, message)
         created = int(time.time())
         data = [
             {"id": m, "object": "model", "created": created, "owned_by": "evalsite-test"}
@@ -634,7 +663,12 @@ def _parse_body(raw: bytes) -> tuple[dict[str, Any] | None, str]:
 
 
 def _respond(
-    decision: Decision, body: dict[str, Any] | None, n: int, entry: dict[str, Any], state: State
+    decision: Decision,
+    body: dict[str, Any] | None,
+    n: int,
+    entry: dict[str, Any],
+    state: State,
+    authorization: str = "",
 ) -> web.Response:
     if decision.outcome == "bad_request":
         return _error_response(400, decision.text)
@@ -644,6 +678,10 @@ def _respond(
             429: "Rate limit reached for requests (evalsite test server).",
         }
         message = messages.get(decision.status, f"Simulated HTTP {decision.status}.")
+        with state.lock:
+            echo = state.config["echo_auth"]
+        if echo and decision.status in (401, 500):
+            message = _echo_auth(message, decision.status, authorization)
         return _error_response(decision.status, message, decision.retry_after)
     if decision.outcome == "garbage":
         with state.lock:
