@@ -13,7 +13,9 @@ Speed (see bench/bench_generation.py): the client uses the SDK's aiohttp transpo
 SDK's low-level `post` with a raw response, and the reply JSON is read as a dict; the SDK's
 typed request transform and pydantic parsing cost three times more CPU than the request.
 
-The API key never leaves this module in text: every stored or shown string is scrubbed.
+The API key never leaves this module in text, whatever a server echoes back (OpenAI's 401
+quotes it masked, gateways echo the Authorization header): `Scrubber` cleans every string
+that leaves, errors at one exit (`LLM._failed`), replies where `chat` returns them.
 """
 
 import asyncio
@@ -22,7 +24,9 @@ import email.utils
 import functools
 import itertools
 import json
+import os
 import random
+import re
 import socket
 import ssl
 import time
@@ -36,6 +40,7 @@ from typing import Any
 
 import httpx2
 import openai
+from django.conf import settings
 
 from apps.runs.limits import EndpointSemaphore, RateLimiter
 from apps.runs.models import Endpoint, ErrorKind
@@ -187,6 +192,96 @@ class SlotPool:
         if everything and self.refill is not None:
             self.refill.cancel()
             await asyncio.gather(self.refill, return_exceptions=True)
+
+
+# ---- keeping the key out of every string ----------------------------------------------------------
+SCRUBBED = "[api key]"
+KEY_CHAR = r"[A-Za-z0-9_\-]"  # what API keys are made of (ASCII: CJK text is no key)
+# Below this a key is too short to tell from ordinary words: only an echoed header shows it.
+SHORT_KEY = 4
+# From this length a key is replaced wherever it stands, and any run of this many of its
+# characters (a key cut short by a length limit, or split at a separator) goes too.
+FRAGMENT = 8
+# A masked key: stars, bullets, three dots or an ellipsis between a start and an end of it (of
+# which OpenAI shows 8 and 4 characters).
+MASK = re.compile(r"[*•…]+(?:\.{3}[*•…]*)*|\.{3}[*•…]*")
+KEY_CHARS = re.compile(f"{KEY_CHAR}*")
+KEY_RUN = re.compile(f"{KEY_CHAR}{{{FRAGMENT},}}")
+# Error text only: a model's reply may well explain "Authorization: Bearer YOUR_KEY".
+BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"'`,;<>\\]+")
+
+
+def known_keys(endpoint: Endpoint) -> list[str]:
+    """Every key this process might send to the endpoint: its stored key, its environment
+    variable and the OpenAI default, whichever `Endpoint.api_key` picks today."""
+    return [
+        endpoint.api_key_secret,
+        os.environ.get(endpoint.api_key_env or "OPENAI_API_KEY", ""),
+        os.environ.get("OPENAI_API_KEY", ""),
+        settings.OPENAI_API_KEY or "",
+    ]
+
+
+class Scrubber:
+    """Replaces API keys, whole or in recognisable pieces, with "[api key]".
+
+    `scrub(text)` is for what a model answered, on every reply: our keys whole, at the cost of
+    a substring search per key. `scrub.error(text)` is for error text, where a server quotes
+    what it was sent: also a key masked around stars or dots (OpenAI's 401), any run of
+    `FRAGMENT` characters of a key (cut off by a length limit), and any echoed bearer
+    credential, ours or not. A reply may well say "Authorization: Bearer YOUR_KEY" or use a
+    word that is part of a key: that is the model's answer, kept as it is.
+    """
+
+    def __init__(self, keys: list[str] | tuple[str, ...]) -> None:
+        usable = {k for k in keys if len(k) >= SHORT_KEY and k != NO_KEY}
+        # Longer keys first, so that no key replaces the middle of another.
+        self.keys = sorted(usable, key=len, reverse=True)
+        self.long = [k for k in self.keys if len(k) >= FRAGMENT]
+        bounded = [re.escape(k) for k in self.keys if len(k) < FRAGMENT]
+        # A short key goes only where it stands alone: "abcd" in "abcdef" is no key.
+        self.short = (
+            re.compile(rf"(?<!{KEY_CHAR})(?:{'|'.join(bounded)})(?!{KEY_CHAR})")
+            if bounded
+            else None
+        )
+
+    def __call__(self, text: str) -> str:
+        if not self.keys or not text:
+            return text
+        for key in self.long:
+            if key in text:
+                text = text.replace(key, SCRUBBED)
+        if self.short is not None:
+            text = self.short.sub(SCRUBBED, text)
+        return text
+
+    def error(self, text: str) -> str:
+        text = self(BEARER.sub(rf"\1 {SCRUBBED}", text))
+        if not self.keys or not text:
+            return text
+        if "*" in text or "..." in text or "…" in text or "•" in text:
+            text = self._masks(text)
+        return KEY_RUN.sub(self._fragment, text) if self.long else text
+
+    def _masks(self, text: str) -> str:
+        """Each mask with a start of one of our keys before it and/or an end of it after it,
+        at least `SHORT_KEY` characters in all ("ab***" may be anything), goes whole."""
+        out, done, backwards = [], 0, text[::-1]
+        for mask in MASK.finditer(text):
+            start, end = mask.span()
+            head = KEY_CHARS.match(backwards, len(text) - start).group()[::-1]
+            tail = KEY_CHARS.match(text, end).group()
+            if start - len(head) < done or len(head) + len(tail) < SHORT_KEY:
+                continue
+            if any(k.startswith(head) and k.endswith(tail) for k in self.keys):
+                out += [text[done : start - len(head)], SCRUBBED]
+                done = end + len(tail)
+        return "".join(out) + text[done:] if out else text
+
+    def _fragment(self, match: re.Match[str]) -> str:
+        run = match.group()
+        return SCRUBBED if any(run in key for key in self.long) else run
 
 
 # ---- errors in plain words -----------------------------------------------------------------------
@@ -387,7 +482,7 @@ class LLM:
         self.timeout = float(endpoint.timeout_seconds)
         self.max_retries = endpoint.max_retries if max_retries is None else max_retries
         self.client = make_client(endpoint, connections or endpoint.concurrency_limit)
-        self._secret = endpoint.api_key()
+        self.scrub = Scrubber(known_keys(endpoint))
         self._params = {
             k: v
             for k, v in {
@@ -405,12 +500,6 @@ class LLM:
 
     async def close(self) -> None:
         await self.client.close()
-
-    def scrub(self, text: str) -> str:
-        """No stored or shown string may carry the key, whatever a server echoes back."""
-        if self._secret and len(self._secret) >= 4 and self._secret in text:
-            return text.replace(self._secret, "[api key]")
-        return text
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self._price[0] + completion_tokens * self._price[1]) / 1_000_000
@@ -442,6 +531,7 @@ class LLM:
             # Outside the try: a Redis failure here is the chunk's problem, not the item's.
             lease = await self.slots.acquire() if self.slots is not None else None
             started = time.perf_counter()
+            error: LLMError | None = None
             try:
                 try:
                     raw = await self._post(body)
@@ -452,27 +542,18 @@ class LLM:
                 data, text, finish, ptok, ctok = parse_completion(raw, self.endpoint)
             except Exception as exc:
                 latency = int((time.perf_counter() - started) * 1000)
-                error = classify(exc, self.endpoint, self.timeout)
-                error.attempts = attempt
-                log.append(
-                    Attempt(
-                        item_id=item_id,
-                        round=round,
-                        attempt=attempt,
-                        ok=False,
-                        request_messages=messages,
-                        raw_reply=self.scrub(error.raw),
-                        error_kind=error.kind,
-                        error=self.scrub(error.message),
-                        traceback=self.scrub("".join(traceback.format_exception(exc))),
-                        latency_ms=latency,
-                    )
-                )
+                failed = Attempt(item_id, attempt, False, messages, round=round, latency_ms=latency)
+                error = self._failed(exc, failed)
+                log.append(failed)
+            if error is not None:
+                # Raised out here, not in the except block: the SDK's exception, with the text
+                # the server sent, does not ride along as the scrubbed error's __context__.
                 if error.fatal or not error.retryable or attempt > self.max_retries:
-                    raise error from None
+                    raise error
                 await self._backoff(attempt, error.retry_after)
                 continue
             cost = self.cost(ptok, ctok)
+            text = self.scrub(text)
             raw_text = self.scrub(raw.decode("utf-8", errors="replace")[:RAW_LIMIT])
             log.append(
                 Attempt(
@@ -489,6 +570,24 @@ class LLM:
                 )
             )
             return Reply(text, finish, ptok, ctok, latency, cost, raw_text, attempt, data)
+
+    def _failed(self, exc: Exception, attempt: Attempt) -> LLMError:
+        """The only way error text leaves the client: classified, then scrubbed, so what the
+        engine stores (Run.error, Response.error, judge rounds, attempt logs), shows, exports
+        or logs cannot carry a key the server quoted back. Fills in the failed attempt."""
+        found = classify(exc, self.endpoint, self.timeout)
+        error = LLMError(
+            found.kind,
+            self.scrub.error(found.message),
+            retryable=found.retryable,
+            fatal=found.fatal,
+            retry_after=found.retry_after,
+            raw=self.scrub.error(found.raw),
+            attempts=attempt.attempt,
+        )
+        attempt.raw_reply, attempt.error_kind, attempt.error = error.raw, error.kind, error.message
+        attempt.traceback = self.scrub.error("".join(traceback.format_exception(exc)))
+        return error
 
     async def _post(self, body: dict[str, Any]) -> bytes:
         # A hard bound over the SDK's own timeout: aiohttp's read timeout is per read,
@@ -534,7 +633,7 @@ async def _check(endpoint: Endpoint) -> ConnectionCheck:
             max_tokens=5,
         )
     except LLMError as exc:
-        return ConnectionCheck(False, llm.scrub(exc.message))
+        return ConnectionCheck(False, exc.message)  # scrubbed by the client, like the reply
     finally:
         await llm.close()
     shown = reply.text.strip()[:200] or "(an empty reply)"
