@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from apps.datasets.models import Item
 from apps.judges.models import JudgeRound, Score, ScoreEvent, StaleScore
 from apps.review.models import BlindEntry, ReviewAssignment, ReviewLock
+from apps.review.scales import DigitKeys, digit_keys
 from apps.runs.models import AttemptLog, Response, Run
 
 
@@ -36,6 +37,7 @@ class SubjectView:
     hidden: bool  # blind mode and the reviewer has not given their own value yet
     may_edit: bool
     may_revert: bool
+    keys: DigitKeys  # what the digit keys set on this subject (they follow its scale)
     errors: dict[str, list[str]] = field(default_factory=dict)
     conflict: Score | None = None
     conflict_event: ScoreEvent | None = None
@@ -100,14 +102,16 @@ def subject_view(
         blind_entry = BlindEntry.objects.filter(score=score, user_id=user.pk).first()
     own_change = user.pk in (score.override_by_id, score.confirmed_by_id)
     hidden = blind and blind_entry is None and not own_change
+    spec = run.judge.subject(score.subject) or {}
     view = SubjectView(
         score=score,
-        spec=run.judge.subject(score.subject) or {},
+        spec=spec,
         events=events,
         blind_entry=blind_entry,
         hidden=hidden,
         may_edit=user.can_edit,
         may_revert=score.may_revert(user),
+        keys=digit_keys(run.judge, spec),
     )
     if not hidden:
         # Prefill the override with the reviewer's blind value, else the current one.

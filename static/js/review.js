@@ -1,5 +1,5 @@
-// Keyboard review: j/k next/previous item, ↓/↑ subject, digits set a value, Enter saves,
-// c confirms, ? shows the keys. Plain DOM, no framework; every action is also a button.
+// Keyboard review: j/k next/previous item, ↓/↑ subject, digits set a value (as the subject's
+// scale says: the server puts the map on each card), Enter saves, c confirms, ? shows the keys. Plain DOM, no framework; every action is also a button.
 // Never builds HTML from page data: only toggles classes and submits the server's own forms.
 (() => {
   "use strict";
@@ -38,6 +38,10 @@
       card.setAttribute("aria-current", i === focused ? "true" : "false");
     });
     if (scroll) all[focused].scrollIntoView({ block: "nearest" });
+    // The help shows what the digits do on the focused subject only: scales differ.
+    for (const block of document.querySelectorAll("[data-keys-for]")) {
+      block.hidden = block.getAttribute("data-keys-for") !== all[focused].id;
+    }
   }
 
   const current = () => subjects()[focused] || null;
@@ -65,14 +69,29 @@
     if (help) help.hidden = show === undefined ? !help.hidden : !show;
   }
 
+  // What a digit key sets on this card, or null: on a 0/100 subject "1" means 100, never 1,
+  // and on a wide range (0–100 continuous) digits set nothing; the value is typed instead.
+  function digitValue(card, digit) {
+    let keys;
+    try {
+      keys = JSON.parse(card.getAttribute("data-digit-keys") || "{}");
+    } catch {
+      return null;
+    }
+    return Object.prototype.hasOwnProperty.call(keys, digit) ? String(keys[digit]) : null;
+  }
+
   function setDigit(digit) {
     const card = current();
     const input = card && card.querySelector("[data-score-input]");
-    if (!(input instanceof HTMLInputElement)) return;
-    input.value = digit;
+    if (!(input instanceof HTMLInputElement)) return false;
+    const value = digitValue(card, digit);
+    if (value === null) return false;
+    input.value = value;
     // An override needs a reason: go straight to it. A blind value needs none.
     const reason = card.querySelector("[data-reason-input]");
     (reason instanceof HTMLElement ? reason : input).focus();
+    return true;
   }
 
   document.addEventListener("keydown", (event) => {
@@ -105,8 +124,7 @@
     }
 
     if (/^[0-9]$/.test(event.key)) {
-      event.preventDefault();
-      setDigit(event.key);
+      if (setDigit(event.key)) event.preventDefault();
       return;
     }
     switch (event.key) {

@@ -259,3 +259,61 @@ def test_the_reason_box_spans_its_card(login, live_server, page, width):
     assert reason["width"] >= form["width"] - 1, (reason, form)
     assert reason["x"] + reason["width"] <= width
     assert reason["width"] >= (400 if width == 1280 else 600)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_digit_keys_follow_the_scale_of_the_subject_in_view(login, live_server, page):
+    item, (mcq, [mcq_score]), (rubric, [accuracy, overall]), (metric, [f1]) = scaled_runs()
+    help_rows = page.locator("#keys-help tbody.keys-digits:visible")
+    login(make_user("reviewer", "alice"), f"/review/run/{mcq.pk}/item/{item.pk}/")
+
+    # MCQ: 0 and 1 are its two values; "1" is 100 (right), never 1. Shown in help and card.
+    card = page.locator(f"#score-{mcq_score.pk}")
+    expect(card.locator(".keys-hint")).to_have_text("keys 0 → 0 (wrong) · 1 → 100 (right)")
+    page.keyboard.press("?")
+    expect(help_rows).to_have_count(1)
+    expect(help_rows).to_have_text(re.compile(r"0\s*score: 0 \(wrong\)\s*1\s*score: 100 \(right\)"))
+    page.keyboard.press("Escape")
+    page.keyboard.press("1")
+    expect(card.locator("input[name=value]")).to_have_value("100")
+    page.keyboard.type("C is prime: the judge misread")
+    page.keyboard.press("Enter")
+    expect(card.locator(".final-value")).to_have_text("100")
+    mcq_score.refresh_from_db()
+    assert mcq_score.final_value == 100 and mcq_score.override_value == 100
+
+    # Rubric 1–5: digits in range are the values, others do nothing; the help follows focus.
+    page.goto(f"{live_server.url}/review/run/{rubric.pk}/item/{item.pk}/")
+    first, second = page.locator(f"#score-{accuracy.pk}"), page.locator(f"#score-{overall.pk}")
+    page.keyboard.press("?")
+    expect(help_rows).to_have_count(1)
+    expect(help_rows).to_have_text(re.compile(r"1–5\s*accuracy: that value"))
+    page.keyboard.press("Escape")
+    page.keyboard.press("7")
+    expect(first.locator("input[name=value]")).to_have_value("2")
+    assert page.evaluate("document.activeElement === document.body")  # the reason was not opened
+    page.keyboard.press("3")
+    expect(first.locator("input[name=value]")).to_have_value("3")
+    expect(first.locator("textarea[name=reason]")).to_be_focused()
+    page.keyboard.press("Escape")
+
+    # ↓ to the 0–100 subject: digits do nothing there, and the help says so.
+    page.keyboard.press("ArrowDown")
+    expect(second).to_have_class(re.compile("is-focused"))
+    page.keyboard.press("?")
+    expect(help_rows).to_have_count(1)
+    expect(help_rows).to_have_text(re.compile(r"0–9\s*overall: nothing: type the value \(0–100\)"))
+    page.keyboard.press("Escape")
+    for digit in "159":
+        page.keyboard.press(digit)
+    expect(second.locator("input[name=value]")).to_have_value("60")
+    expect(second.locator("textarea[name=reason]")).not_to_be_focused()
+
+    # A continuous 0–100 metric: the same, digits do nothing.
+    page.goto(f"{live_server.url}/review/run/{metric.pk}/item/{item.pk}/")
+    page.keyboard.press("1")
+    expect(page.locator(f"#score-{f1.pk} input[name=value]")).to_have_value("40")
+    page.keyboard.press("?")
+    expect(help_rows).to_have_text(re.compile(r"0–9\s*token_f1: nothing: type the value"))
+    assert not Score.objects.filter(pk__in=[accuracy.pk, overall.pk, f1.pk]).reviewed().exists()
