@@ -226,7 +226,8 @@ def item_context(run: Run, item: Item, user: Any, blind: bool) -> dict[str, Any]
         "other_fields": other_fields,
         "response": response_of(run, item),
         "evidence": evidence_context(run, item, revealed),
-        "lock": ReviewLock.holder(run, item),
+        # Locks are between people who change scores; a viewer is not told of them.
+        "lock": ReviewLock.holder(run, item) if user.can_edit else None,
         "assignment": assignment,
     }
 

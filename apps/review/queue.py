@@ -197,7 +197,8 @@ class Queue:
             order=order if order in ORDERS else "position",
             unreviewed=params.get("unreviewed") == "1",
             mine=params.get("mine") == "1",
-            blind=params.get("blind") == "1",
+            # Blind mode waits for the reviewer's own value, which a viewer cannot give.
+            blind=params.get("blind") == "1" and getattr(user, "can_edit", False),
             threshold=_to_float(params.get("threshold")),
             n=_to_int(params.get("n"), 50, 1, MAX_SAMPLE),
             seed=_to_int(params.get("seed"), 0, 0, 2**31 - 1),

@@ -317,3 +317,24 @@ def test_digit_keys_follow_the_scale_of_the_subject_in_view(login, live_server, 
     page.keyboard.press("?")
     expect(help_rows).to_have_text(re.compile(r"0–9\s*token_f1: nothing: type the value"))
     assert not Score.objects.filter(pk__in=[accuracy.pk, overall.pk, f1.pk]).reviewed().exists()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_viewer_gets_no_lock_no_forms_and_no_keys_that_save(login, live_server, page):
+    item, (mcq, [score]), _rubric, _metric = scaled_runs()
+    login(make_user("viewer", "val"), f"/review/run/{mcq.pk}/item/{item.pk}/")
+    page.wait_for_load_state("networkidle")
+    expect(page.locator(f"#score-{score.pk} .final-value")).to_have_text("0")
+    assert page.locator("#review-item form, #lock-status, textarea").count() == 0
+    page.keyboard.press("1")
+    page.keyboard.press("c")
+    page.keyboard.press("?")
+    expect(page.locator("#keys-help")).to_be_visible()
+    help_text = page.locator("#keys-help").inner_text()
+    assert "next / previous item" in help_text
+    assert "save" not in help_text and "confirm" not in help_text and "score:" not in help_text
+    page.wait_for_timeout(300)
+    assert not mcq.review_locks.exists()  # the open page neither took nor renews a lock
+    score.refresh_from_db()
+    assert score.final_value == 0 and not score.events.exists()

@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.judges.models import Score
-from apps.review.models import BlindEntry
+from apps.review.models import BlindEntry, ReviewLock
 from tests.base import make_user
 from tests.review.factories import (
     fail_item,
@@ -290,6 +290,55 @@ def test_viewers_read_every_review_page_but_get_no_forms(viewer, judged):
         assert 'form="bulk"' not in html
     html = page(viewer, run, item)
     assert "3.75" in html and "JUDGE-REASON-ONE" in html  # they do read everything
+
+
+# Text only a person who may change scores needs: lock notices, the forms, the keys that save.
+EDITOR_ONLY = [
+    'id="lock-status"',
+    "is reviewing this item",
+    "Your changes are still safe",
+    "has it open",
+    "Save override",
+    "Confirm judge",
+    'name="reason"',
+    "data-digit-keys",
+    "data-keys-for",
+    "<th>Enter</th>",
+    "<th>c</th>",
+    "Enter saves",
+    'name="blind"',
+    'name="mine"',
+]
+
+
+def test_viewers_see_no_lock_notices_forms_or_save_keys(viewer, reviewer, other_reviewer, judged):
+    run, item, _scores = judged
+    assert ReviewLock.claim(run, item, other_reviewer.user)
+    urls = [reverse("review:run", args=[run.pk]), reverse("review:item", args=[run.pk, item.pk])]
+    as_reviewer = "".join(reviewer.get(url).content.decode() for url in urls)
+    for text in EDITOR_ONLY:
+        assert text in as_reviewer, text  # the list is of things that are really there
+    as_viewer = "".join(viewer.get(url).content.decode() for url in urls)
+    for text in EDITOR_ONLY:
+        assert text not in as_viewer, text
+    assert "next / previous item" in as_viewer and "3.75" in as_viewer
+    # Opening the page as a viewer took no lock and left bob's as it was.
+    assert list(run.review_locks.values_list("user__username", flat=True)) == ["bob"]
+
+
+def test_viewers_cannot_take_or_renew_a_lock(viewer, judged):
+    run, item, _scores = judged
+    url = reverse("review:lock", args=[run.pk, item.pk])
+    assert viewer.post(url, {"opened": "1"}, **HX).status_code == 403
+    assert not run.review_locks.exists()
+
+
+def test_blind_mode_does_not_apply_to_viewers(viewer, judged):
+    """Blind mode waits for the reader's own value: a viewer would wait for ever."""
+    run, item, _scores = judged
+    html = page(viewer, run, item, blind="1")
+    assert 'class="judge-value">3.75<' in html and "JUDGE-REASON-ONE" in html
+    assert "Blind mode" not in html
 
 
 def test_viewers_walk_a_queue_by_get_without_locking(viewer, judged):
