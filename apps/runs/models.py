@@ -1,3 +1,4 @@
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -23,6 +24,54 @@ class ErrorKind(models.TextChoices):
     # A judge run item whose generation run has no answer: judging it again cannot help until
     # the generation run answers (its own "retry failed"), so it is kept apart from the rest.
     NO_RESPONSE = "no_response", "No response: generation failed"
+
+
+# How Run.error records a failure of the run as a whole: a fatal endpoint error is one plain
+# line after this prefix (engine.ChunkRunner.fatal); anything else is a crashed job's traceback.
+STOPPED = "Stopped: "
+_FRAME = re.compile(r'^\s+File "')
+# "module.ExceptionName: message" (the message may be missing).
+_EXCEPTION_LINE = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(?::[ \t]?(?P<message>.*))?$")
+# An absolute server path (POSIX or Windows), not the path of a URL ("http://host/v1/…").
+_SERVER_PATH = re.compile(
+    r"(?<![\w:/.\\-])(?:[A-Za-z]:)?[/\\](?:[\w.@+-]+[/\\])+(?P<name>[\w.@+-]*)"
+)
+CAUSE_LENGTH = 300
+
+
+def failure_cause(error: str) -> str:
+    """One line of plain words for a whole-run failure recorded as `error` (see STOPPED).
+
+    From a traceback: its exception line (the last line of the exception, not a frame), the
+    exception's module dropped, and only the message for our own exceptions (apps.*), which are
+    written for people. Server paths become their last part, so no page tells where code lives.
+    """
+    text = error.strip()
+    if text.startswith(STOPPED):
+        line = text[len(STOPPED) :]
+    else:
+        line = _exception_line(text)
+        if match := _EXCEPTION_LINE.match(line):
+            name, message = match["name"], (match["message"] or "").strip()
+            if name.startswith("apps.") and message:
+                line = message
+            else:
+                short = name.rsplit(".", 1)[-1]
+                line = f"{short}: {message}" if message else short
+    line = " ".join(line.split())
+    line = _SERVER_PATH.sub(lambda m: f"…/{m['name']}", line)
+    return line if len(line) <= CAUSE_LENGTH else line[: CAUSE_LENGTH - 1] + "…"
+
+
+def _exception_line(traceback_text: str) -> str:
+    """The first unindented line after the last frame (a message may go on below it)."""
+    lines = traceback_text.splitlines()
+    frames = [n for n, line in enumerate(lines) if _FRAME.match(line)]
+    if frames:
+        for line in lines[frames[-1] + 1 :]:
+            if line.strip() and not line[0].isspace():
+                return line
+    return next((line for line in reversed(lines) if line.strip()), "")
 
 
 class LoggingMode(models.TextChoices):
@@ -278,7 +327,8 @@ class Run(models.Model):
     completion_tokens = models.BigIntegerField(default=0)
     cost = models.FloatField(default=0.0)
     cancel_requested = models.BooleanField(default=False)
-    error = models.TextField(blank=True)  # the traceback when the run itself failed
+    # When the run failed as a whole: a crashed job's traceback, or "Stopped: …" (see STOPPED).
+    error = models.TextField(blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -370,6 +420,36 @@ class Run(models.Model):
         if self.heartbeat_at is None:
             return False
         return timezone.now() - self.heartbeat_at > self.STALL_AFTER
+
+    @property
+    def status_label(self) -> str:
+        """The status in words. "Run failed", not "Failed": beside the failed-items count it
+        must not read as if items failed when the run as a whole did (no item may have)."""
+        if self.is_stalled:
+            return "Stalled"
+        if self.status == self.Status.FAILED:
+            return "Run failed"
+        return self.get_status_display()
+
+    @property
+    def failure_cause(self) -> str:
+        """Why the run failed as a whole, in one line; blank unless it did. Shown to everyone."""
+        if self.status != self.Status.FAILED:
+            return ""
+        return failure_cause(self.error) or "no cause was recorded"
+
+    @property
+    def failure_traceback(self) -> str:
+        """The crashed job's traceback: server paths and code, for admins only (folded)."""
+        if self.status != self.Status.FAILED or self.error.startswith(STOPPED):
+            return ""
+        return self.error
+
+    @property
+    def not_run(self) -> int | None:
+        """Items a run that has stopped never settled (it failed, or was cancelled, before
+        reaching them), so done + failed + not run = total; None while it may still do them."""
+        return self.remaining if self.is_terminal else None
 
     @property
     def can_resume(self) -> bool:

@@ -67,6 +67,8 @@ class Command(BaseCommand):
                 f"run #{run.pk} {'stalled' if run.is_stalled else run.status}: "
                 f"{run.done} done, {run.failed} failed of {run.total}"
             )
+            if run.not_run:
+                line += f", {run.not_run} not run"
             if run.items_per_second:
                 line += f" · {run.items_per_second:.1f} items/s"
             if run.is_terminal:
@@ -83,8 +85,9 @@ class Command(BaseCommand):
                 self.stderr.write("No worker is working on this run any more: resume it.")
                 return 3
             time.sleep(poll)
-        if run.error:
-            self.stderr.write(run.error.strip().splitlines()[-1])
+        if run.status == Run.Status.FAILED:
+            # One line in plain words; the traceback stays on the run page, for admins.
+            self.stderr.write(f"run #{run.pk} failed as a whole: {run.failure_cause}")
         if run.status == Run.Status.COMPLETED:
             return 0
         return 1 if run.status == Run.Status.COMPLETED_WITH_FAILURES else 2
