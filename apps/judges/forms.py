@@ -11,6 +11,7 @@ from apps.judges.metrics import METRICS, POSTPROCESSORS, get_metric
 from apps.judges.models import Judge
 from apps.judges.prompts import placeholders
 from apps.judges.scoring import JudgeSpec
+from apps.runs.forms import PromptTextField
 from apps.runs.models import Endpoint, LoggingMode, Run
 
 # Names every judge prompt may use besides the item's own fields (see apps/judges/prompts.py).
@@ -111,6 +112,7 @@ class JudgeForm(forms.ModelForm):
             "n_iter": "LLM judges only; rule-based judges always do one round.",
             "aggregation": "How rounds combine. Mode ties go to the smallest most frequent value.",
         }
+        field_classes = {"system_prompt": PromptTextField, "user_prompt": PromptTextField}
         widgets = {
             "system_prompt": forms.Textarea(attrs={"rows": 5}),
             "user_prompt": forms.Textarea(attrs={"rows": 5}),

@@ -2,12 +2,26 @@ from typing import Any
 
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
+from django.utils.text import normalize_newlines
 
 from apps.datasets.models import Dataset, Task
 from apps.runs.models import Endpoint, LoggingMode, PromptTemplate
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer, validate_template_sources
 
 RESERVED_PARAMS = {"model", "messages", "stream", "n"}
+
+
+class PromptTextField(forms.CharField):
+    """Prompt text with LF line ends, as it is stored and sent.
+
+    Browsers submit a textarea's line breaks as CRLF (the HTML spec says so), which would mix
+    line endings inside prompts; CRLF and lone CR become LF here, before any validation. Used
+    by every form that saves prompt text (templates here, judges in apps.judges.forms). Only
+    new versions pass through a form: what older versions recorded stays as it was sent.
+    """
+
+    def to_python(self, value: Any) -> str:
+        return normalize_newlines(super().to_python(value))
 
 
 class EndpointForm(forms.ModelForm):
@@ -106,6 +120,11 @@ class PromptTemplateForm(forms.ModelForm):
             "fewshot_dataset": "Draw examples from",
             "fewshot_seed": "Seed",
             "fewshot_format": "Example format",
+        }
+        field_classes = {
+            "system_message": PromptTextField,
+            "user_message": PromptTextField,
+            "fewshot_format": PromptTextField,
         }
         help_texts = {
             "user_message": "Item fields by name: {{ question }}, or {{ item.question }}.",
