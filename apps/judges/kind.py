@@ -14,9 +14,10 @@ again, and a rerun never mixes rounds of two judgements of the same item by acci
 
 Failures (never scored silently): an API error or timeout after the endpoint's retries, an
 unparseable reply, a missing subject, an out-of-range value (the reply is kept, the attempt is
-logged as failed), a prompt that cannot be built (`template`), and bad item data: nothing to
-judge (the source response failed or is missing) or a bad answer key/reference (`internal`,
-with a message that says which). Replies that cannot be scored are not re-asked
+logged as failed), a prompt that cannot be built (`template`), no response to judge (the
+generation run's response failed or is missing: `no_response`, which "retry failed" leaves
+alone until the generation run has answered), and bad item data: no value in the judged
+column, or a bad answer key/reference (`internal`, with a message that says which). Replies that cannot be scored are not re-asked
 automatically: they are the judge's answer, kept with their raw text; "retry failed" asks
 again. An item fails when any of its rounds failed: every subject's Score is then `failed`
 with the first failed round's error, and `round_values` shows what the other rounds said.
@@ -40,7 +41,15 @@ from django.db.models import Count, F, Q, QuerySet
 from apps.datasets.models import Dataset, Item
 from apps.judges.aggregation import aggregate, spread
 from apps.judges.metrics import get_metric
-from apps.judges.models import ArchivedRound, Judge, JudgeRound, RetryScope, Score, ScoreEvent
+from apps.judges.models import (
+    ArchivedRound,
+    Judge,
+    JudgeRound,
+    RetryScope,
+    Score,
+    ScoreEvent,
+    awaiting_response,
+)
 from apps.judges.parsing import AnswerKeyError, JudgeReplyError, parse_answer_key
 from apps.judges.prompts import PromptError, build_mcq_judge_messages, build_rubric_messages
 from apps.judges.scoring import JudgeSpec, score_text
@@ -164,7 +173,8 @@ class JudgeKind(RunKind):
     def _redo(run: Run, mode: str) -> Q:
         """Scores that this epoch must judge again (resume works on items without any)."""
         if mode == Run.Mode.RETRY_FAILED:
-            redo = Q(status=Score.Status.FAILED, epoch__lt=run.epoch)
+            # Items still waiting for a generation response would only fail again.
+            redo = Q(status=Score.Status.FAILED, epoch__lt=run.epoch) & ~awaiting_response(run)
             scope = (
                 RetryScope.objects.filter(run_id=run.pk, epoch=run.epoch)
                 .values_list("item_ids", flat=True)
@@ -269,18 +279,21 @@ class JudgeKind(RunKind):
             units.append(unit)
         return units
 
-    def _texts(self, run: Run, rows: list[dict[str, Any]]) -> dict[int, tuple[str | None, str]]:
-        """Per item: (the response text, or None and why there is nothing to judge)."""
+    def _texts(
+        self, run: Run, rows: list[dict[str, Any]]
+    ) -> dict[int, tuple[str | None, str, str]]:
+        """Per item: (the response text, "", ""), or (None, error kind, why there is nothing
+        to judge)."""
         column = run.source_column
-        out: dict[int, tuple[str | None, str]] = {}
+        out: dict[int, tuple[str | None, str, str]] = {}
         if run.source_run_id is None:
             for row in rows:
                 value = (row["fields"] or {}).get(column)
                 if value is None:
                     why = f"{NOTHING_TO_JUDGE} the item has no value in column “{column}”."
-                    out[row["id"]] = (None, why)
+                    out[row["id"]] = (None, ErrorKind.INTERNAL, why)
                 else:
-                    out[row["id"]] = (as_text(value), "")
+                    out[row["id"]] = (as_text(value), "", "")
             return out
         ids = [row["id"] for row in rows]
         responses = Response.objects.filter(run_id=run.source_run_id, item_id__in=ids).values_list(
@@ -288,11 +301,12 @@ class JudgeKind(RunKind):
         )
         for item_id, status, text, error_kind, error in responses:
             if status == Response.Status.OK:
-                out[item_id] = (text, "")
+                out[item_id] = (text, "", "")
             else:
                 kind = ErrorKind(error_kind).label if error_kind in ErrorKind.values else "error"
                 out[item_id] = (
                     None,
+                    ErrorKind.NO_RESPONSE,
                     f"{NOTHING_TO_JUDGE} the response of run #{run.source_run_id} to this item "
                     f"failed ({kind}: {error[:300]}).",
                 )
@@ -301,6 +315,7 @@ class JudgeKind(RunKind):
                 item_id,
                 (
                     None,
+                    ErrorKind.NO_RESPONSE,
                     f"{NOTHING_TO_JUDGE} run #{run.source_run_id} has no response to this item "
                     "(resume that run, then retry the failed items here).",
                 ),
@@ -312,12 +327,16 @@ class JudgeKind(RunKind):
         ctx: JudgeContext,
         unit: JudgeUnit,
         row: dict[str, Any],
-        text: tuple[str | None, str] | None,
+        text: tuple[str | None, str, str] | None,
     ) -> None:
         """Everything the unit needs, or the reason it cannot be judged (no request is made)."""
-        response, why = text if text is not None else (None, f"{NOTHING_TO_JUDGE} no response.")
+        response, kind, why = (
+            text
+            if text is not None
+            else (None, ErrorKind.INTERNAL, f"{NOTHING_TO_JUDGE} no response.")
+        )
         if response is None:
-            unit.error_kind, unit.error = ErrorKind.INTERNAL, why
+            unit.error_kind, unit.error = kind, why
             return
         unit.text = response
         spec = ctx.spec
@@ -868,6 +887,19 @@ def retry_items(run: Run, item_ids: Iterable[int]) -> int:
 def retry_all_failed(run: Run) -> int:
     with transaction.atomic():
         return launch(run, Run.Mode.RETRY_FAILED)
+
+
+def retry_kind(run: Run, error_kind: str) -> int:
+    """Judge again the failed items of one error kind (those that judging again may fix);
+    returns how many are queued. Raises LaunchError when the run is still going."""
+    ids = (
+        Score.objects.filter(run_id=run.pk, error_kind=error_kind)
+        .retryable(run)
+        .values_list("item_id", flat=True)
+        .distinct()
+    )
+    ids = list(ids)
+    return retry_items(run, ids) if ids else 0
 
 
 register(JudgeKind())

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.datasets.models import Item, Task, slug_validator
-from apps.runs.models import ErrorKind, Run
+from apps.runs.models import ErrorKind, Response, Run
 
 
 class JudgeQuerySet(models.QuerySet["Judge"]):
@@ -258,12 +258,26 @@ class StaleScore(Exception):
         self.current = score
 
 
+def awaiting_response(run: Run) -> models.Q:
+    """Scores that failed for want of a response which the judged generation run still has
+    not got: judging them again can only fail again, until that run answers them."""
+    waiting = models.Q(status=Score.Status.FAILED, error_kind=ErrorKind.NO_RESPONSE)
+    if run.source_run_id:
+        answered = Response.objects.filter(run_id=run.source_run_id).ok().values("item_id")
+        waiting &= ~models.Q(item_id__in=answered)
+    return waiting
+
+
 class ScoreQuerySet(models.QuerySet["Score"]):
     def ok(self) -> "ScoreQuerySet":
         return self.filter(status=Score.Status.OK)
 
     def failed(self) -> "ScoreQuerySet":
         return self.filter(status=Score.Status.FAILED)
+
+    def retryable(self, run: Run) -> "ScoreQuerySet":
+        """Failed scores that judging again may fix (see `awaiting_response`)."""
+        return self.failed().exclude(awaiting_response(run))
 
     def overridden(self) -> "ScoreQuerySet":
         return self.filter(override_value__isnull=False)

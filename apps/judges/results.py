@@ -13,11 +13,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Avg, Count, F, FloatField, Max, Min, Q, QuerySet, Sum
+from django.db.models import (
+    Avg,
+    Case,
+    Count,
+    F,
+    FloatField,
+    IntegerField,
+    Max,
+    Min,
+    Q,
+    QuerySet,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.functions import Cast, Floor
 
 from apps.datasets.models import Item
-from apps.judges.models import JudgeRound, Score
+from apps.judges.models import JudgeRound, Score, awaiting_response
 from apps.runs.models import AttemptLog, ErrorKind, Run
 
 EXACT_BARS = 12  # at most this many distinct values: one bar per value, else binned
@@ -286,35 +300,59 @@ class FailedItem:
     rounds: list[FailedRound]
 
 
-def failed_counts(run: Run) -> list[tuple[str, str, int]]:
-    """(error kind, its label, items) of the run's failed items, most frequent first."""
+@dataclass
+class FailedGroup:
+    """The failed items of one error kind: counts over the whole run, items of this page."""
+
+    kind: str
+    label: str
+    count: int
+    retryable: int  # how many of them judging again may fix (Score.retryable)
+    items: list[FailedItem] = field(default_factory=list)
+
+    @property
+    def no_response(self) -> bool:
+        return self.kind == ErrorKind.NO_RESPONSE
+
+
+def _failed_scores(run: Run) -> QuerySet[Score]:
+    """One failed Score per failed item (every subject carries the item's error)."""
+    return Score.objects.filter(
+        run=run, subject=run.judge.subject_names[0], status=Score.Status.FAILED
+    )
+
+
+def failed_groups(run: Run) -> list[FailedGroup]:
+    """Every error kind of the run's failed items with its counts, most frequent first."""
+    waiting = awaiting_response(run)
     rows = (
-        Score.objects.filter(
-            run=run, subject=run.judge.subject_names[0], status=Score.Status.FAILED
-        )
+        _failed_scores(run)
         .values_list("error_kind")
-        .annotate(count=Count("pk"))
+        .annotate(count=Count("pk"), waiting=Count("pk", filter=waiting))
         .order_by("-count", "error_kind")
     )
     labels = dict(ErrorKind.choices)
-    return [(kind, labels.get(kind, kind or "unknown"), count) for kind, count in rows]
+    return [
+        FailedGroup(kind, labels.get(kind, kind or "Failed"), count, count - waiting)
+        for kind, count, waiting in rows
+    ]
 
 
 def failed_page(
-    run: Run, error_kind: str, number: Any, per_page: int = 20
-) -> tuple[Page, list[FailedItem]]:
-    """A page of failed items with their failed rounds and those rounds' last logged
-    attempts (what was sent, the raw reply, the traceback): four queries per page."""
-    scores = (
-        Score.objects.filter(
-            run=run, subject=run.judge.subject_names[0], status=Score.Status.FAILED
-        )
-        .select_related("item")
-        .order_by("item__position")
-    )
+    run: Run, groups: list[FailedGroup], error_kind: str, number: Any, per_page: int = 100
+) -> Page:
+    """A page of failed items, one error kind after another (the groups' order), each with
+    its failed rounds and their last logged attempts (what was sent, the raw reply, the
+    traceback), filled into `groups`: four queries per page."""
+    scores = _failed_scores(run).select_related("item")
     if error_kind:
         scores = scores.filter(error_kind=error_kind)
-    page = Paginator(scores, per_page).get_page(number)
+    rank = Case(
+        *(When(error_kind=g.kind, then=Value(i)) for i, g in enumerate(groups)),
+        default=Value(len(groups)),
+        output_field=IntegerField(),
+    )
+    page = Paginator(scores.order_by(rank, "item__position"), per_page).get_page(number)
     ids = [score.item_id for score in page]
     rounds: dict[int, list[JudgeRound]] = defaultdict(list)
     for judge_round in JudgeRound.objects.filter(
@@ -324,16 +362,15 @@ def failed_page(
     logs: dict[tuple[int, int | None], AttemptLog] = {}
     for log in AttemptLog.objects.filter(run=run, item_id__in=ids, ok=False).order_by("pk"):
         logs[(log.item_id, log.round)] = log  # the last one wins
-    items = [
-        FailedItem(
-            score,
-            [
-                FailedRound(
-                    r, logs.get((score.item_id, r.round)) or logs.get((score.item_id, None))
-                )
-                for r in rounds.get(score.item_id, [])
-            ],
-        )
-        for score in page
-    ]
-    return page, items
+    by_kind = {group.kind: group for group in groups}
+    for score in page:
+        failed = [
+            FailedRound(r, logs.get((score.item_id, r.round)) or logs.get((score.item_id, None)))
+            for r in rounds.get(score.item_id, [])
+        ]
+        group = by_kind.get(score.error_kind)
+        if group is None:  # failed after the counts were taken
+            group = by_kind[score.error_kind] = FailedGroup(score.error_kind, "Failed", 0, 0)
+            groups.append(group)
+        group.items.append(FailedItem(score, failed))
+    return page

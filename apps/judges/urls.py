@@ -14,4 +14,5 @@ urlpatterns = [
     path("runs/<int:pk>/failed/", views.failed_items, name="failed"),
     path("runs/<int:pk>/failed/<int:item_id>/retry/", views.retry_item, name="retry-item"),
     path("runs/<int:pk>/retry-failed/", views.retry_failed, name="retry-failed"),
+    path("runs/<int:pk>/retry-failed/kind/", views.retry_failed_kind, name="retry-kind"),
 ]

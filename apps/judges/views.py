@@ -11,7 +11,13 @@ from apps.accounts.access import reviewer_required
 from apps.datasets.models import Item, Task
 from apps.judges import results
 from apps.judges.forms import DefaultJudgeForm, JudgeForm, JudgeRunForm
-from apps.judges.kind import JudgeRunError, create_judge_run, retry_all_failed, retry_items
+from apps.judges.kind import (
+    JudgeRunError,
+    create_judge_run,
+    retry_all_failed,
+    retry_items,
+    retry_kind,
+)
 from apps.judges.models import Judge
 from apps.judges.prompts import DEFAULT_MCQ_SYSTEM, DEFAULT_RUBRIC_SYSTEM
 from apps.runs.engine import LaunchError
@@ -154,16 +160,20 @@ def run_results(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def failed_items(request: HttpRequest, pk: int) -> HttpResponse:
+    """One line per failed item, grouped by error kind; the details fold open in place."""
     run = _judge_run(pk)
     kind = request.GET.get("kind", "")
     kind = kind if kind in ErrorKind.values else ""
-    page, items = results.failed_page(run, kind, request.GET.get("page"))
+    counts = results.failed_groups(run)
+    groups = [g for g in counts if g.kind == kind] if kind else list(counts)
+    page = results.failed_page(run, groups, kind, request.GET.get("page"))
     context = {
         "run": run,
         "page": page,
-        "items": items,
+        "groups": [g for g in groups if g.items],
+        "counts": counts,
+        "retryable": sum(g.retryable for g in counts),
         "kind": kind,
-        "counts": results.failed_counts(run),
         "kind_qs": urlencode({"kind": kind}) if kind else "",
     }
     return render(request, "judges/failed.html", context)
@@ -189,6 +199,28 @@ def retry_item(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
             messages.success(request, f"Judging item {item.key} again (its failed rounds only).")
         else:
             messages.info(request, f"Item {item.key} has no failed rounds to retry.")
+    return _back_to_failed(run, request)
+
+
+@require_POST
+@reviewer_required
+def retry_failed_kind(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _judge_run(pk)
+    kind = request.POST.get("error_kind", "")
+    if kind not in ErrorKind.values:
+        raise Http404("No such error kind.")
+    label = ErrorKind(kind).label
+    try:
+        count = retry_kind(run, kind)
+    except LaunchError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request,
+            f"Judging {count} items that failed with “{label}” again; the other failures wait."
+            if count
+            else f"No items that failed with “{label}” can be retried.",
+        )
     return _back_to_failed(run, request)
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.db import transaction
 
-from apps.judges.kind import JudgeRunError, create_judge_run, retry_items
+from apps.judges.kind import JudgeRunError, create_judge_run, retry_all_failed, retry_items
 from apps.judges.models import (
     ArchivedRound,
     Judge,
@@ -17,7 +17,7 @@ from apps.judges.models import (
     StaleScore,
 )
 from apps.runs.engine import launch
-from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Run
+from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Response, Run
 from tests.base import work
 from tests.judges.conftest import (
     SUBJECTS,
@@ -410,12 +410,41 @@ def test_generation_run_responses_are_judged_and_missing_ones_fail(task, endpoin
     assert (run.done, run.failed) == (2, 2)
     assert scores_of(run, 0)["accuracy"].judge_value == 5
     failed = scores_of(run, 2)["accuracy"]
-    assert failed.error_kind == ErrorKind.INTERNAL
+    assert failed.error_kind == ErrorKind.NO_RESPONSE
     assert failed.error.startswith("Nothing to judge:") and "failed" in failed.error
-    assert "has no response" in scores_of(run, 3)["accuracy"].error
+    missing = scores_of(run, 3)["accuracy"]
+    assert missing.error_kind == ErrorKind.NO_RESPONSE and "has no response" in missing.error
     sent = "\n".join(m["content"] for e in llm_server.stats()["log"] for m in e["messages"])
     assert "answer number 0" in sent and "column answer" not in sent
     assert llm_server.stats()["requests"] == 2
+
+
+def test_retry_failed_leaves_items_without_a_response_until_the_generation_answers(
+    task, endpoint, llm_server
+):
+    dataset = make_dataset(task, 4)
+    source = make_generation_run(dataset, {0: "answer number 0", 1: None, 2: None})
+    llm_server.configure(default_reply=rubric_reply(5, 4))
+    run = start(make_judge(task), endpoint=endpoint, source_run=source)
+    work()
+    run.refresh_from_db()
+    assert (run.done, run.failed) == (1, 3)
+    # Judging them again cannot help: "retry failed" has nothing to do and counts them failed.
+    assert retry_all_failed(run) == 0
+    assert Score.objects.filter(run=run, subject="accuracy").retryable(run).count() == 0
+    run.refresh_from_db()
+    assert (run.done, run.failed) == (1, 3)
+    # The generation run answers item 1 (its own retry): now that item is worth judging.
+    Response.objects.filter(run=source, item__position=1).update(
+        status=Response.Status.OK, text="answer number 1", error_kind="", error=""
+    )
+    assert Score.objects.filter(run=run, subject="accuracy").retryable(run).count() == 1
+    assert retry_all_failed(run) == 1
+    work()
+    run.refresh_from_db()
+    assert (run.done, run.failed) == (2, 2)
+    assert scores_of(run, 1)["accuracy"].judge_value == 5
+    assert {scores_of(run, p)["accuracy"].error_kind for p in (2, 3)} == {ErrorKind.NO_RESPONSE}
 
 
 def test_a_run_that_cannot_be_made_says_why(task, endpoint):

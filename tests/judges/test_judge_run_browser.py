@@ -35,8 +35,11 @@ def test_read_a_raw_reply_and_retry_one_item(
     login(reviewer_user, reverse("runs:detail", args=[run.pk]))
     page.click("#judge-run-links a:has-text('Failed items')")
     page.wait_for_url(f"**{reverse('judges:failed', args=[run.pk])}")
-    failed = page.locator(f"#failed-{item.pk}")
-    assert failed.locator(".error-kind").inner_text() == "Unparseable reply"
+    group = page.locator("#group-unparseable")
+    assert group.locator(".error-kind").inner_text() == "Unparseable reply"
+    failed = group.locator(f"#failed-{item.pk}")
+    assert not failed.locator(".raw-reply").is_visible()  # one line until it is opened
+    failed.locator("summary").click()
     # The reply is shown as the judge wrote it: its markup is text, not HTML.
     assert failed.locator(".raw-reply").inner_text() == BAD_REPLY
     assert failed.locator(".raw-reply b").count() == 0
