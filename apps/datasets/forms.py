@@ -40,6 +40,50 @@ class UploadForm(forms.Form):
         self.fields["file"].widget.attrs["data-max-bytes"] = settings.DATASET_MAX_UPLOAD_BYTES
 
 
+# The mapping form's fields besides the list roles (name, format, id, reference, tags, the CSRF
+# token), with room to spare.
+OTHER_FIELDS = 10
+
+
+def checkbox_columns() -> int | None:
+    """The widest file whose input and response columns are ticked in checkboxes (None: any).
+
+    A browser sends one field per ticked box, and Django answers a bare "Bad Request (400)",
+    before any view runs, to a post of more than DATA_UPLOAD_MAX_NUMBER_FIELDS fields. So
+    every box of both lists ticked must stay under that limit; wider files name their columns
+    in one text field per role, which maps any width in a bounded number of fields.
+    """
+    limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+    return None if limit is None else max(0, (limit - OTHER_FIELDS) // 2)
+
+
+class ColumnNameField(forms.CharField):
+    """Columns named in text, for a file too wide to choose from lists: one name, or (`many`)
+    one per line in one field. The mapping's own check names any that are not in the file."""
+
+    def __init__(self, *args: Any, columns: list[str], many: bool = False, **kwargs: Any) -> None:
+        widget = (
+            forms.Textarea(attrs={"rows": 6, "spellcheck": "false"})
+            if many
+            else forms.TextInput(attrs={"list": "column-names", "autocomplete": "off"})
+        )
+        super().__init__(*args, widget=widget, strip=False, required=False, **kwargs)
+        self.columns = set(columns)
+        self.many = many
+
+    def prepare_value(self, value: Any) -> Any:
+        return "\n".join(value) if isinstance(value, list | tuple) else value
+
+    def to_python(self, value: Any) -> Any:
+        # CSV headers are stripped when read, JSON keys are kept as written: a name matches as
+        # typed, else without the spaces around it.
+        lines = [
+            line if line in self.columns else line.strip() for line in str(value or "").splitlines()
+        ]
+        names = [name for name in lines if name]
+        return names if self.many else (names[0] if names else "")
+
+
 class MappingForm(forms.Form):
     """Which columns of the file are the id, inputs, reference, tags and responses."""
 
@@ -71,8 +115,41 @@ class MappingForm(forms.Form):
         choices = [(name, name) for name in columns]
         for name in ("id_column", "reference_column", "tags_column"):
             self.fields[name].choices = [("", "—"), *choices]
-        for name in ("input_columns", "response_columns"):
-            self.fields[name].choices = choices
+        widest = checkbox_columns()
+        self.wide = widest is not None and len(columns) > widest
+        if not self.wide:
+            for name in ("input_columns", "response_columns"):
+                self.fields[name].choices = choices
+            return
+        # Too wide to tick: every role is typed (the single ones with the file's column names
+        # to pick from), and a select of thousands of options would make a slow page too.
+        for name in ("id_column", "reference_column", "tags_column"):
+            old = self.fields[name]
+            self.fields[name] = ColumnNameField(
+                columns=columns, label=old.label, help_text=old.help_text
+            )
+        many = f"This file has {len(columns):,} columns, too many to tick: write their names"
+        self.fields["input_columns"] = ColumnNameField(
+            columns=columns,
+            many=True,
+            label="Input columns",
+            help_text=f"{many}, one per line. Empty: every column not mapped elsewhere.",
+        )
+        self.fields["response_columns"] = ColumnNameField(
+            columns=columns,
+            many=True,
+            label="Response columns",
+            help_text=f"{many}, one per line: answers some model already gave.",
+        )
+        # An empty input list means every unmapped column: say that with an empty box rather
+        # than send thousands of names to the browser and back.
+        if self.initial.get("input_columns") == self._unmapped(self.initial):
+            self.initial = {**self.initial, "input_columns": []}
+
+    def _unmapped(self, data: dict[str, Any]) -> list[str]:
+        mapped = {data.get(key) for key in ("id_column", "reference_column", "tags_column")}
+        mapped.update(data.get("response_columns") or [])
+        return [name for name in self.columns if name not in mapped]
 
     @staticmethod
     def initial_for(mapping: Mapping, name: str, fmt: str) -> dict[str, Any]:

@@ -38,6 +38,9 @@ def sync_max_rows() -> int:
 
 
 # ---- mapping ------------------------------------------------------------------------------
+LISTED_COLUMNS = 30
+
+
 @dataclass
 class Mapping:
     """Which columns are the id, the inputs, the reference answer, the tags and the responses."""
@@ -78,7 +81,10 @@ class Mapping:
     def validated(self, columns: list[str]) -> "Mapping":
         """This mapping checked against the file's columns; inputs default to the unmapped ones."""
         known = set(columns)
-        listing = ", ".join(columns)
+        # A file may have thousands of columns: name enough of them to spot a typo.
+        listing = ", ".join(columns[:LISTED_COLUMNS])
+        if len(columns) > LISTED_COLUMNS:
+            listing += f", … ({len(columns):,} columns in all)"
         roles = [
             ("id column", [self.id_column] if self.id_column else []),
             ("input column", self.input_columns),

@@ -26,6 +26,8 @@ from apps.datasets.readers import DatasetError, human_size
 from apps.datasets.uploads import StagedUpload
 
 PREVIEW_ROWS = 10
+# A file may have thousands of columns; a preview of them all is unreadable and slow to build.
+PREVIEW_COLUMNS = 100
 
 
 def task_list(request: HttpRequest) -> HttpResponse:
@@ -144,10 +146,15 @@ def _render_map(
         initial = MappingForm.initial_for(suggested, staged.meta.get("name", ""), table.format)
         form = MappingForm(initial=initial, columns=table.columns)
     name = (form["name"].value() or "").strip()
+    columns, width = table.columns[:PREVIEW_COLUMNS], len(table.columns)
     context.update(
         table=table,
         form=form,
-        preview=[[_cell(row.get(c)) for c in table.columns] for row in table.rows[:PREVIEW_ROWS]],
+        preview_columns=columns,
+        columns_note=f"The preview shows the first {len(columns)} of the {width:,} columns."
+        if len(columns) < width
+        else "",
+        preview=[[_cell(row.get(c)) for c in columns] for row in table.rows[:PREVIEW_ROWS]],
         latest=Dataset.objects.latest_version(task, name) if name else None,
         background=staged.imports_in_background,
     )
