@@ -77,10 +77,13 @@ def test_real_costs_and_a_real_zero_are_amounts(prices, viewer_client):
 
 
 def test_runs_list_and_response_page_say_unknown(prices, viewer_client):
-    unknown, priced = make_run("nobody-priced-me"), make_run("priced", cost=1.5)
+    priced = make_run("priced", cost=1.5)
+    assert 'id="cost-note"' not in viewer_client.get(reverse("runs:list")).content.decode()
+    unknown = make_run("nobody-priced-me")
     page = viewer_client.get(reverse("runs:list")).content.decode()
     assert '<span class="cost-unknown" title="Cost unknown: “nobody-priced-me” has no price' in page
     assert "$1.50" in page
+    assert 'id="cost-note"' in page and HINT.replace("set ", "Set prices in ") in page
     item = unknown.dataset.items.get()
     detail = viewer_client.get(reverse("runs:response-detail", args=[unknown.pk, item.pk]))
     assert "cost-unknown" in detail.content.decode() and "$0" not in detail.content.decode()

@@ -51,6 +51,12 @@ def cost(spent: Any, endpoint: Endpoint | None = None, hint: bool = True) -> str
 
 
 @register.filter
+def any_cost_unknown(runs: Any) -> bool:
+    """Whether a list of runs shows a "—" cost, so that it explains the dash once."""
+    return any(not run.cost_known for run in runs)
+
+
+@register.filter
 def rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
