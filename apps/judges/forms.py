@@ -139,6 +139,21 @@ class JudgeForm(forms.ModelForm):
         if editing:
             self.fields["name"].disabled = True
 
+    def fieldsets(self) -> list[tuple[str, list[str], list[forms.BoundField]]]:
+        """(legend, kinds, fields): the settings every kind has, then one group per
+        Judge.KIND_FIELDS entry, its legend naming its kinds, so that without JavaScript (which
+        hides the groups of other kinds) the form still says which setting is for which kind."""
+        grouped = {name for _, names in Judge.KIND_FIELDS for name in names}
+        groups = [("", [], [self[name] for name in self.fields if name not in grouped])]
+        labels = dict(Judge.Kind.choices)
+        for kinds, names in Judge.KIND_FIELDS:
+            words = [
+                w if w.startswith("LLM") else w[0].lower() + w[1:] for w in map(labels.get, kinds)
+            ]
+            legend = "For " + " and ".join(words) + " judges" + (" only" if len(kinds) == 1 else "")
+            groups.append((legend, [str(kind) for kind in kinds], [self[name] for name in names]))
+        return groups
+
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]
         if not self.editing and Judge.objects.filter(task=self.task, name=name).exists():

@@ -84,6 +84,15 @@ class Judge(models.Model):
     def get_absolute_url(self) -> str:
         return reverse("judges:detail", args=[self.pk])
 
+    # The settings that only some kinds use, in groups: (kinds, fields). The rest (name, kind,
+    # subjects) is for every kind. The judge form shows each group for its kinds only.
+    KIND_FIELDS = (
+        ((Kind.RUBRIC, Kind.MCQ), ("system_prompt", "user_prompt", "n_iter", "aggregation")),
+        ((Kind.RUBRIC,), ("use_structured_output",)),
+        ((Kind.MCQ, Kind.MCQ_RULE), ("label_type", "label_count")),
+        ((Kind.METRIC,), ("metric", "metric_options", "postprocess")),
+    )
+
     CONTENT_FIELDS = (
         "kind",
         "system_prompt",

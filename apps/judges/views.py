@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.http import urlencode
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_POST
 
 from apps.accounts.access import reviewer_required
@@ -42,6 +42,13 @@ def judge_list(request: HttpRequest) -> HttpResponse:
 def set_default(request: HttpRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     form = DefaultJudgeForm(request.POST, task=task)
+    # The judge page's "make this the default" comes back to that page, errors and all.
+    back = request.POST.get("next", "")
+    back = back if url_has_allowed_host_and_scheme(back, {request.get_host()}) else ""
+    if not form.is_valid() and back:
+        for errors in form.errors.values():
+            messages.error(request, " ".join(errors))
+        return redirect(back)
     if not form.is_valid():
         judges = Judge.objects.latest_versions().filter(task=task).order_by("name")
         context = {"task": task, "judges": judges, "default_form": form}
@@ -54,6 +61,8 @@ def set_default(request: HttpRequest, slug: str) -> HttpResponse:
         if judge
         else f"New response sets in {task.slug} are no longer judged automatically.",
     )
+    if back:
+        return redirect(back)
     return redirect(f"{reverse('judges:list')}?{urlencode({'task': task.slug})}")
 
 
@@ -99,6 +108,7 @@ def _judge_page(
         "form": form,
         "default_system": default_system.get(judge.kind, ""),
         "is_default": judge.task.default_judge_id == judge.pk,
+        "default_form": DefaultJudgeForm(task=judge.task),
     }
     return render(request, "judges/judge_detail.html", context, status=status)
 
