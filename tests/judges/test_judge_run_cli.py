@@ -31,7 +31,7 @@ def test_judge_a_dataset_column_by_id_and_by_name(task, endpoint, llm_server):
         "--responses", f"{dataset.pk}:response", "--judge", "quality", "--endpoint", "judge-llm"
     )
     run = Run.objects.judging().get()
-    assert f"Started run #{run.pk}" in output and "3 items" in output
+    assert f"Started run #{run.pk} (quality v1 on answers v1 · column response): 3 items." in output
     assert (run.source_column, run.endpoint.name, run.judge.name) == (
         "response",
         "judge-llm",

@@ -55,7 +55,8 @@ class Command(BaseCommand):
             self.stdout.write(f"Run #{run.pk}: {count} items to do.")
         else:
             run = engine.KINDS[what].create_from_cli(options, user=None)
-            self.stdout.write(f"Started run #{run.pk} ({run.label}): {run.total} items.")
+            # A judge run's title names its judge and what it judges (Run.title).
+            self.stdout.write(f"Started run #{run.pk} ({run.title}): {run.total} items.")
         if options["wait"]:
             sys.exit(self.wait(run, options["poll"]))
 
