@@ -21,7 +21,12 @@ def three_runs(task):
 
     def judge_run(**source) -> Run:
         return Run.objects.create(
-            task=task, kind=Run.Kind.JUDGE, dataset=dataset, judge=judge, status="completed", **source
+            task=task,
+            kind=Run.Kind.JUDGE,
+            dataset=dataset,
+            judge=judge,
+            status="completed",
+            **source,
         )
 
     runs = (
