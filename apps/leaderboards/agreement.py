@@ -1,18 +1,35 @@
-"""How often a judge agrees with people, over the scores reviewers confirmed or overrode.
+"""How often a judge agrees with people, over every score a person judged.
 
-A confirmed score says the human value equals the judge's; an overridden one says the human
-value is the override. Per judge version (a judge's prompt is versioned with it) and subject:
-exact agreement, Cohen's κ with quadratic weights (the scales are ordinal; with two
-categories, as for MCQ 0/100, it equals plain κ), the confusion matrix, and the counts.
+A person judges a score by confirming it, overriding it, or entering a blind value (their own
+value, typed before the judge's was shown: `apps.review.models.BlindEntry`). Each reviewed
+score (one item, one subject) counts once, in exactly one of three kinds:
+
+- confirmed: a reviewer confirmed the judge's value; the human value is the judge's value;
+- overridden: a reviewer overrode it; the human value is the override;
+- blind only: nobody confirmed or overrode it, but reviewers entered blind values; the human
+  value is theirs when they all entered the same value, else the item is unsettled.
+
+So reviewed = confirmed + overridden + blind only. A confirmation or an override wins over
+blind entries on the same score because it came last, with the judge's value in view: it is
+the value the human-corrected leaderboard uses. Of the reviewed scores, those where the judge
+gave no value (judge failed) and the unsettled ones cannot be compared; the rest are, so
+compared = reviewed − judge failed − unsettled. Over the compared pairs, per judge version
+(a judge's prompt is versioned with it) and subject: exact agreement, Cohen's κ with
+quadratic weights (the scales are ordinal; with two categories, as for MCQ 0/100, it equals
+plain κ), the confusion matrix and the mean absolute difference.
+
+Blind entries beside a confirmation or an override are not lost: `blind_exact` is the share of
+all blind entries equal to the judge's value, a measure no anchoring on the judge can inflate.
 """
 
 from dataclasses import dataclass, field
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from apps.datasets.models import Task
 from apps.judges.models import Judge, Score
 from apps.leaderboards.stats import categories_for, confusion, weighted_kappa
+from apps.review.models import BlindEntry
 from apps.runs.models import Run
 
 
@@ -20,10 +37,16 @@ from apps.runs.models import Run
 class Agreement:
     judge: Judge
     subject: str
-    reviewed: int = 0  # reviewed scores that have a judge value, compared below
+    reviewed: int = 0  # confirmed + overridden + blind_only
     confirmed: int = 0
     overridden: int = 0
-    judge_failed: int = 0  # reviewed (overridden) although the judge gave no value
+    blind_only: int = 0
+    judge_failed: int = 0  # reviewed, but the judge gave no value: not compared
+    unsettled: int = 0  # blind only, and the blind values differ: no human value yet
+    compared: int = 0  # reviewed − judge_failed − unsettled: the pairs below
+    blind_entries: int = 0  # every blind value entered (per reviewer), whatever else happened
+    blind_compared: int = 0  # blind entries on scores with a judge value
+    blind_agreeing: int = 0  # of those, equal to the judge's value
     exact: float | None = None
     kappa: float | None = None
     categories: list[float] | None = None
@@ -31,34 +54,75 @@ class Agreement:
     mean_abs_diff: float | None = None
 
     @property
+    def blind_exact(self) -> float | None:
+        return self.blind_agreeing / self.blind_compared if self.blind_compared else None
+
+    @property
     def matrix_rows(self) -> list[tuple[float, list[int]]]:
         return list(zip(self.categories or [], self.matrix, strict=False))
 
 
+def blind_values(task: Task) -> dict[int, list[float]]:
+    """score id -> the blind values entered for it. People type these one by one, so a task
+    has few enough to hold in memory."""
+    values: dict[int, list[float]] = {}
+    entries = BlindEntry.objects.filter(
+        score__run__task=task, score__run__kind=Run.Kind.JUDGE
+    ).values_list("score_id", "value")
+    for score_id, value in entries.iterator(chunk_size=5000):
+        values.setdefault(score_id, []).append(float(value))
+    return values
+
+
 def agreement(task: Task) -> list[Agreement]:
     judges = {j.pk: j for j in Judge.objects.filter(Q(task=task) | Q(runs__task=task)).distinct()}
+    blind = blind_values(task)
     pairs: dict[tuple[int, str], list[tuple[float, float]]] = {}
     counts: dict[tuple[int, str], Agreement] = {}
     rows = (
         Score.objects.filter(run__task=task, run__kind=Run.Kind.JUDGE)
-        .reviewed()
-        .values_list("run__judge_id", "subject", "judge_value", "override_value", "status")
+        .annotate(blind=Exists(BlindEntry.objects.filter(score=OuterRef("pk"))))
+        .filter(Q(override_value__isnull=False) | Q(confirmed_at__isnull=False) | Q(blind=True))
+        .values_list(
+            "pk",
+            "run__judge_id",
+            "subject",
+            "judge_value",
+            "override_value",
+            "confirmed_at",
+            "status",
+        )
     )
-    for judge_id, subject, judge_value, override, status in rows.iterator(chunk_size=5000):
+    for score_id, judge_id, subject, judge_value, override, confirmed_at, status in rows.iterator(
+        chunk_size=5000
+    ):
         key = (judge_id, subject)
         entry = counts.setdefault(key, Agreement(judges[judge_id], subject))
+        entered = blind.get(score_id, [])
+        judged = judge_value is not None and status == Score.Status.OK
+        entry.reviewed += 1
+        entry.blind_entries += len(entered)
+        if judged:
+            entry.blind_compared += len(entered)
+            entry.blind_agreeing += sum(1 for v in entered if v == judge_value)
         if override is not None:
             entry.overridden += 1
-        else:
+            human = override
+        elif confirmed_at is not None:
             entry.confirmed += 1
-        if judge_value is None or status != Score.Status.OK:
+            human = judge_value
+        else:
+            entry.blind_only += 1
+            human = entered[0] if len(set(entered)) == 1 else None
+        if not judged:
             entry.judge_failed += 1
-            continue
-        human = override if override is not None else judge_value
-        pairs.setdefault(key, []).append((float(judge_value), float(human)))
+        elif human is None:
+            entry.unsettled += 1
+        else:
+            pairs.setdefault(key, []).append((float(judge_value), float(human)))
     for key, entry in counts.items():
         values = pairs.get(key, [])
-        entry.reviewed = len(values)
+        entry.compared = len(values)
         if not values:
             continue
         judge_side = [j for j, _ in values]
