@@ -222,6 +222,6 @@ def wait_for_run(web: WebSession, url: str, timeout: float = 120) -> Page:
 def counters(page: Page) -> tuple[int, int, int]:
     """(done, failed, total) as the run page shows them."""
     text = page.text_only()
-    found = re.search(r"Done (\d+) Failed (\d+) Total (\d+)", text)
+    found = re.search(r"Done (\d+) Failed items (\d+) Not run \d+ Total (\d+)", text)
     assert found, text
     return tuple(int(n) for n in found.groups())  # type: ignore[return-value]
