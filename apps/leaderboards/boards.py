@@ -44,6 +44,10 @@ class SubjectInfo:
     def direction(self) -> str:
         return "higher is better" if self.higher_is_better else "lower is better"
 
+    @property
+    def range_text(self) -> str:
+        return f"{self.low:g}–{self.high:g}" if self.has_range else "no declared range"
+
 
 def _registry_entry(key: str) -> Any:
     """The metric's entry in `apps.judges.metrics`, whatever shape that registry takes."""
@@ -279,6 +283,30 @@ class Board:
     def subject(self, name: str) -> SubjectInfo | None:
         return next((s for s in self.subjects if s.name == name), None)
 
+    @property
+    def overall_formula(self) -> str:
+        """How `combine` forms the overall score, in words, with this board's ranges,
+        directions and weights: the page, the CSV and the CLI say it beside the number, since
+        a 0–100 overall next to 1–5 subject means is otherwise a puzzle."""
+        if self.normalised:
+            rule = (
+                "weighted mean of the subjects' means, each rescaled to 0–100 by its range: "
+                "(mean − min) / (max − min) × 100, or 100 minus that where lower is better"
+            )
+        else:
+            rule = (
+                "weighted mean of the subjects' raw means, not rescaled (not every subject "
+                "declares a range); a lower-is-better mean counts negatively"
+            )
+        terms = []
+        for info in self.subjects:
+            weight = self.weights.get(info.name, 1.0)
+            left_out = " (left out)" if weight == 0 else ""
+            terms.append(
+                f"{info.name} {info.range_text}, {info.direction}, weight {weight:g}{left_out}"
+            )
+        return f"Overall = {rule}. " + "; ".join(terms) + "."
+
     def natural_direction(self, key: str) -> str:
         stat, _, name = key.partition(":")
         if key == "model":
@@ -481,12 +509,11 @@ def tag_table(board: Board, scores: dict[int, summaries.RunScores]) -> None:
 
 
 # ---- chart ------------------------------------------------------------------------------
-CHART_WIDTH, CHART_LABEL, CHART_ROW = 720, 220, 26
-
-
 def chart(board: Board) -> dict[str, Any] | None:
-    """Geometry of a horizontal bar chart (with CI whiskers) of the sorted column, for an
-    inline SVG: the template only places numbers, so labels stay escaped text."""
+    """A horizontal bar chart (with CI whiskers) of the sorted column, laid out by the page as
+    a grid of three columns: the model's full name (it wraps, never cut), the bar track, and
+    the value. Only positions are computed here, as percentages of the track, so names stay
+    escaped text and the value, in its own column, can never sit under a whisker."""
     key = board.sort
     stat, _, name = key.partition(":")
     if key == "overall":
@@ -505,7 +532,7 @@ def chart(board: Board) -> dict[str, Any] | None:
         else:
             cell = row.cells[mode][key.partition(":")[2]]
             value, ci = cell.mean, cell.ci
-        bars.append((row.label, value, ci))
+        bars.append((row, value, ci))
     values = [v for _, v, _ in bars if v is not None]
     if not values:
         return None
@@ -517,32 +544,31 @@ def chart(board: Board) -> dict[str, Any] | None:
         ends = values + [c.low for _, _, c in bars if c] + [c.high for _, _, c in bars if c]
         low, high = min(0.0, min(ends)), max(ends)
     span = (high - low) or 1.0  # type: ignore[operator]
-    plot = CHART_WIDTH - CHART_LABEL - 60
 
     def x(v: float) -> float:
-        return round(CHART_LABEL + (min(max(v, low), high) - low) / span * plot, 1)  # type: ignore[operator]
+        return round((min(max(v, low), high) - low) / span * 100, 2)  # type: ignore[operator]
 
     out = []
-    for index, (label, value, ci) in enumerate(bars):
-        y = 8 + index * CHART_ROW
+    for row, value, ci in bars:
+        whisker = None
+        if ci:
+            x1, x2 = x(ci.low), x(ci.high)
+            # Percentages go into style attributes: written here, never localised.
+            whisker = {
+                "x1": x1,
+                "x2": x2,
+                "left": f"{x1:.2f}%",
+                "width": f"{x2 - x1:.2f}%",
+                "low": ci.low,
+                "high": ci.high,
+            }
         out.append(
             {
-                "label": label if len(label) <= 30 else label[:29] + "…",
-                "y": y,
-                "ty": y + 14,
-                "x0": CHART_LABEL,
-                "w": round(x(value) - CHART_LABEL, 1) if value is not None else 0,
+                "run": row.run.pk,
+                "label": row.label,
                 "value": value,
-                "tx": x(value) + 4 if value is not None else CHART_LABEL + 4,
-                "ci": {"x1": x(ci.low), "x2": x(ci.high), "y": y + 9} if ci else None,
+                "width": f"{x(value) if value is not None else 0:.2f}%",
+                "ci": whisker,
             }
         )
-    return {
-        "title": title,
-        "bars": out,
-        "width": CHART_WIDTH,
-        "height": 16 + len(out) * CHART_ROW,
-        "low": low,
-        "high": high,
-        "axis_y": 12 + len(out) * CHART_ROW,
-    }
+    return {"title": title, "bars": out, "low": low, "high": high}

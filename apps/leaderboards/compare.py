@@ -1,6 +1,7 @@
 """Two runs on the same items: wins / losses / ties, paired bootstrap CI, paired tests, and the
 items where they differ most (each linking to its review page)."""
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -11,6 +12,15 @@ from apps.leaderboards.stats import Paired, paired
 from apps.runs.models import Run
 
 TOP = 10
+
+
+def natural_key(key: str) -> tuple[tuple[int, int | str], ...]:
+    """Item keys in the order people count: "2" before "10" before "102", "q9" before "q10".
+    Runs of digits compare as numbers, the rest as text (each part tagged, so a number and a
+    text part never meet in a comparison)."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", key) if part
+    )
 
 
 def review_url(judge_run_id: int, item_id: int) -> str:
@@ -49,7 +59,10 @@ class Difference:
 class SubjectComparison:
     subject: str
     result: Paired
-    only_a: int  # items with a value in a only (failed or not scored in b)
+    # With result.n they add up to the items either run scored: a value in A only (B failed
+    # or has no score), in B only, or in neither (failed in both, or failed in one and
+    # unscored in the other).
+    only_a: int
     only_b: int
     neither: int
     largest: list[Difference] = field(default_factory=list)
@@ -74,11 +87,16 @@ def compare(
             result=paired(xs, ys),
             only_a=sum(1 for k in a if a[k][1] is not None and (k not in b or b[k][1] is None)),
             only_b=sum(1 for k in b if b[k][1] is not None and (k not in a or a[k][1] is None)),
-            neither=sum(1 for k in keys if a[k][1] is None and b[k][1] is None),
+            neither=sum(
+                1
+                for k in set(a) | set(b)
+                if a.get(k, (0, None))[1] is None and b.get(k, (0, None))[1] is None
+            ),
         )
         if both:
             diff = xs - ys
-            order = sorted(range(len(both)), key=lambda i: (-abs(diff[i]), both[i]))[:TOP]
+            ranked = sorted(range(len(both)), key=lambda i: (-abs(diff[i]), natural_key(both[i])))
+            order = ranked[:TOP]
             comparison.largest = [
                 Difference(
                     key=both[i],

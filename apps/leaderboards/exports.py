@@ -2,15 +2,20 @@
 
 Run results are read with one query that yields one row per item (each subject's score
 joined in through the unique (run, item, subject) index) and streamed through
-`.iterator()`, so memory stays flat and the number of queries does not depend on the
-number of items. Items without a score get empty cells (null in JSONL), like
-ml3m's `load_scores` gives NaN: nothing is dropped.
+`.iterator()`, beside one streamed query of the judge's rounds (for its reasons) in the same
+item order and one small query of blind entries, so memory stays flat and the number of
+queries does not depend on the number of items. Items without a score get empty cells (null
+in JSONL), like ml3m's `load_scores` gives NaN: nothing is dropped.
+
+CSV cells carry numbers at the precision the pages show (people read them beside the page);
+JSONL carries full precision (programs read it). A board export holds what its view shows:
+judge-only, human-corrected, or both side by side.
 """
 
 import csv
 import io
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -30,7 +35,9 @@ from django.db.models.functions import Cast, Concat
 
 from apps.datasets.csvsafe import cell, neutralise
 from apps.datasets.models import Item
-from apps.leaderboards.boards import MODES, Board
+from apps.judges.models import JudgeRound
+from apps.leaderboards.boards import Board, Row
+from apps.review.models import BlindEntry
 from apps.runs.models import Response, Run
 
 CHUNK = 2000  # rows per database fetch
@@ -45,11 +52,34 @@ SCORE_COLUMNS = (
     "rounds",
     "error",
 )
+# Per subject in a run's CSV: the score columns above from SQL, the judge's reason and the
+# blind entries from their own queries.
+RESULT_COLUMNS = (
+    "judge",
+    "final",
+    "status",
+    "judge_reason",
+    "review",
+    "override_reason",
+    "reviewer",
+    "blind",
+    "rounds",
+    "error",
+)
+RESULT_DIGITS = 3  # the run's results page shows values with up to 3 decimals
+BOARD_DIGITS = 2  # the board shows means, intervals and the overall with 2
+FIXED = 5  # pk, key, position, fields, response: the columns before the scores in a row
 BOM = "\ufeff"  # Excel then reads the file as UTF-8, as the datasets export does
 FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
 
 
 def field_names(run: Run) -> list[str]:
+    """The dataset's columns as a run's export writes them: a judged column is the run's
+    response, so it is written once, as `response`, not a second time as a field."""
+    return [name for name in dataset_columns(run) if name != run.source_column]
+
+
+def dataset_columns(run: Run) -> list[str]:
     columns = list(run.dataset.columns or [])
     if not columns:
         first = (
@@ -69,14 +99,14 @@ def subjects_of(run: Run) -> list[str]:
 
 
 def _result_rows(run: Run, subjects: list[str]) -> Iterator[tuple]:
-    """One row per item: (key, position, fields, response, *SCORE_COLUMNS per subject).
+    """One row per item: (pk, key, position, fields, response, *SCORE_COLUMNS per subject).
 
     One query: each subject's score is LEFT JOINed through the unique (run, item, subject)
     index, the response through the unique (run, item) index; review state, reviewer and
     error text are shaped by CASE/CONCAT in SQL so the Python loop per row stays small.
     """
     items = Item.objects.filter(dataset_id=run.dataset_id).order_by("pk")
-    columns: list[Any] = ["key", "position", "fields"]
+    columns: list[Any] = ["pk", "key", "position", "fields"]
     if run.source_run_id:
         text = Response.objects.filter(run_id=run.source_run_id, item_id=OuterRef("pk"))
         items = items.annotate(response_text=Subquery(text.values("text")[:1]))
@@ -133,10 +163,87 @@ def usernames() -> dict[int, str]:
     return dict(get_user_model().objects.values_list("pk", "username"))
 
 
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def subject_reason(reason: str, subject: str, subjects: list[str]) -> str:
+    """The part of a reply's reason about one subject.
+
+    A judge that gives a reason per subject has them kept as lines "accuracy: …" (see
+    `apps.judges.parsing._find_reason`): each subject gets its own part. A reason that does not
+    start that way is one reason for the whole reply, and belongs to every subject.
+    """
+    prefixes = {f"{name}: ": name for name in subjects}
+    parts: dict[str, list[str]] = {}
+    current = None
+    for line in reason.splitlines():
+        start = next((p for p in prefixes if line.startswith(p)), None)
+        if start is not None:
+            current = prefixes[start]
+            parts.setdefault(current, []).append(line[len(start) :])
+        elif current is None:
+            return reason  # text before any "subject: " line: one reason for the reply
+        else:
+            parts[current].append(line)
+    return "\n".join(parts.get(subject, [])) if parts else reason
+
+
+def judge_reason(reasons: list[str], subject: str, subjects: list[str]) -> str:
+    """A subject's reason over the item's rounds; numbered when the judge ran several."""
+    texts = [subject_reason(r, subject, subjects) for r in reasons]
+    if len(texts) == 1:
+        return texts[0]
+    return "\n".join(f"round {i}: {t}" for i, t in enumerate(texts, start=1) if t)
+
+
+def _round_reasons(run: Run) -> Callable[[int], list[str]]:
+    """item id -> the judge's reason of each round, read in one streamed query beside the
+    items (both in item order), so a run of any size never holds its reasons in memory."""
+    rounds = (
+        JudgeRound.objects.filter(run_id=run.pk)
+        .order_by("item_id", "round")
+        .values_list("item_id", "reason")
+        .iterator(chunk_size=CHUNK)
+    )
+    pending = next(rounds, None)
+
+    def reasons(item_id: int) -> list[str]:
+        nonlocal pending
+        found = []
+        while pending is not None and pending[0] <= item_id:
+            if pending[0] == item_id:
+                found.append(pending[1])
+            pending = next(rounds, None)
+        return found
+
+    return reasons
+
+
+def blind_entries(run: Run) -> dict[tuple[int, str], list[tuple[str, float]]]:
+    """(item id, subject) -> [(reviewer, blind value)]. People type these one by one, so a run
+    has few enough to hold in memory."""
+    out: dict[tuple[int, str], list[tuple[str, float]]] = {}
+    rows = (
+        BlindEntry.objects.filter(score__run_id=run.pk)
+        .order_by("score__item_id", "score__subject", "user__username")
+        .values_list("score__item_id", "score__subject", "user__username", "value")
+    )
+    for item_id, subject, user, value in rows:
+        out.setdefault((item_id, subject), []).append((user, value))
+    return out
+
+
+def blind_text(entries: list[tuple[str, float]]) -> str:
+    """ "ann: 3; bob: 2": who entered which blind value, in one neutralised cell (a username
+    may start with @, + or -)."""
+    return text("; ".join(f"{user}: {round(value, RESULT_DIGITS):g}" for user, value in entries))
+
+
 def _response(run: Run, row: tuple) -> Any:
     if run.source_column:
-        return row[2].get(run.source_column) if isinstance(row[2], dict) else None
-    return row[3]
+        return row[3].get(run.source_column) if isinstance(row[3], dict) else None
+    return row[4]
 
 
 def result_header(run: Run) -> list[str]:
@@ -144,7 +251,7 @@ def result_header(run: Run) -> list[str]:
     fields = [f"field.{name}" if name in fixed else name for name in field_names(run)]
     header = ["key", "position", *fields, "response"]
     for subject in subjects_of(run):
-        header += [f"{subject}.{column}" for column in SCORE_COLUMNS]
+        header += [f"{subject}.{column}" for column in RESULT_COLUMNS]
     return header
 
 
@@ -154,17 +261,21 @@ def results_csv(run: Run) -> Iterator[str]:
         return
     names, subjects = field_names(run), subjects_of(run)
     width = len(SCORE_COLUMNS)
-    empty = ("",) * width
+    empty = ("",) * len(RESULT_COLUMNS)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     buffer.write(BOM)
     writer.writerow([cell(h) for h in result_header(run)])
     users = usernames()
+    blind = blind_entries(run)
+    reasons_of = _round_reasons(run)
     for count, row in enumerate(_result_rows(run, subjects), start=1):
-        fields = row[2] if isinstance(row[2], dict) else {}
-        out = [cell(row[0]), row[1], *[cell(fields.get(n)) for n in names]]
+        fields = row[3] if isinstance(row[3], dict) else {}
+        out = [cell(row[1]), row[2], *[cell(fields.get(n)) for n in names]]
         out.append(cell(_response(run, row)))
-        for start in range(4, 4 + width * len(subjects), width):
+        reasons = reasons_of(row[0])
+        for index, subject in enumerate(subjects):
+            start = FIXED + index * width
             if row[start + 2] is None:  # no score row (status is never NULL): not scored
                 out += empty
                 continue
@@ -173,22 +284,40 @@ def results_csv(run: Run) -> Iterator[str]:
             ]
             # Numbers stay numbers (None writes empty) and need no quote: a spreadsheet reads
             # -3.0 as a number. Status and review are our own words; rounds is JSON text
-            # starting with "["; reason, reviewer and error are anyone's text.
+            # starting with "["; reasons, reviewer, blind entries and error are anyone's text.
             reviewer = text(users.get(reviewer)) if reviewer else ""
-            out += (judge, final, status, review, text(reason), reviewer, rounds, text(error))
+            out += (
+                _rounded(judge, RESULT_DIGITS),
+                _rounded(final, RESULT_DIGITS),
+                status,
+                text(judge_reason(reasons, subject, subjects)),
+                review,
+                text(reason),
+                reviewer,
+                blind_text(blind.get((row[0], subject), [])),
+                rounds,
+                text(error),
+            )
         writer.writerow(out)
         if count % FLUSH == 0:
             yield _drain(buffer)
     yield _drain(buffer)
 
 
-def _score_record(values: tuple, users: dict[int, str]) -> dict[str, Any] | None:
+def _score_record(
+    values: tuple,
+    users: dict[int, str],
+    reason: str,
+    blind: list[tuple[str, float]],
+) -> dict[str, Any] | None:
     if values[2] is None:
         return None
     record = dict(zip(SCORE_COLUMNS, values, strict=True))
     record["rounds"] = json.loads(record["rounds"] or "[]")
     record["reviewer"] = users.get(record["reviewer"], "") if record["reviewer"] else ""
-    return record
+    record["judge_reason"] = reason
+    record["blind"] = [{"user": user, "value": value} for user, value in blind]
+    return {column: record[column] for column in RESULT_COLUMNS}
 
 
 def results_jsonl(run: Run) -> Iterator[str]:
@@ -199,15 +328,27 @@ def results_jsonl(run: Run) -> Iterator[str]:
     width = len(SCORE_COLUMNS)
     lines = []
     users = usernames()
+    blind = blind_entries(run)
+    reasons_of = _round_reasons(run)
     for row in _result_rows(run, subjects):
+        reasons = reasons_of(row[0])
         scores = {
-            subject: _score_record(row[4 + i * width : 4 + (i + 1) * width], users)
+            subject: _score_record(
+                row[FIXED + i * width : FIXED + (i + 1) * width],
+                users,
+                judge_reason(reasons, subject, subjects),
+                blind.get((row[0], subject), []),
+            )
             for i, subject in enumerate(subjects)
         }
+        fields = row[3]
+        if run.source_column and isinstance(fields, dict):
+            # The judged column is the response: once, under "response".
+            fields = {k: v for k, v in fields.items() if k != run.source_column}
         record = {
-            "key": row[0],
-            "position": row[1],
-            "fields": row[2],
+            "key": row[1],
+            "position": row[2],
+            "fields": fields,
             "response": _response(run, row),
             "scores": scores,
         }
@@ -310,25 +451,42 @@ def _drain(buffer: io.StringIO) -> str:
 
 # ---- the leaderboard --------------------------------------------------------------------
 STAT_COLUMNS = ("mean", "ci_low", "ci_high", "ci_method", "n", "failed", "missing")
+ROUNDED = {"mean", "ci_low", "ci_high"}  # the board's numbers shown with BOARD_DIGITS
+
+
+def _judged(row: Row) -> dict[str, Any]:
+    """What the judge run judged: a generation run, or a column of the dataset."""
+    return {
+        "judged_run_id": row.run.source_run_id,
+        "judged_column": row.run.source_column or None,
+    }
 
 
 def board_header(board: Board) -> list[str]:
-    header = ["rank", "model", "run_id", "dataset", "run_status"]
-    header += [f"overall.{mode}" for mode in MODES]
-    header += [f"overall.{mode}.{end}" for mode in MODES for end in ("ci_low", "ci_high")]
+    """The columns of the view the board shows (judge-only, human-corrected, or both), then
+    what the board was built with: judge, tag, sort, the overall's formula, and each
+    subject's weight, range and direction (the same in every row, so each row stands alone)."""
+    modes = board.modes_shown
+    header = ["rank", "model", "run_id", "judged_run_id", "judged_column", "dataset", "run_status"]
+    header += [f"overall.{mode}" for mode in modes]
+    header += [f"overall.{mode}.{end}" for mode in modes for end in ("ci_low", "ci_high")]
     for info in board.subjects:
-        for mode in MODES:
+        for mode in modes:
             header += [f"{info.name}.{mode}.{stat}" for stat in STAT_COLUMNS]
         header.append(f"{info.name}.overridden")
+    header += ["judge", "tag", "sort", "overall.formula"]
+    for info in board.subjects:
+        header += [f"{info.name}.{c}" for c in ("weight", "min", "max", "direction")]
     return header
 
 
 def board_records(board: Board) -> Iterator[dict[str, Any]]:
+    modes = board.modes_shown
     for rank, row in enumerate(board.rows, start=1):
         subjects = {}
         for info in board.subjects:
             entry: dict[str, Any] = {}
-            for mode in MODES:
+            for mode in modes:
                 c = row.cells[mode][info.name]
                 entry[mode] = {
                     "mean": c.mean,
@@ -345,18 +503,43 @@ def board_records(board: Board) -> Iterator[dict[str, Any]]:
             "rank": rank,
             "model": row.label,
             "run_id": row.run.pk,
+            **_judged(row),
             "dataset": str(row.run.dataset),
             "run_status": row.run.status,
-            "overall": dict(row.overall),
+            "overall": {mode: row.overall[mode] for mode in modes},
             "overall_ci": {
                 mode: [ci.low, ci.high] if (ci := row.overall_ci.get(mode)) else None
-                for mode in MODES
+                for mode in modes
             },
             "subjects": subjects,
         }
 
 
+def board_meta(board: Board) -> dict[str, Any]:
+    return {
+        "task": board.task.slug,
+        "judge": board.judge.name if board.judge else None,
+        "judge_version": board.judge.version if board.judge else None,
+        "values": board.params.values,
+        "weights": board.weights,
+        "tag": board.params.tag,
+        "sort": board.sort,
+        "direction": board.direction,
+        "overall_formula": board.overall_formula,
+        "scales": {
+            info.name: {"min": info.low, "max": info.high, "direction": info.direction}
+            for info in board.subjects
+        },
+    }
+
+
 def board_csv(board: Board) -> Iterable[str]:
+    modes = board.modes_shown
+    meta = board_meta(board)
+    judge = f"{meta['judge']} v{meta['judge_version']}"
+    built_with = [judge, meta["tag"], f"{board.sort} ({board.direction})", board.overall_formula]
+    for info in board.subjects:
+        built_with += [board.weights.get(info.name, 1.0), info.low, info.high, info.direction]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     buffer.write(BOM)
@@ -366,31 +549,31 @@ def board_csv(board: Board) -> Iterable[str]:
             record["rank"],
             cell(record["model"]),
             record["run_id"],
+            record["judged_run_id"],
+            cell(record["judged_column"]),
             cell(record["dataset"]),
             record["run_status"],
         ]
-        row += [cell(record["overall"][mode]) for mode in MODES]
-        for mode in MODES:
-            row += [cell(end) for end in record["overall_ci"][mode] or (None, None)]
+        row += [_rounded(record["overall"][mode], BOARD_DIGITS) for mode in modes]
+        for mode in modes:
+            ends = record["overall_ci"][mode] or (None, None)
+            row += [_rounded(end, BOARD_DIGITS) for end in ends]
         for info in board.subjects:
             entry = record["subjects"][info.name]
-            for mode in MODES:
-                row += [cell(entry[mode][stat]) for stat in STAT_COLUMNS]
+            for mode in modes:
+                row += [
+                    _rounded(entry[mode][stat], BOARD_DIGITS)
+                    if stat in ROUNDED
+                    else cell(entry[mode][stat])
+                    for stat in STAT_COLUMNS
+                ]
             row.append(entry["overridden"])
-        writer.writerow(row)
+        writer.writerow(row + [cell(value) for value in built_with])
     return [buffer.getvalue()]
 
 
 def board_jsonl(board: Board) -> Iterable[str]:
-    meta = {
-        "task": board.task.slug,
-        "judge": board.judge.name if board.judge else None,
-        "judge_version": board.judge.version if board.judge else None,
-        "weights": board.weights,
-        "tag": board.params.tag,
-        "sort": board.sort,
-        "direction": board.direction,
-    }
+    meta = board_meta(board)
     return [
         json.dumps({**meta, **record}, ensure_ascii=False) + "\n" for record in board_records(board)
     ]

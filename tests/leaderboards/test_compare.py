@@ -4,6 +4,7 @@ import pytest
 from django.urls import reverse
 from scipy import stats as scipy_stats
 
+from apps.judges.models import Score
 from apps.leaderboards import stats
 from apps.leaderboards.compare import compare
 from tests.leaderboards import factories as f
@@ -81,3 +82,38 @@ def test_compare_page(board_data, viewer_client):
     same = viewer_client.get(url, {"a": board_data["run_a"].pk, "b": board_data["run_a"].pk})
     assert "Pick two different runs" in same.content.decode()
     assert viewer_client.get(url).status_code == 200
+
+
+def test_unpaired_counts_add_up_to_the_items_either_run_scored(board_data):
+    # k5 has no clarity score in A; make B's clarity fail on k5: the item is in neither.
+    Score.objects.filter(run=board_data["run_b"], item__key="k5", subject="clarity").update(
+        status="failed", judge_value=None, final_value=None
+    )
+    clarity = by_subject(compare(board_data["run_a"], board_data["run_b"], "judge"))["clarity"]
+    assert (clarity.result.n, clarity.only_a, clarity.only_b, clarity.neither) == (5, 0, 0, 1)
+    # k0..k5 all have a score row in at least one run: 5 + 0 + 0 + 1 = 6.
+    total = clarity.result.n + clarity.only_a + clarity.only_b + clarity.neither
+    assert total == 6
+
+
+def test_largest_differences_with_equal_gaps_are_in_item_order_not_string_order(db):
+    task = f.make_task("demo")
+    keys = ["102", "2", "10", "q10", "q9"]
+    dataset = f.make_dataset(task, [{"key": k, "fields": {"question": k}} for k in keys])
+    judge = f.make_judge(task, subjects=[{"name": "accuracy", "min": 1, "max": 5}])
+    run_a = f.make_judge_run(task, dataset, judge, source_column="question")
+    run_b = f.make_judge_run(task, dataset, judge, source_column="question", label="b")
+    f.add_scores(run_a, {k: {"accuracy": 4} for k in keys})
+    f.add_scores(run_b, {k: {"accuracy": 2} for k in keys})
+    accuracy = by_subject(compare(run_a, run_b, "judge"))["accuracy"]
+    assert [d.key for d in accuracy.largest] == ["2", "10", "102", "q9", "q10"]
+
+
+def test_compare_page_defines_its_counts(board_data, viewer_client):
+    html = viewer_client.get(
+        reverse("leaderboards:compare", args=["demo"]),
+        {"a": board_data["run_a"].pk, "b": board_data["run_b"].pk},
+    ).content.decode()
+    assert '<dl id="compare-definitions"' in html
+    assert "<dt>paired n</dt>" in html and "unpaired: A only / B only / neither</dt>" in html
+    assert "unpaired: A only / B only / neither</th>" in html

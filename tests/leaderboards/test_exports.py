@@ -11,7 +11,8 @@ from django.http import StreamingHttpResponse
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from apps.judges.models import Score
+from apps.judges.models import JudgeRound, Score
+from apps.review.models import BlindEntry
 from tests.leaderboards import factories as f
 from tests.leaderboards.test_board import page_cells
 
@@ -218,3 +219,125 @@ def test_board_jsonl(board_data, viewer_client):
     assert a["tag"] == "easy" and a["judge"] == "quality"
     assert a["subjects"]["accuracy"]["judge"]["mean"] == pytest.approx(11 / 3)
     assert a["subjects"]["accuracy"]["judge"]["n"] == 3
+
+
+# ---- each export says what it is (issue #11.7) ---------------------------------------------
+def board_rows(client, **query) -> list[dict[str, str]]:
+    response = client.get(
+        reverse("leaderboards:task-export", args=["demo"]), {**query, "format": "csv"}
+    )
+    return read_csv(response)
+
+
+def test_board_csv_names_what_each_judge_run_judged(board_data, viewer_client):
+    rows = {int(r["run_id"]): r for r in board_rows(viewer_client)}
+    run_a, gen_a = board_data["run_a"], board_data["gen_a"]
+    assert rows[run_a.pk]["judged_run_id"] == str(gen_a.pk)
+    assert rows[run_a.pk]["judged_column"] == ""
+    column_run = f.make_judge_run(
+        board_data["task"], board_data["dataset"], board_data["judge"], source_column="answer"
+    )
+    f.add_scores(column_run, {"k0": {"accuracy": 3, "clarity": 3}})
+    rows = {int(r["run_id"]): r for r in board_rows(viewer_client)}
+    assert (rows[column_run.pk]["judged_run_id"], rows[column_run.pk]["judged_column"]) == (
+        "",
+        "answer",
+    )
+
+
+def test_each_view_exports_what_it_shows(board_data, reviewer_user, viewer_client):
+    f.score(board_data["run_a"], "k3", "accuracy").override(4, reviewer_user, "judge failed")
+    both, human, judge = (board_rows(viewer_client, values=v) for v in ("both", "human", "judge"))
+    assert len({tuple(both[0]), tuple(human[0]), tuple(judge[0])}) == 3
+    assert "accuracy.judge.mean" in both[0] and "accuracy.human.mean" in both[0]
+    assert not any(".judge." in c or c == "overall.judge" for c in human[0])
+    assert not any(".human." in c or c == "overall.human" for c in judge[0])
+    run_a = str(board_data["run_a"].pk)
+    (a_human,) = [r for r in human if r["run_id"] == run_a]
+    (a_judge,) = [r for r in judge if r["run_id"] == run_a]
+    # The override of k3 (4) enters the human mean only: (5+4+3+4+5+2)/6 = 3.83 vs 3.80.
+    assert (a_human["accuracy.human.mean"], a_judge["accuracy.judge.mean"]) == ("3.83", "3.8")
+
+
+def test_board_csv_records_the_judge_and_weights_it_was_built_with(board_data, viewer_client):
+    rows = board_rows(viewer_client, **{"w.clarity": "0", "tag": "easy"})
+    assert {r["judge"] for r in rows} == {"quality v1"}
+    assert {r["tag"] for r in rows} == {"easy"}
+    assert {(r["accuracy.weight"], r["clarity.weight"]) for r in rows} == {("1.0", "0.0")}
+    assert {r["clarity.direction"] for r in rows} == {"higher is better"}
+
+
+def test_board_csv_rounds_to_what_the_page_shows(board_data, viewer_client):
+    rows = board_rows(viewer_client)
+    a = next(r for r in rows if r["run_id"] == str(board_data["run_a"].pk))
+    # accuracy, human = judge values here: 19/5 = 3.8 exactly; overall 72.5; the CI ends
+    # have at most two decimals, like the page's "[3.00, 4.60]".
+    assert a["accuracy.human.mean"] == "3.8" and a["overall.human"] == "72.5"
+    for column in ("overall.human.ci_low", "accuracy.human.ci_low", "clarity.judge.ci_high"):
+        assert len(a[column].partition(".")[2]) <= 2, (column, a[column])
+
+
+def make_round(run, key: str, reason: str, number: int = 0) -> None:
+    item = run.dataset.items.get(key=key)
+    JudgeRound.objects.create(run=run, item=item, round=number, status="ok", reason=reason)
+
+
+def test_run_csv_carries_the_judges_reason_per_subject(board_data, viewer_client):
+    run = board_data["run_a"]
+    make_round(run, "k0", "accuracy: names the right year\nclarity: one long sentence")
+    make_round(run, "k1", "Correct and short.")
+    make_round(run, "k2", "accuracy: off by one", number=0)
+    make_round(run, "k2", "accuracy: wrong unit", number=1)
+    rows = {r["key"]: r for r in read_csv(run_export(viewer_client, run))}
+    assert rows["k0"]["accuracy.judge_reason"] == "names the right year"
+    assert rows["k0"]["clarity.judge_reason"] == "one long sentence"
+    # One reason for the whole reply belongs to every subject.
+    assert rows["k1"]["accuracy.judge_reason"] == rows["k1"]["clarity.judge_reason"]
+    assert rows["k1"]["clarity.judge_reason"] == "Correct and short."
+    assert rows["k2"]["accuracy.judge_reason"] == "round 1: off by one\nround 2: wrong unit"
+    assert rows["k3"]["accuracy.judge_reason"] == ""
+    record = next(
+        json.loads(line)
+        for line in b"".join(run_export(viewer_client, run, "jsonl").streaming_content)
+        .decode()
+        .splitlines()
+        if json.loads(line)["key"] == "k0"
+    )
+    assert record["scores"]["clarity"]["judge_reason"] == "one long sentence"
+
+
+def test_run_csv_of_a_judged_column_has_one_response_column(board_data, viewer_client):
+    run = f.make_judge_run(
+        board_data["task"], board_data["dataset"], board_data["judge"], source_column="answer"
+    )
+    f.add_scores(run, {"k0": {"accuracy": 3, "clarity": 3}})
+    response = run_export(viewer_client, run)
+    text = b"".join(response.streaming_content).decode()
+    header = next(csv.reader(io.StringIO(text[1:])))
+    assert header[:4] == ["key", "position", "question", "response"]
+    assert "answer" not in header
+    rows = list(csv.DictReader(io.StringIO(text[1:])))
+    assert rows[0]["response"] == "a0"
+    record = json.loads(
+        b"".join(run_export(viewer_client, run, "jsonl").streaming_content).splitlines()[0]
+    )
+    assert record["fields"] == {"question": "q0"} and record["response"] == "a0"
+
+
+def test_run_csv_rounds_values_to_what_the_results_page_shows(board_data, viewer_client):
+    run = board_data["run_a"]
+    Score.objects.filter(run=run, item__key="k0", subject="accuracy").update(
+        judge_value=10 / 3, final_value=10 / 3
+    )
+    rows = {r["key"]: r for r in read_csv(run_export(viewer_client, run))}
+    assert rows["k0"]["accuracy.judge"] == "3.333"
+    assert rows["k0"]["accuracy.final"] == "3.333"
+    assert rows["k1"]["accuracy.judge"] == "4.0"
+
+
+def test_run_csv_carries_blind_entries(board_data, reviewer_user, viewer_client):
+    score = f.score(board_data["run_a"], "k0", "accuracy")
+    BlindEntry.objects.create(score=score, user=reviewer_user, value=2)
+    rows = {r["key"]: r for r in read_csv(run_export(viewer_client, board_data["run_a"]))}
+    assert rows["k0"]["accuracy.blind"] == f"{reviewer_user.username}: 2"
+    assert rows["k1"]["accuracy.blind"] == ""

@@ -157,8 +157,10 @@ def test_page_csv_and_cli_show_the_same_interval(db, viewer_client, capsys):
         reverse("leaderboards:task-export", args=[task.slug]), {"format": "csv"}
     )
     record = next(csv.DictReader(io.StringIO(export.content.decode().lstrip("\ufeff"))))
-    assert float(record["overall.human.ci_low"]) == pytest.approx(ci.low)
-    assert float(record["overall.human.ci_high"]) == pytest.approx(ci.high)
+    # The CSV carries the page's precision: the same interval, to two decimals.
+    low, high = record["overall.human.ci_low"], record["overall.human.ci_high"]
+    assert f"[{float(low):.2f}, {float(high):.2f}]" == shown
+    assert all(len(end.partition(".")[2]) <= 2 for end in (low, high))
     call_command("leaderboard", task.slug)
     assert shown in capsys.readouterr().out
     # The chart of the overall column draws the same interval as its whisker.

@@ -55,7 +55,7 @@ class Command(BaseCommand):
 
 def table(board: boards.Board) -> str:
     mode = board.mode
-    header = ["#", "model", "overall", "95% CI"]
+    header = ["#", "model", "overall (0–100)" if board.normalised else "overall", "95% CI"]
     for info in board.subjects:
         header += [f"{info.name} mean", "95% CI", "n", "failed", "missing"]
     lines = [header]
@@ -84,7 +84,9 @@ def table(board: boards.Board) -> str:
     notes = [
         f"{board.task.slug} · judge {judge.name} v{judge.version} · "  # type: ignore[union-attr]
         f"{'human-corrected' if mode == 'human' else 'judge-only'} values"
-        + (f" · items tagged {board.params.tag}" if board.params.tag else "")
+        + (f" · items tagged {board.params.tag}" if board.params.tag else ""),
+        # The overall sits beside subject means on other scales: say how it is formed.
+        board.overall_formula,
     ]
     for row in board.rows:
         left_out = [
@@ -95,9 +97,9 @@ def table(board: boards.Board) -> str:
         if left_out:
             notes.append(f"Not in the means of {row.label}: " + "; ".join(left_out))
     return (
-        "\n".join(notes[:1])
+        "\n".join(notes[:2])
         + "\n"
         + text
-        + ("\n" + "\n".join(notes[1:]) if notes[1:] else "")
+        + ("\n" + "\n".join(notes[2:]) if notes[2:] else "")
         + "\n"
     )
