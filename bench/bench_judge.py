@@ -53,7 +53,7 @@ def measure(args: argparse.Namespace, server: Any) -> bool:
     """Print one line per (rounds, in-flight limit), then the rest; True if a goal was missed."""
     from django.db import transaction
 
-    from apps.judges.kind import create_judge_run
+    from apps.judges.launching import create_judge_run
     from apps.judges.models import Judge, Score
 
     task, dataset = bench_dataset(args.items, answered=True)
@@ -117,7 +117,7 @@ def rule_based(task: object, dataset: object) -> None:
     """A metric judge over the same responses: no API, the engine and the database only."""
     from django.db import transaction
 
-    from apps.judges.kind import create_judge_run
+    from apps.judges.launching import create_judge_run
     from apps.judges.models import Judge
 
     judge = Judge.objects.create(

@@ -19,6 +19,7 @@ from django.db import connection, transaction
 
 from apps.datasets.models import Dataset, Item, Task, tags_text
 from apps.datasets.readers import DatasetError, Table, read_table
+from apps.datasets.signals import dataset_imported
 
 log = logging.getLogger(__name__)
 
@@ -313,6 +314,13 @@ def write_items(dataset: Dataset, items: ItemRows, progress: Progress | None = N
                 progress("writing", start + len(batch), total)
 
 
+def announce_imported(dataset: Dataset) -> None:
+    """Send `dataset_imported`; a receiver that breaks is logged, the import stays."""
+    for receiver, error in dataset_imported.send_robust(sender=Dataset, dataset=dataset):
+        if isinstance(error, Exception):
+            log.error("dataset_imported receiver %s failed on %s: %r", receiver, dataset, error)
+
+
 def fill_dataset(
     dataset: Dataset, table: Table, mapping: Mapping, progress: Progress | None = None
 ) -> Dataset:
@@ -343,10 +351,8 @@ def fill_dataset(
         dataset.upload_path = ""
         dataset.save()
         dataset.task.remember_mapping(mapping.to_dict())
-        # A task with a default judge judges uploaded response columns (never raises).
-        from apps.judges.auto import judge_new_response_sets
-
-        transaction.on_commit(lambda: judge_new_response_sets(dataset=dataset))
+        # Later apps react once the items are visible (auto-judging of response columns).
+        transaction.on_commit(lambda: announce_imported(dataset))
     return dataset
 
 
@@ -381,39 +387,6 @@ def import_dataset(
             created_by=user if getattr(user, "pk", None) else None,
         )
         return fill_dataset(dataset, table, checked)
-
-
-def start_background_import(
-    task: Task,
-    name: str,
-    path: Path,
-    mapping: Mapping,
-    fmt: str,
-    columns: list[str],
-    user: Any = None,
-    file_name: str = "",
-) -> Dataset:
-    """Create the dataset as importing and hand `path` to a worker (enqueued after commit)."""
-    from apps.datasets import jobs
-    from apps.runs.queue import enqueue
-
-    name = name.strip()
-    if not name:
-        raise DatasetError("Give the dataset a name.")
-    checked = mapping.validated(columns)
-    with transaction.atomic():
-        dataset = Dataset.objects.new_version(
-            task,
-            name,
-            format=fmt,
-            file_name=file_name[:255],
-            columns=columns,
-            mapping=checked.to_dict(),
-            upload_path=str(path),
-            created_by=user if getattr(user, "pk", None) else None,
-        )
-        enqueue(jobs.import_dataset_job, dataset.pk, job_id=jobs.import_job_id(dataset.pk))
-    return dataset
 
 
 # ---- live progress ------------------------------------------------------------------------
@@ -455,28 +428,6 @@ def import_progress(dataset: Dataset) -> dict[str, Any]:
     else:
         state["percent"] = 10 if state["stage"] == "checking" else 0
     return state
-
-
-def import_job_lost(dataset: Dataset, grace_seconds: int = 120) -> bool:
-    """True when an importing dataset's job is no longer queued or running (its worker died)."""
-    import django_rq
-    from django.utils import timezone
-    from rq.exceptions import NoSuchJobError
-    from rq.job import Job, JobStatus
-
-    from apps.datasets.jobs import import_job_id
-
-    if not dataset.is_importing:
-        return False
-    try:
-        job = Job.fetch(import_job_id(dataset.pk), connection=django_rq.get_connection("default"))
-        status = job.get_status()
-    except NoSuchJobError:
-        age = (timezone.now() - dataset.created_at).total_seconds()
-        return age > grace_seconds
-    except Exception:
-        return False
-    return status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED)
 
 
 def clear_progress(dataset_id: int) -> None:

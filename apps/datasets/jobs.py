@@ -1,7 +1,15 @@
-"""Background jobs of the datasets app: functions of ids, safe to run twice."""
+"""Background imports of the datasets app: starting one, its job (a function of ids, safe to
+run twice), and telling when its worker died."""
 
 import logging
 from pathlib import Path
+from typing import Any
+
+import django_rq
+from django.db import transaction
+from django.utils import timezone
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
 
 from apps.datasets.importing import (
     Mapping,
@@ -9,8 +17,9 @@ from apps.datasets.importing import (
     fill_dataset,
     progress_reporter,
 )
-from apps.datasets.models import Dataset
+from apps.datasets.models import Dataset, Task
 from apps.datasets.readers import DatasetError, read_table
+from evalsite.enqueue import enqueue
 
 log = logging.getLogger(__name__)
 
@@ -43,3 +52,48 @@ def import_dataset_job(dataset_id: int) -> None:
         if path is not None:
             path.unlink(missing_ok=True)
             path.with_suffix(".json").unlink(missing_ok=True)
+
+
+def start_background_import(
+    task: Task,
+    name: str,
+    path: Path,
+    mapping: Mapping,
+    fmt: str,
+    columns: list[str],
+    user: Any = None,
+    file_name: str = "",
+) -> Dataset:
+    """Create the dataset as importing and hand `path` to a worker (enqueued after commit)."""
+    name = name.strip()
+    if not name:
+        raise DatasetError("Give the dataset a name.")
+    checked = mapping.validated(columns)
+    with transaction.atomic():
+        dataset = Dataset.objects.new_version(
+            task,
+            name,
+            format=fmt,
+            file_name=file_name[:255],
+            columns=columns,
+            mapping=checked.to_dict(),
+            upload_path=str(path),
+            created_by=user if getattr(user, "pk", None) else None,
+        )
+        enqueue(import_dataset_job, dataset.pk, job_id=import_job_id(dataset.pk))
+    return dataset
+
+
+def import_job_lost(dataset: Dataset, grace_seconds: int = 120) -> bool:
+    """True when an importing dataset's job is no longer queued or running (its worker died)."""
+    if not dataset.is_importing:
+        return False
+    try:
+        job = Job.fetch(import_job_id(dataset.pk), connection=django_rq.get_connection("default"))
+        status = job.get_status()
+    except NoSuchJobError:
+        age = (timezone.now() - dataset.created_at).total_seconds()
+        return age > grace_seconds
+    except Exception:
+        return False
+    return status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED)

@@ -14,13 +14,8 @@ from apps.accounts.access import reviewer_required
 from apps.datasets import csvsafe
 from apps.datasets.browse import item_page, item_view_fields
 from apps.datasets.forms import MappingForm, TaskForm, UploadForm
-from apps.datasets.importing import (
-    Mapping,
-    import_dataset,
-    import_job_lost,
-    import_progress,
-    start_background_import,
-)
+from apps.datasets.importing import Mapping, import_dataset, import_progress
+from apps.datasets.jobs import import_job_lost, start_background_import
 from apps.datasets.models import Dataset, DatasetFrozen, Item, Task
 from apps.datasets.readers import DatasetError, human_size
 from apps.datasets.uploads import StagedUpload

@@ -6,5 +6,11 @@ class JudgesConfig(AppConfig):
     label = "judges"
 
     def ready(self) -> None:
-        # The judge run kind registers itself with the runs engine on import.
-        from apps.judges import kind  # noqa: F401
+        # The judge run plug-in registers itself with the runs engine on import.
+        from apps.datasets.signals import dataset_imported
+        from apps.judges import auto, judging  # noqa: F401
+        from apps.runs.signals import run_finished
+
+        # Evaluate everything: the task's default judge judges each new response set.
+        run_finished.connect(auto.on_run_finished, dispatch_uid="judges-auto-run")
+        dataset_imported.connect(auto.on_dataset_imported, dispatch_uid="judges-auto-dataset")

@@ -1,7 +1,7 @@
 """Evaluate every model: a task's default judge judges each new response set by itself.
 
-Called by the generation kind when a generation run finishes (`on_finished`) and by the
-dataset import once an uploaded file with response columns is stored. Never raises: a
+Receives `run_finished` (a generation run finished) and `dataset_imported` (an uploaded file with
+response columns is stored); the judges app connects them in its `ready()`. Never raises: a
 response set that cannot be judged automatically is logged and left for a person to start.
 """
 
@@ -11,12 +11,24 @@ from typing import Any
 from django.db import transaction
 
 from apps.datasets.models import Dataset, Task
-from apps.judges.kind import NOTHING_TO_JUDGE, JudgeRunError, create_judge_run, retry_items
+from apps.judges.judging import NOTHING_TO_JUDGE
+from apps.judges.launching import JudgeRunError, create_judge_run, retry_items
 from apps.judges.models import Judge, Score
 from apps.runs.engine import LaunchError
 from apps.runs.models import Response, Run
 
 log = logging.getLogger(__name__)
+
+
+def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
+    """`run_finished`: a task with a default judge judges each finished generation run."""
+    if run.kind == Run.Kind.GENERATION:
+        judge_new_response_sets(run=run)
+
+
+def on_dataset_imported(sender: Any, dataset: Dataset, **kwargs: Any) -> None:
+    """`dataset_imported`: ... and each response column of an uploaded dataset."""
+    judge_new_response_sets(dataset=dataset)
 
 
 def judge_new_response_sets(*, dataset: Dataset | None = None, run: Run | None = None) -> list[Run]:

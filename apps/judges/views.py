@@ -11,7 +11,7 @@ from apps.accounts.access import reviewer_required
 from apps.datasets.models import Item, Task
 from apps.judges import results
 from apps.judges.forms import DefaultJudgeForm, JudgeForm, JudgeRunForm
-from apps.judges.kind import (
+from apps.judges.launching import (
     JudgeRunError,
     create_judge_run,
     retry_all_failed,

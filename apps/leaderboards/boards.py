@@ -6,7 +6,6 @@ and the `leaderboard` command all read the same `Board` and print the same numbe
 """
 
 import functools
-import importlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from apps.datasets.models import Dataset, Task
+from apps.judges.metrics import METRICS
 from apps.judges.models import Judge
 from apps.leaderboards import summaries
 from apps.leaderboards.stats import Interval, percentile_ci, resampled_column_means
@@ -49,34 +49,6 @@ class SubjectInfo:
         return f"{self.low:g}–{self.high:g}" if self.has_range else "no declared range"
 
 
-def _registry_entry(key: str) -> Any:
-    """The metric's entry in `apps.judges.metrics`, whatever shape that registry takes."""
-    try:
-        module = importlib.import_module("apps.judges.metrics")
-    except ImportError:
-        return None
-    for name in ("REGISTRY", "METRICS", "registry", "metrics"):
-        registry = getattr(module, name, None)
-        if isinstance(registry, Mapping) and key in registry:
-            return registry[key]
-    for name in ("get_metric", "get"):
-        getter = getattr(module, name, None)
-        if callable(getter):
-            try:
-                return getter(key)
-            except (KeyError, LookupError, ValueError):
-                return None
-    return None
-
-
-def _attr(entry: Any, name: str, default: Any) -> Any:
-    if entry is None:
-        return default
-    if isinstance(entry, Mapping):
-        return entry.get(name, default)
-    return getattr(entry, name, default)
-
-
 def _number(value: Any) -> float | None:
     try:
         number = float(value)
@@ -88,22 +60,20 @@ def _number(value: Any) -> float | None:
 def subject_infos(judge: Judge) -> list[SubjectInfo]:
     """Each subject with its range and direction: the subject's own declaration wins, then the
     metric registry (for metric judges), then higher-is-better."""
-    entry = (
-        _registry_entry(judge.metric) if judge.kind == Judge.Kind.METRIC and judge.metric else None
-    )
+    entry = METRICS.get(judge.metric) if judge.kind == Judge.Kind.METRIC else None
     infos = []
-    bounds = _attr(entry, "range", None) or (None, None)
+    bounds: tuple[float | None, float | None] = entry.range if entry else (None, None)
     for subject in judge.subjects:
         name = subject["name"]
-        higher = subject.get("higher_is_better", _attr(entry, "higher_is_better", True))
+        higher = subject.get("higher_is_better", entry.higher_is_better if entry else True)
         label = subject.get("label") or (
-            _attr(entry, "display_name", name) if len(judge.subjects) == 1 and entry else name
+            entry.display_name if len(judge.subjects) == 1 and entry else name
         )
         infos.append(
             SubjectInfo(
                 name=name,
                 label=str(label),
-                unit=str(subject.get("unit") or _attr(entry, "unit", "") or ""),
+                unit=str(subject.get("unit") or (entry.unit if entry else "")),
                 low=_number(subject.get("min", bounds[0])),
                 high=_number(subject.get("max", bounds[1])),
                 higher_is_better=bool(higher),

@@ -1,13 +1,24 @@
 """Background work for leaderboards (functions of ids, safe to run twice)."""
 
+from typing import Any
+
 from apps.leaderboards import summaries
 from apps.runs.models import Run
+from evalsite.enqueue import enqueue
+
+
+def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
+    """`run_finished`: build a judge run's board summary in the worker, so the first board view
+    after the run finished is fast."""
+    if run.kind == Run.Kind.JUDGE:
+        enqueue(
+            refresh_summary, run.pk, job_id=f"board-summary-{run.pk}-e{run.epoch}", timeout=1800
+        )
 
 
 def refresh_summary(run_id: int) -> None:
-    """Build a judge run's board summary now, so the first board view after the run finished
-    does not pay for it. The judging engine may enqueue this when a run ends; boards also
-    rebuild stale summaries themselves, so it is an optimisation, never a requirement."""
+    """Build a judge run's board summary now. Boards also rebuild stale summaries themselves,
+    so this is an optimisation, never a requirement."""
     run = Run.objects.filter(pk=run_id, kind=Run.Kind.JUDGE).first()
     if run is not None:
         summaries.compute(run)

@@ -4,8 +4,6 @@ A page costs the same number of queries whatever its size: items, then their sco
 assignments and locks in one query each.
 """
 
-import importlib
-from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -16,15 +14,12 @@ from django.http import HttpRequest
 
 from apps.accounts.models import User
 from apps.datasets.models import Item
+from apps.judges.launching import retry_failed_items
 from apps.judges.models import JudgeRound, Score
 from apps.review.models import ReviewAssignment, ReviewLock
 from apps.review.queue import failed_q, judged_q, run_items, unreviewed_q
 from apps.review.templatetags.review import num
 from apps.runs.models import Run
-
-# Implemented by the judge-run engine: enqueue re-judging of exactly these (failed) items of
-# the run and return how many were queued. Looked up when used, so review works without it.
-RETRY_HOOK = "apps.judges.jobs.retry_failed_items"
 
 
 def filtered(run: Run, user: Any, filters: dict[str, str]) -> QuerySet[Item]:
@@ -146,27 +141,8 @@ def bulk_confirm(request: HttpRequest, run: Run, items: QuerySet[Item]) -> None:
     messages.success(request, message)
 
 
-def retry_hook() -> Callable[[int, list[int]], int] | None:
-    module_name, name = RETRY_HOOK.rsplit(".", 1)
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as missing:
-        if missing.name and module_name.startswith(missing.name):
-            return None
-        raise
-    return getattr(module, name, None)
-
-
 def retry_failed(request: HttpRequest, run: Run, items: QuerySet[Item] | None) -> None:
     """Queue exactly the failed items (of those ticked, or all) to be judged again."""
-    hook = retry_hook()
-    if hook is None:
-        messages.error(
-            request,
-            f"Retrying needs the judge-run engine ({RETRY_HOOK}), which is not installed yet. "
-            "Nothing was queued.",
-        )
-        return
     failed = run_items(run).filter(failed_q(run))
     if items is not None:
         failed = failed.filter(pk__in=items.values("pk"))
@@ -175,7 +151,7 @@ def retry_failed(request: HttpRequest, run: Run, items: QuerySet[Item] | None) -
         messages.info(request, "No failed items to retry.")
         return
     try:
-        queued = hook(run.pk, ids)
+        queued = retry_failed_items(run.pk, ids)
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
         return

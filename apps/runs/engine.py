@@ -2,15 +2,16 @@
 
 A run's work is a set of *units*, each named by a string key (a generation run: one key per
 item, the item id; a judge run may use "item:round"). What a unit is and how it is done
-belongs to a `RunKind`; everything else is here and the same for every kind:
+belongs to the run's plug-in (a `RunPlugin`, one per `Run.Kind`); everything else is here and
+the same for every run:
 
 Launch (`launch(run, mode)`, inside the caller's transaction)
-    A new epoch starts (`Run.epoch` + 1, status queued); the kind lists the pending keys for
+    A new epoch starts (`Run.epoch` + 1, status queued); the plug-in lists the pending keys for
     the mode (resume: units without a result; retry_failed: failed units; overwrite: all),
     they go to one Redis list for the epoch, and `ceil(n / chunk_size)` chunk jobs
     `run-<id>-e<epoch>-chunk-<n>` are enqueued on RQ after commit.
 
-A chunk job (`run_chunk`, wrapped by `apps.runs.jobs.guarded`)
+A chunk job (`chunk_job`: `run_chunk`, failing the run if the job itself crashes)
     registers a job lease, then takes keys from the epoch's list in small batches (so every
     worker on every machine shares one run, and one worker keeps its lanes full from one
     chunk to the next instead of draining each chunk's tail). Taking moves the keys into the
@@ -39,7 +40,7 @@ A dead chunk (its work horse or whole worker SIGKILLed, its machine gone)
     run is marked interrupted, shown as stalled, and resume finishes it. With no worker left
     at all, the run shows as stalled after `Run.STALL_AFTER` and resume finishes it too.
 
-The `RunKind` interface (register an instance with `register(kind)`)
+The `RunPlugin` interface (register an instance with `register(plugin)`)
     kind: str                                           Run.Kind value it serves
     total(run) -> int                                   progress units of the run (items)
     pending_keys(run, mode) -> list[str]                work of this epoch (run.epoch is set)
@@ -58,13 +59,13 @@ The `RunKind` interface (register an instance with `register(kind)`)
     persist(run, ctx, results) -> Progress              DB thread, inside a transaction; write
                                                         domain rows exactly once (unique
                                                         constraints), return the progress deltas
-    on_finished(run)                                    after a completed run (e.g. auto-judge)
     add_cli_arguments(parser), create_from_cli(options, user) -> Run   `start_run <kind> …`
     The engine writes AttemptLog rows from `Result.attempts` per the run's logging mode.
-    Kinds register in their app's `ready()`; `start_run <kind>` finds them in `KINDS`.
+    Plug-ins register in their app's `ready()`; `start_run <kind>` finds them in `PLUGINS`.
+    When a run completes, the `run_finished` signal (apps.runs.signals) tells later apps.
 
 Lifecycle: queued → running (the first chunk is ready to send) → completed / completed with
-failures / cancelled / failed (a crashed job via apps.runs.jobs.guarded, or a fatal endpoint
+failures / cancelled / failed (a crashed job via `chunk_job`, or a fatal endpoint
 error such as a refused key, with a plain message). Redis keys: evalsite:run:<id>:e<epoch>:todo
 (the work list), …:jobs (registered chunks scored by lease expiry), …:held:<job id> (a chunk's
 uncommitted keys), …:again (keys handed back from dead chunks), …:seq (the last chunk number),
@@ -93,6 +94,8 @@ from django.utils import timezone
 from apps.runs.limits import KEY_PREFIX, EndpointSemaphore, RateLimiter, async_redis
 from apps.runs.llm import LLM, Attempt, LLMError, Reply, SlotPool, Stopped, run_async
 from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Run
+from apps.runs.signals import run_finished
+from evalsite.enqueue import enqueue, enqueue_now
 
 FLUSH_EVERY = 20
 FLUSH_GAP = 0.2
@@ -130,7 +133,7 @@ class Progress:
 
 @dataclass
 class Result:
-    """The outcome of one unit; `data` is the kind's own (a reply, scores, an error…)."""
+    """The outcome of one unit; `data` is the plug-in's own (a reply, scores, an error…)."""
 
     key: str
     item_id: int
@@ -160,7 +163,7 @@ class Call:
         self.log.append(attempt)
 
 
-class RunKind(ABC):
+class RunPlugin(ABC):
     kind: ClassVar[str]
 
     @abstractmethod
@@ -200,9 +203,6 @@ class RunKind(ABC):
     @abstractmethod
     def persist(self, run: Run, ctx: Any, results: list[Result]) -> Progress: ...
 
-    def on_finished(self, run: Run) -> None:
-        return None
-
     def add_cli_arguments(self, parser: ArgumentParser) -> None:
         return None
 
@@ -210,19 +210,18 @@ class RunKind(ABC):
         raise NotImplementedError(f"{self.kind} runs cannot be started from the command line")
 
 
-KINDS: dict[str, RunKind] = {}
+PLUGINS: dict[str, RunPlugin] = {}
 
 
-def register(kind: RunKind) -> RunKind:
-    KINDS[kind.kind] = kind
-    return kind
+def register(plugin: RunPlugin) -> RunPlugin:
+    PLUGINS[plugin.kind] = plugin
+    return plugin
 
 
-def kind_for(run: Run) -> RunKind:
-    if run.kind not in KINDS:
-        # Kinds register when their module is imported; the apps import them in ready().
-        import apps.runs.generation  # noqa: F401
-    return KINDS[run.kind]
+def plugin_for(run: Run) -> RunPlugin:
+    """The plug-in of `run.kind`. Plug-ins register when their module is imported, which their
+    app's `ready()` does, so every Django process has them all."""
+    return PLUGINS[run.kind]
 
 
 # ---- Redis keys -----------------------------------------------------------------------------------
@@ -405,26 +404,23 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
     Call inside a transaction (or autocommit): the Redis list and the jobs appear only
     after commit, so no worker sees a half-made launch.
     """
-    from apps.runs.jobs import run_chunk
-    from apps.runs.queue import enqueue
-
-    kind = kind_for(run)
+    plugin = plugin_for(run)
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if locked.is_active and not locked.is_stalled and locked.epoch > 0:
             raise LaunchError("This run is still going; cancel it first or wait for it to end.")
         epoch = locked.begin_epoch(mode)
-        keys = kind.pending_keys(locked, mode)
-        done, failed = kind.settled_counts(locked, mode)
+        keys = plugin.pending_keys(locked, mode)
+        done, failed = plugin.settled_counts(locked, mode)
         Run.objects.filter(pk=run.pk).update(
-            total=kind.total(locked), done=done, failed=failed, progress_base=done + failed
+            total=plugin.total(locked), done=done, failed=failed, progress_base=done + failed
         )
         locked.refresh_from_db()
         if not keys:
-            _settle(locked, kind)
+            _settle(locked, plugin)
             run.refresh_from_db()
             return 0
-        lanes = max(1, kind.lanes(locked))
+        lanes = max(1, plugin.lanes(locked))
         n_jobs = math.ceil(len(keys) / max(locked.chunk_size, 1))
         run_id = run.pk
         timeout = chunk_timeout(locked, lanes)
@@ -446,7 +442,7 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
 
         transaction.on_commit(_push)
         for n in range(n_jobs):
-            enqueue(run_chunk, run_id, epoch, n, job_id=job_id(run_id, epoch, n), timeout=timeout)
+            enqueue(chunk_job, run_id, epoch, n, job_id=job_id(run_id, epoch, n), timeout=timeout)
     run.refresh_from_db()
     return len(keys)
 
@@ -477,7 +473,7 @@ def finalize(run_id: int, epoch: int) -> None:
     run = Run.objects.select_related("endpoint").get(pk=run_id)
     if run.epoch != epoch:
         return  # a newer launch owns the run now
-    _settle(run, kind_for(run))
+    _settle(run, plugin_for(run))
     with contextlib.suppress(Exception):
         conn = _redis()
         conn.delete(
@@ -489,8 +485,8 @@ def finalize(run_id: int, epoch: int) -> None:
         conn.hdel(LIVE_KEY, live_field(run_id, epoch))
 
 
-def _settle(run: Run, kind: RunKind) -> None:
-    done, failed = kind.settled_counts(run, run.mode)
+def _settle(run: Run, plugin: RunPlugin) -> None:
+    done, failed = plugin.settled_counts(run, run.mode)
     if not run.is_active:
         Run.objects.filter(pk=run.pk).update(done=done, failed=failed)
         run.refresh_from_db()
@@ -498,17 +494,34 @@ def _settle(run: Run, kind: RunKind) -> None:
     if run.cancel_requested:
         run.finish(Run.Status.CANCELLED, done=done, failed=failed)
         return
-    if kind.pending_count(run, run.mode) > 0:
+    if plugin.pending_count(run, run.mode) > 0:
         Run.objects.filter(pk=run.pk).update(done=done, failed=failed)
         run.mark_interrupted()
         run.refresh_from_db()
         return
     status = Run.Status.COMPLETED_WITH_FAILURES if failed else Run.Status.COMPLETED
     if run.finish(status, done=done, failed=failed):
-        kind.on_finished(run)
+        # Later apps react (auto-judging, leaderboard summaries); a receiver that breaks is
+        # logged and never fails the run, whose work is done.
+        for receiver, error in run_finished.send_robust(sender=Run, run=run):
+            if isinstance(error, Exception):
+                logger.error(
+                    "run_finished receiver %s failed on run #%s: %r", receiver, run.pk, error
+                )
 
 
 # ---- the chunk job ------------------------------------------------------------------------------
+def chunk_job(run_id: int, epoch: int, n: int) -> str:
+    """The RQ job of one chunk. If the job itself crashes (a bug, the database or Redis gone,
+    RQ's time limit), the run is marked failed with the traceback and every other chunk of it
+    stops; RQ still records the job as failed."""
+    try:
+        return run_chunk(run_id, epoch, n)
+    except BaseException:
+        fail(run_id, traceback.format_exc())
+        raise
+
+
 def run_chunk(run_id: int, epoch: int, n: int) -> str:
     """Do units of `run_id`'s epoch until none are left (or the budget is spent)."""
     run = Run.objects.select_related("endpoint", "template", "dataset").filter(pk=run_id).first()
@@ -522,9 +535,9 @@ def run_chunk(run_id: int, epoch: int, n: int) -> str:
     )
     lease = LeaseKeeper(run_id, epoch, me)
     try:
-        kind = kind_for(run)
-        lanes = max(1, kind.lanes(run))
-        runner = ChunkRunner(run, kind, me, lanes, budget=chunk_timeout(run, lanes) * 0.5)
+        plugin = plugin_for(run)
+        lanes = max(1, plugin.lanes(run))
+        runner = ChunkRunner(run, plugin, me, lanes, budget=chunk_timeout(run, lanes) * 0.5)
         runner.lease = lease
         # Our own thread does the ORM work: the event loop thread must not touch the DB.
         connection.close()
@@ -606,12 +619,9 @@ def reap(conn: Any = None) -> list[str]:
     horse was killed and its worker recorded the failure). Its held keys go to the epoch's
     `again` list, which live chunks take before the todo list, and which the replacement
     chunk takes if no live chunk is left. Keys the dead chunk had already committed are
-    dropped there (`RunKind.unsettled_keys`); unique constraints keep a unit written once even
+    dropped there (`RunPlugin.unsettled_keys`); unique constraints keep a unit written once even
     if a chunk was wrongly given up for dead.
     """
-    from apps.runs.jobs import run_chunk as run_chunk_job
-    from apps.runs.queue import enqueue_now
-
     conn = conn if conn is not None else _redis()
     reap_script = conn.register_script(_REAP)
     forget = conn.register_script(_FORGET)
@@ -651,9 +661,7 @@ def reap(conn: Any = None) -> list[str]:
             if n <= 0:
                 continue
             replacement = job_id(run_id, epoch, n)
-            enqueue_now(
-                run_chunk_job, run_id, epoch, n, job_id=replacement, timeout=int(timeout_raw)
-            )
+            enqueue_now(chunk_job, run_id, epoch, n, job_id=replacement, timeout=int(timeout_raw))
             logger.warning(
                 "run %s epoch %s: chunk %s died (%s); its units went to %s",
                 run_id,
@@ -667,9 +675,9 @@ def reap(conn: Any = None) -> list[str]:
 
 
 class ChunkRunner:
-    def __init__(self, run: Run, kind: RunKind, me: str, lanes: int, budget: float) -> None:
+    def __init__(self, run: Run, plugin: RunPlugin, me: str, lanes: int, budget: float) -> None:
         self.run = run
-        self.kind = kind
+        self.plugin = plugin
         self.me = me
         self.lanes = lanes
         self.budget = budget
@@ -699,7 +707,7 @@ class ChunkRunner:
         self.last_flush = time.monotonic()
         self.first_buffered: float | None = None
         try:
-            self.ctx = await self.db(self.kind.prepare, self.run)
+            self.ctx = await self.db(self.plugin.prepare, self.run)
             endpoint = self.run.endpoint
             if endpoint is not None:
                 self.semaphore = EndpointSemaphore(
@@ -812,7 +820,7 @@ class ChunkRunner:
             try:
                 if int(source) == 1:
                     # Handed back from a dead chunk, which may have committed some of them.
-                    fresh = await self.db(self.kind.unsettled_keys, self.run, keys)
+                    fresh = await self.db(self.plugin.unsettled_keys, self.run, keys)
                     settled = set(keys).difference(fresh)
                     if settled:
                         await self.redis.srem(self.held, *settled)
@@ -820,7 +828,7 @@ class ChunkRunner:
                     if not keys:
                         continue
                 claimed += len(keys)
-                units = await self.db(self.kind.load_units, self.run, self.ctx, keys)
+                units = await self.db(self.plugin.load_units, self.run, self.ctx, keys)
             except BaseException:
                 # Give the keys back so another chunk still sees them (when stopping, they
                 # stay pending for resume: a stopped epoch must not get work back).
@@ -851,7 +859,7 @@ class ChunkRunner:
         item_id = getattr(unit, "item_id", 0)
         call = Call(self.llm, item_id)
         try:
-            result = await self.kind.perform(self.run, self.ctx, unit, call)
+            result = await self.plugin.perform(self.run, self.ctx, unit, call)
         except Stopped:
             return None  # not done: it stays pending for resume
         except LLMError as exc:
@@ -859,12 +867,14 @@ class ChunkRunner:
                 self.attempt_buffer.extend(call.log)
                 await self.fatal(exc.message)
                 return None
-            result = self.kind.failed_result(self.run, self.ctx, unit, exc.kind, exc.message)
+            result = self.plugin.failed_result(self.run, self.ctx, unit, exc.kind, exc.message)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
-            result = self.kind.failed_result(self.run, self.ctx, unit, ErrorKind.INTERNAL, message)
+            result = self.plugin.failed_result(
+                self.run, self.ctx, unit, ErrorKind.INTERNAL, message
+            )
             call.log.append(
                 Attempt(
                     item_id=item_id,
@@ -917,7 +927,7 @@ class ChunkRunner:
 
     def _write(self, results: list[Result], stray_attempts: list[Attempt]) -> None:
         with transaction.atomic():
-            progress = self.kind.persist(self.run, self.ctx, results) if results else Progress()
+            progress = self.plugin.persist(self.run, self.ctx, results) if results else Progress()
             logs = [a for r in results for a in r.attempts] + stray_attempts
             self._write_logs(logs)
             self.run.add_progress(

@@ -4,10 +4,11 @@ from argparse import ArgumentParser
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Count, Q
 
 from apps.datasets.models import Dataset, Item
-from apps.runs.engine import Call, Progress, Result, RunKind, register
+from apps.runs.engine import Call, Progress, Result, RunPlugin, launch, register
 from apps.runs.llm import Reply
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, PromptTemplate, Response, Run
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer
@@ -37,7 +38,7 @@ def _pending_filter(run: Run, mode: str) -> Q:
     return Q(pk__in=[])
 
 
-class GenerationKind(RunKind):
+class GenerationPlugin(RunPlugin):
     kind = Run.Kind.GENERATION
 
     def total(self, run: Run) -> int:
@@ -170,12 +171,6 @@ class GenerationKind(RunKind):
             epoch=run.epoch,
         )
 
-    def on_finished(self, run: Run) -> None:
-        # A task with a default judge judges each finished response set (never raises).
-        from apps.judges.auto import judge_new_response_sets
-
-        judge_new_response_sets(run=run)
-
     # -- the command line ---------------------------------------------------------------------
     def add_cli_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--dataset", type=int, required=True, help="dataset id")
@@ -247,10 +242,6 @@ def create_generation_run(
     chunk_size: int = 200,
 ) -> Run:
     """A new generation run, launched (its jobs are enqueued when the transaction commits)."""
-    from django.db import transaction
-
-    from apps.runs.engine import launch
-
     if template.task_id != dataset.task_id:
         raise ValueError("The template belongs to another task than the dataset.")
     with transaction.atomic():
@@ -270,4 +261,4 @@ def create_generation_run(
     return run
 
 
-register(GenerationKind())
+register(GenerationPlugin())

@@ -28,6 +28,8 @@ from django.template import Context, Library, TemplateSyntaxError, defaultfilter
 from django.template.base import Template
 from django.template.engine import Engine
 
+from apps.datasets.models import Dataset, Item
+
 # ---- the sandbox -----------------------------------------------------------------------------
 register = Library()
 _TAGS = [
@@ -210,8 +212,6 @@ class FewshotPool:
 
     @classmethod
     def load(cls, dataset_id: int) -> "FewshotPool":
-        from apps.datasets.models import Dataset, Item
-
         dataset = Dataset.objects.get(pk=dataset_id)
         rows = (
             Item.objects.filter(dataset_id=dataset_id).order_by("position").values(*ItemData.VALUES)

@@ -15,7 +15,7 @@ from apps.runs.generation import create_generation_run
 from apps.runs.llm import test_connection
 from apps.runs.models import AttemptLog, Endpoint, PromptTemplate, Response, Run, WorkerCheck
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer
-from apps.runs.queue import enqueue
+from evalsite.enqueue import enqueue
 
 
 # ---- runs -----------------------------------------------------------------------------------

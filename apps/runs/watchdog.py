@@ -14,6 +14,9 @@ import sys
 import threading
 import time
 
+import django_rq
+
+from apps.runs import engine
 from apps.runs.limits import KEY_PREFIX
 
 TICK = 2.0
@@ -43,10 +46,6 @@ def start() -> threading.Thread:
 
 
 def _watch() -> None:
-    import django_rq
-
-    from apps.runs import engine
-
     conn = django_rq.get_connection("default")
     failing = False
     while True:

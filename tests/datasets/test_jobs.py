@@ -10,13 +10,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.datasets import importing, jobs, uploads
-from apps.datasets.importing import (
-    Mapping,
-    import_job_lost,
-    import_progress,
-    progress_reporter,
-    start_background_import,
-)
+from apps.datasets.importing import Mapping, import_progress, progress_reporter
+from apps.datasets.jobs import import_job_lost, start_background_import
 from apps.datasets.models import Dataset, Item
 from tests.base import run_burst_worker
 from tests.datasets import samples

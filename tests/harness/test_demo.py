@@ -6,8 +6,8 @@ import pytest
 from django.core.management import call_command
 
 from apps.accounts.models import User
-from apps.datasets.management.commands.load_demo import DEMO_USERS
 from apps.datasets.models import Dataset, Item, Task
+from apps.leaderboards.management.commands.load_demo import DEMO_USERS
 
 
 def load_demo() -> str:

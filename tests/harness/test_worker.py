@@ -36,7 +36,7 @@ def test_nothing_is_enqueued_when_the_transaction_rolls_back(reviewer_user):
     from django.db import transaction
 
     from apps.runs import jobs
-    from apps.runs.queue import enqueue
+    from evalsite.enqueue import enqueue
 
     queue = django_rq.get_queue("default")
     with pytest.raises(RuntimeError), transaction.atomic():

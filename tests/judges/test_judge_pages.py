@@ -419,10 +419,6 @@ def test_a_good_item_has_nothing_to_retry(task, reviewer_client):
 
 
 def test_review_bulk_retry_uses_the_judge_run_engine(task, reviewer_client):
-    from apps.judges.jobs import retry_failed_items
-    from apps.review.listing import retry_hook
-
-    assert retry_hook() is retry_failed_items
     run = judged_run(task)
     response = reviewer_client.post(
         reverse("review:bulk", args=[run.pk]), {"action": "retry_all"}, follow=True

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.db import transaction
 
-from apps.judges.kind import JudgeRunError, create_judge_run, retry_all_failed, retry_items
+from apps.judges.launching import JudgeRunError, create_judge_run, retry_all_failed, retry_items
 from apps.judges.models import (
     ArchivedRound,
     Judge,

@@ -5,7 +5,7 @@ import pytest
 from django.db import transaction
 from django.urls import reverse
 
-from apps.judges.kind import create_judge_run
+from apps.judges.launching import create_judge_run
 from apps.judges.models import Score
 from apps.runs.models import Run
 from tests.base import wait_for, work

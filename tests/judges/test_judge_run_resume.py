@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from apps.judges.kind import create_judge_run
+from apps.judges.launching import create_judge_run
 from apps.judges.models import JudgeRound, Score
 from apps.runs.engine import LaunchError, launch
 from apps.runs.models import Run

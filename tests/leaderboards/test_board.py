@@ -1,12 +1,11 @@
 """The task leaderboard: numbers by hand on a small fixture, overrides, sorting, weights, tags."""
 
 import re
-import sys
-import types
 
 import pytest
 from django.urls import reverse
 
+from apps.judges import metrics
 from apps.judges.models import Judge
 from apps.leaderboards import boards, stats
 from apps.leaderboards.boards import Params
@@ -149,13 +148,15 @@ def test_sorting_follows_the_metric_direction(board_data):
 
 
 def test_metric_registry_gives_direction_and_range(board_data, monkeypatch):
-    fake = types.ModuleType("apps.judges.metrics")
-    fake.METRICS = {
-        "latency": types.SimpleNamespace(
-            display_name="Latency", unit="ms", higher_is_better=False, range=(0.0, 1000.0)
-        )
-    }
-    monkeypatch.setitem(sys.modules, "apps.judges.metrics", fake)
+    latency = metrics.Metric(
+        name="latency",
+        display_name="Latency",
+        unit="ms",
+        higher_is_better=False,
+        range=(0.0, 1000.0),
+        func=lambda response, reference, options: 0.0,
+    )
+    monkeypatch.setitem(metrics.METRICS, "latency", latency)
     judge = f.make_judge(
         board_data["task"],
         name="speed",
@@ -171,7 +172,7 @@ def test_metric_registry_gives_direction_and_range(board_data, monkeypatch):
         0.0,
         1000.0,
     )
-    monkeypatch.setitem(sys.modules, "apps.judges.metrics", types.ModuleType("apps.judges.metrics"))
+    monkeypatch.delitem(metrics.METRICS, "latency")
     assert boards.subject_infos(judge)[0].higher_is_better is True  # unknown metric: default
 
 

@@ -193,22 +193,9 @@ def test_nothing_ticked_is_refused(reviewer, run_with_states):
     assert messages == ["Tick the items to act on first."]
 
 
-def test_retry_without_the_engine_says_so_and_queues_nothing(
-    reviewer, run_with_states, monkeypatch
-):
-    run, items = run_with_states
-    monkeypatch.setattr(listing, "RETRY_HOOK", "apps.judges.not_there_yet.retry_failed_items")
-    _, messages = bulk(reviewer, run, "retry", items[4:6])
-    assert len(messages) == 1 and "not installed yet" in messages[0]
-    assert "Nothing was queued" in messages[0]
-    monkeypatch.setattr(listing, "RETRY_HOOK", "tests.review.test_list.not_a_function")
-    _, messages = bulk(reviewer, run, "retry_all")
-    assert "not installed yet" in messages[0]
-
-
 def test_retry_queues_exactly_the_failed_items_ticked(reviewer, run_with_states, monkeypatch):
     run, items = run_with_states
-    monkeypatch.setattr(listing, "RETRY_HOOK", "tests.review.test_list.fake_retry")
+    monkeypatch.setattr(listing, "retry_failed_items", fake_retry)
     calls.clear()
     _, messages = bulk(reviewer, run, "retry", [items[0], items[4], items[6]])
     assert calls == [(run.pk, [items[4].pk, items[6].pk])]
@@ -227,7 +214,7 @@ def test_the_engine_may_refuse_a_retry_with_a_message(reviewer, run_with_states,
     def refuse(run_id: int, item_ids: list[int]) -> int:
         raise ValidationError("The run is still going.")
 
-    monkeypatch.setattr(listing, "retry_hook", lambda: refuse)
+    monkeypatch.setattr(listing, "retry_failed_items", refuse)
     run, _items = run_with_states
     _, messages = bulk(reviewer, run, "retry_all")
     assert messages == ["The run is still going."]

@@ -12,7 +12,7 @@ from django.utils import timezone
 from rq import Worker
 from rq.job import Job, JobStatus
 
-from apps.runs import engine, jobs
+from apps.runs import engine
 from apps.runs.models import AttemptLog, ErrorKind, Response, Run
 from tests.base import wait_for, work
 from tests.runs.conftest import descendants, kill_hard, make_dataset
@@ -341,7 +341,7 @@ def test_the_watchdog_hands_back_only_dead_chunks_units_and_nothing_already_answ
     held = {}
     for n, (lease, status) in chunks.items():
         name = engine.job_id(run.pk, 1, n)
-        job = Job.create(jobs.run_chunk, args=(run.pk, 1, n), id=name, connection=redis_conn)
+        job = Job.create(engine.chunk_job, args=(run.pk, 1, n), id=name, connection=redis_conn)
         job.save()
         job.set_status(status)
         held[n] = [k.decode() for k in redis_conn.lpop(todo, 10 if n == 0 else 5)]

@@ -5,7 +5,7 @@ failed-items page and "retry failed" treat them alike. The message itself is unc
 from django.db import migrations
 from django.db.models import Q
 
-# How kind.JudgeKind._texts words the two cases (a column without a value stays internal).
+# How JudgePlugin._texts (apps/judges/judging.py) words the two cases (a column without a value stays internal).
 NO_RESPONSE = Q(error__startswith="Nothing to judge: the response of run #") | Q(
     error__startswith="Nothing to judge: run #"
 )

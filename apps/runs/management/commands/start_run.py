@@ -3,7 +3,7 @@
     start_run generation --dataset 3 --endpoint gpt4o --template qa [--wait]
     start_run resume RUN_ID [--wait]        start_run retry-failed RUN_ID [--wait]
 
-Each run kind adds its own subcommand through RunKind.add_cli_arguments/create_from_cli
+Each run kind adds its own subcommand through its plug-in's add_cli_arguments/create_from_cli
 (apps.runs.engine), so `start_run judge …` comes with the judge kind. With --wait the command
 prints progress until the run ends and exits 0 only if every item was answered.
 """
@@ -27,13 +27,9 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(
             dest="what", required=True, parser_class=_sub_parser_class(self)
         )
-        kinds = dict(engine.KINDS)
-        if not kinds:
-            engine.kind_for(Run(kind=Run.Kind.GENERATION))
-            kinds = dict(engine.KINDS)
-        for name, kind in sorted(kinds.items()):
+        for name, plugin in sorted(engine.PLUGINS.items()):
             kind_parser = sub.add_parser(name, help=f"start a {name} run")
-            kind.add_cli_arguments(kind_parser)
+            plugin.add_cli_arguments(kind_parser)
             _wait_arguments(kind_parser)
         for name, text in (("resume", "items without a result"), ("retry-failed", "failed items")):
             again = sub.add_parser(name, help=f"launch an existing run again on its {text}")
@@ -54,7 +50,7 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from None
             self.stdout.write(f"Run #{run.pk}: {count} items to do.")
         else:
-            run = engine.KINDS[what].create_from_cli(options, user=None)
+            run = engine.PLUGINS[what].create_from_cli(options, user=None)
             # A judge run's title names its judge and what it judges (Run.title).
             self.stdout.write(f"Started run #{run.pk} ({run.title}): {run.total} items.")
         if options["wait"]:

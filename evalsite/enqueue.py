@@ -1,5 +1,5 @@
-"""Enqueueing background jobs: after commit (or at once where no transaction can be open),
-always with our own job id."""
+"""Enqueueing background jobs, for every app: after commit (or at once where no transaction can
+be open), always with our own job id."""
 
 import uuid
 from collections.abc import Callable

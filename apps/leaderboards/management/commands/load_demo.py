@@ -1,5 +1,8 @@
 """Demo data for a first look: three users (one per role) and a multiple-choice task whose
-dataset already holds the answers of two models. Running it again changes nothing."""
+dataset already holds the answers of two models. Running it again changes nothing.
+
+It lives in the last app of the flow because it makes rows of the apps before it (users, a
+task and its dataset, a judge)."""
 
 import csv
 import io

@@ -1,0 +1,7 @@
+"""Lifecycle signals of datasets, for the apps later in the flow to react to."""
+
+from django.dispatch import Signal
+
+# Sent after the transaction that stored a dataset's items commits (status ready), with
+# `dataset=` the Dataset; a receiver that raises is logged and does not undo the import.
+dataset_imported = Signal()

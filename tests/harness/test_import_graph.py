@@ -1,0 +1,92 @@
+"""bin/import_graph.py: the one-way flow datasets → runs → judges → review → leaderboards holds,
+and the check would see it break (an upward import, a cycle, hidden wiring)."""
+
+import importlib.util
+import subprocess
+import sys
+
+from tests.base import ROOT
+
+spec = importlib.util.spec_from_file_location("import_graph", ROOT / "bin" / "import_graph.py")
+assert spec and spec.loader
+graph = importlib.util.module_from_spec(spec)
+sys.modules["import_graph"] = graph  # dataclasses look their module up while defining
+spec.loader.exec_module(graph)
+Edge = graph.Edge
+
+
+def test_the_code_follows_the_flow():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bin" / "import_graph.py")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.rstrip().endswith("import graph: ok")
+
+
+def test_an_import_against_the_flow_is_a_problem():
+    found = graph.problems([Edge("apps.runs.generation", "apps.judges.auto", 3, False)])
+    assert found == [
+        "apps.runs.generation line 3: runs imports apps.judges.auto, later in the flow"
+    ]
+    assert graph.problems([Edge("apps.judges.auto", "apps.runs.models", 3, False)]) == []
+
+
+def test_hidden_wiring_is_a_problem():
+    found = graph.problems(
+        [
+            Edge("apps.runs.engine", "apps.runs.jobs", 40, True),
+            Edge("apps.leaderboards.boards", "apps.judges.metrics", 9, True, dynamic=True),
+            Edge("apps.review.listing", "?", 12, True, dynamic=True),
+        ]
+    )
+    assert found == [
+        "apps.runs.engine line 40: function-local import of apps.runs.jobs",
+        "apps.leaderboards.boards line 9: importlib lookup of apps.judges.metrics",
+        "apps.review.listing line 12: importlib lookup by a computed name",
+    ]
+
+
+def test_a_cycle_within_an_app_is_a_problem():
+    found = graph.problems(
+        [
+            Edge("apps.datasets.importing", "apps.datasets.jobs", 1, False),
+            Edge("apps.datasets.jobs", "apps.datasets.importing", 1, False),
+            Edge("apps.datasets.views", "apps.datasets.jobs", 1, False),
+        ]
+    )
+    assert found == ["import cycle: apps.datasets.importing ↔ apps.datasets.jobs"]
+
+
+def test_the_visitor_finds_local_dynamic_and_ready_imports(tmp_path):
+    source = """
+import importlib
+from apps.runs import engine
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    from apps.leaderboards import boards
+class Config:
+    def ready(self):
+        from apps.judges import auto
+def hook():
+    from apps.judges.models import Score
+    importlib.import_module("apps.judges.metrics")
+"""
+    modules = {
+        name: tmp_path
+        for name in (
+            "apps.runs.engine",
+            "apps.judges.auto",
+            "apps.judges.models",
+            "apps.judges.metrics",
+            "apps.leaderboards.boards",
+            "apps.review.apps",
+        )
+    }
+    visitor = graph.Imports("apps.review.apps", False, modules)
+    visitor.visit(graph.ast.parse(source))
+    assert [(e.target, e.local, e.dynamic) for e in visitor.edges] == [
+        ("apps.runs.engine", False, False),
+        ("apps.judges.auto", False, False),  # AppConfig.ready(): where wiring belongs
+        ("apps.judges.models", True, False),
+        ("apps.judges.metrics", True, True),
+    ]
