@@ -2,6 +2,7 @@
 and the check would see it break (an upward import, a cycle, hidden wiring)."""
 
 import importlib.util
+import re
 import subprocess
 import sys
 
@@ -90,3 +91,28 @@ def hook():
         ("apps.judges.models", True, False),
         ("apps.judges.metrics", True, True),
     ]
+
+
+def test_the_readmes_layout_table_matches_the_tree():
+    """Every path and file the table names exists, and every app and top-level folder of ours
+    has a row."""
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("| Path | What |") :].split("\n\n")[0]
+    rows = [line for line in table.splitlines()[2:] if line.startswith("| `")]
+    named = {p.strip("/") for row in rows for p in re.findall(r"`([\w./]+/?)`", row.split("|")[1])}
+    for path in named:
+        assert (ROOT / path).exists(), f"README names {path}, which is not in the tree"
+    apps = {f"apps/{p.name}" for p in (ROOT / "apps").iterdir() if (p / "apps.py").exists()}
+    assert apps <= named, f"apps without a README row: {sorted(apps - named)}"
+    for folder in ("evalsite", "templates", "static", "tests", "bench", "bin"):
+        assert folder in named, folder
+    for row in rows:
+        folder = row.split("|")[1].strip().split("`")[1].strip("/")
+        what = row.split("|")[2]
+        for module in re.findall(r"`(\w+\.py)`", what):
+            assert list((ROOT / folder).rglob(module)), f"{module} is not under {folder}"
+        for command in re.findall(r"`(\w+)`", what):
+            if list((ROOT / "apps").glob(f"*/management/commands/{command}.py")):
+                assert (ROOT / folder / "management" / "commands" / f"{command}.py").exists(), (
+                    f"the README puts {command} in {folder}"
+                )
