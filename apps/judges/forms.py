@@ -7,14 +7,14 @@ from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
 from apps.datasets.models import Dataset, Task
+from apps.judges.judge_prompts import placeholders
 from apps.judges.metrics import METRICS, POSTPROCESSORS, get_metric
 from apps.judges.models import Judge
-from apps.judges.prompts import placeholders
 from apps.judges.scoring import JudgeSpec
 from apps.runs.forms import PromptTextField
 from apps.runs.models import Endpoint, LoggingMode, Run
 
-# Names every judge prompt may use besides the item's own fields (see apps/judges/prompts.py).
+# Names every judge prompt may use besides the item's own fields (see apps/judges/judge_prompts.py).
 PROMPT_NAMES = {
     Judge.Kind.RUBRIC: {
         "inputs",

@@ -40,6 +40,7 @@ from django.db.models import Count, F, Q, QuerySet
 
 from apps.datasets.models import Item
 from apps.judges.aggregation import aggregate, spread
+from apps.judges.judge_prompts import PromptError, build_mcq_judge_messages, build_rubric_messages
 from apps.judges.launching import JudgeRunError, create_judge_run, find_judge, parse_responses
 from apps.judges.metrics import get_metric
 from apps.judges.models import (
@@ -57,7 +58,6 @@ from apps.judges.parsing import (
     parse_answer_key,
     response_format_for,
 )
-from apps.judges.prompts import PromptError, build_mcq_judge_messages, build_rubric_messages
 from apps.judges.scoring import JudgeSpec, score_text
 from apps.runs.engine import Call, Progress, Result, RunPlugin, register
 from apps.runs.llm import RAW_LIMIT, Attempt, LLMError

@@ -11,6 +11,7 @@ from apps.accounts.access import reviewer_required
 from apps.datasets.models import Item, Task
 from apps.judges import results
 from apps.judges.forms import DefaultJudgeForm, JudgeForm, JudgeRunForm
+from apps.judges.judge_prompts import DEFAULT_MCQ_SYSTEM, DEFAULT_RUBRIC_SYSTEM
 from apps.judges.launching import (
     JudgeRunError,
     create_judge_run,
@@ -19,7 +20,6 @@ from apps.judges.launching import (
     retry_kind,
 )
 from apps.judges.models import Judge
-from apps.judges.prompts import DEFAULT_MCQ_SYSTEM, DEFAULT_RUBRIC_SYSTEM
 from apps.runs.engine import LaunchError
 from apps.runs.models import ErrorKind, Run
 

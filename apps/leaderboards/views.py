@@ -7,7 +7,7 @@ from django.views.decorators.http import require_GET
 
 from apps.datasets.models import Task
 from apps.leaderboards import agreement as agreement_mod
-from apps.leaderboards import boards, display, exports
+from apps.leaderboards import boards, exports, formatting
 from apps.leaderboards.compare import compare as compare_runs
 from apps.runs.models import Run
 
@@ -44,8 +44,8 @@ def board(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "task": task,
         "board": built,
-        "columns": display.columns(built),
-        "table": display.table(built),
+        "columns": formatting.columns(built),
+        "table": formatting.table(built),
         "chart": boards.chart(built),
         "value_views": VALUE_VIEWS,
     }

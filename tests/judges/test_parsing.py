@@ -67,7 +67,7 @@ def test_error_refuses_an_unknown_kind() -> None:
 def test_core_modules_do_not_import_django() -> None:
     code = (
         "import sys; import apps.judges.parsing, apps.judges.metrics, "
-        "apps.judges.aggregation, apps.judges.prompts, apps.judges.scoring; "
+        "apps.judges.aggregation, apps.judges.judge_prompts, apps.judges.scoring; "
         "print(any(m == 'django' or m.startswith('django.') for m in sys.modules))"
     )
     out = subprocess.run(

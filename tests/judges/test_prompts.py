@@ -2,14 +2,14 @@
 
 import pytest
 
-from apps.judges.parsing import parse_mcq_choice, parse_rubric_reply
-from apps.judges.prompts import (
+from apps.judges.judge_prompts import (
     PromptError,
     build_mcq_judge_messages,
     build_rubric_messages,
     placeholders,
     render,
 )
+from apps.judges.parsing import parse_mcq_choice, parse_rubric_reply
 
 SUBJECTS = [{"name": "accuracy", "min": 1, "max": 5}, {"name": "clarity", "min": 0, "max": 1}]
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from django import template
 
-from apps.leaderboards import display
+from apps.leaderboards import formatting
 
 register = template.Library()
 
@@ -40,7 +40,7 @@ def num(value: float | None) -> str:
 
 @register.filter
 def interval(ci: Any) -> str:
-    return display.interval(ci)
+    return formatting.interval(ci)
 
 
 @register.filter

@@ -11,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.datasets.models import Task
-from apps.leaderboards import boards, display, exports
+from apps.leaderboards import boards, exports, formatting
 
 
 class Command(BaseCommand):
@@ -63,14 +63,14 @@ def table(board: boards.Board) -> str:
         line = [
             str(rank),
             row.label,
-            display.number(row.overall[mode]),
-            display.interval(row.overall_ci.get(mode)),
+            formatting.number(row.overall[mode]),
+            formatting.interval(row.overall_ci.get(mode)),
         ]
         for info in board.subjects:
             c = row.cells[mode][info.name]
             line += [
-                display.number(c.mean),
-                display.interval(c.ci),
+                formatting.number(c.mean),
+                formatting.interval(c.ci),
                 str(c.n),
                 str(c.failed),
                 str(c.missing),
