@@ -281,7 +281,11 @@ class JudgeRunForm(forms.Form):
         self.fields["responses"].choices = response_choices(judge.task)
         if judge.uses_llm:
             self.fields["endpoint"].required = True
-            self.fields["endpoint"].initial = judge.task.default_judge_endpoint_id
+            # The task's judging endpoint, else the only endpoint there is.
+            only = list(Endpoint.objects.values_list("pk", flat=True)[:2])
+            self.fields["endpoint"].initial = judge.task.default_judge_endpoint_id or (
+                only[0] if len(only) == 1 else None
+            )
         else:
             del self.fields["endpoint"]
 

@@ -63,10 +63,22 @@ class EndpointForm(forms.ModelForm):
             "supports_structured_output",
         ]
         labels = {
+            "base_url": "Base URL",
             "api_key_env": "API key environment variable",
             "rpm_limit": "Requests per minute (blank: no limit)",
             "timeout_seconds": "Timeout per request (seconds)",
         }
+        help_texts = {
+            "base_url": "The server's OpenAI-compatible API root, e.g. https://api.openai.com/v1 or "
+            "http://localhost:8000/v1 (vLLM, Ollama, LiteLLM). Blank means OpenAI "
+            "(or $OPENAI_BASE_URL).",
+            "api_key_env": "When no key is stored, the web server and the workers read the key "
+            "from this environment variable.",
+        }
+        widgets = {"base_url": forms.URLInput(attrs={"placeholder": "https://api.openai.com/v1"})}
+
+    # The key's fields together, right after what they authenticate against.
+    field_order = ["name", "base_url", "model", "new_api_key", "clear_api_key", "api_key_env"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -111,8 +111,7 @@ def generation_new(request: HttpRequest) -> HttpResponse:
     task, dataset = _task_and_dataset(request)
     if task is None:
         return _pick_task(request, "runs:generation-new")
-    initial = {"dataset": dataset, "template": _latest_template(task)}
-    form = GenerationRunForm(task=task, initial=initial)
+    form = GenerationRunForm(task=task, initial=_generation_defaults(task, dataset, request.GET))
     return render(request, "runs/generation_new.html", {"form": form, "task": task})
 
 
@@ -151,8 +150,23 @@ def _task_and_dataset(request: HttpRequest) -> tuple[Task | None, Dataset | None
     return Task.objects.filter(slug=slug).first() if slug else None, None
 
 
-def _latest_template(task: Task) -> PromptTemplate | None:
-    return PromptTemplate.objects.filter(task=task).order_by("-created_at").first()
+def _generation_defaults(task: Task, dataset: Dataset | None, params: Any) -> dict[str, Any]:
+    """What a person would pick anyway: the dataset and endpoint when there is only one (else
+    the ones this task's last run used), and the template they came from, else the newest."""
+    last_run = task.runs.generation().order_by("-created_at").first()
+    datasets = list(Dataset.objects.ready().filter(task=task)[:2])
+    endpoints = list(Endpoint.objects.all()[:2])
+    templates = PromptTemplate.objects.filter(task=task)
+    template = None
+    if params.get("template", "").isdigit():
+        template = templates.filter(pk=params["template"]).first()
+    if dataset is None:
+        dataset = datasets[0] if len(datasets) == 1 else last_run and last_run.dataset
+    return {
+        "dataset": dataset,
+        "endpoint": endpoints[0] if len(endpoints) == 1 else last_run and last_run.endpoint,
+        "template": template or templates.order_by("-created_at").first(),
+    }
 
 
 # ---- endpoints (admins) ---------------------------------------------------------------------

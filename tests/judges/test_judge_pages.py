@@ -433,3 +433,20 @@ def test_judge_pages_404_for_other_runs(task, viewer_client):
     generation = make_generation_run(dataset, {0: "x"})
     assert viewer_client.get(reverse("judges:results", args=[generation.pk])).status_code == 404
     assert viewer_client.get(reverse("judges:failed", args=[generation.pk])).status_code == 404
+
+
+def test_the_start_form_preselects_the_only_endpoint(admin_client: Client, task, endpoint):
+    """#11.9: with one endpoint there is nothing to choose; with two, the task's judging
+    endpoint, else none (a wrong guess would spend money on the wrong model)."""
+    judge = make_judge(task)
+
+    def chosen() -> object:
+        form = admin_client.get(reverse("judges:detail", args=[judge.pk])).context["form"]
+        return form["endpoint"].value()
+
+    assert chosen() == endpoint.pk
+    second = type(endpoint).objects.create(name="second", model="m", base_url=endpoint.base_url)
+    assert chosen() is None
+    task.default_judge_endpoint = second
+    task.save()
+    assert chosen() == second.pk
