@@ -58,10 +58,12 @@ def item_page(
 
 
 def _preview_columns(dataset: Dataset) -> list[str]:
-    """The few columns the item table shows: inputs first, then the reference."""
+    """The few columns the item table shows: inputs first, then the reference, then every
+    response column (answers a model already gave are what the dataset is often for)."""
     columns = [c for c in dataset.input_columns if c != dataset.id_column][:2]
     if dataset.reference_column:
         columns.append(dataset.reference_column)
+    columns += [c for c in dataset.response_columns if c not in columns]
     return columns or list(dataset.columns[:3])
 
 

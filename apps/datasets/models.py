@@ -188,6 +188,12 @@ class Dataset(models.Model):
         return list(self.mapping.get("response_columns") or [])
 
     @property
+    def response_sources(self) -> list[tuple[str, str]]:
+        """(column, its reference "column:<dataset>:<column>"): how a judge run is pointed at
+        answers that came with the file (the judges' start form reads the same reference)."""
+        return [(column, f"column:{self.pk}:{column}") for column in self.response_columns]
+
+    @property
     def reference_column(self) -> str | None:
         return self.mapping.get("reference_column") or None
 

@@ -137,7 +137,10 @@ def _render_map(
         context["read_error"] = str(exc)
         return render(request, "datasets/map.html", context)
     if form is None:
-        suggested = Mapping.suggest(table.columns, task.last_mapping)
+        # A corrected file of a dataset keeps that dataset's mapping, not the task's last one.
+        named = Dataset.objects.latest_version(task, staged.meta.get("name", ""))
+        last = named.mapping if named else task.last_mapping
+        suggested = Mapping.suggest(table.columns, last)
         initial = MappingForm.initial_for(suggested, staged.meta.get("name", ""), table.format)
         form = MappingForm(initial=initial, columns=table.columns)
     name = (form["name"].value() or "").strip()

@@ -309,9 +309,9 @@ def response_choices(task: Task) -> list[tuple[str, Any]]:
         .order_by("-pk")[:200]
     ]
     columns = [
-        (f"column:{dataset.pk}:{column}", f"{dataset} · column {column}")
+        (source, f"{dataset} · column {column}")
         for dataset in Dataset.objects.ready().filter(task=task).order_by("name", "-version")
-        for column in dataset.response_columns
+        for column, source in dataset.response_sources
     ]
     choices: list[tuple[str, Any]] = []
     if runs:

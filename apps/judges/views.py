@@ -75,8 +75,15 @@ def judge_create(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         judge = form.build().save_as_new_version(request.user)
         messages.success(request, f"Judge {judge} saved.")
-        return redirect(judge)
+        return redirect(_start_form_url(judge, request.GET.get("responses", "")))
     return render(request, "judges/judge_form.html", {"form": form, "task": task})
+
+
+def _start_form_url(judge: Judge, responses: str) -> str:
+    """The judge's page; from "judge these responses", at its start form with them chosen."""
+    if not responses:
+        return judge.get_absolute_url()
+    return f"{judge.get_absolute_url()}?{urlencode({'responses': responses})}#start-judge-run"
 
 
 @reviewer_required

@@ -483,3 +483,65 @@ def test_dataset_list_shows_every_dataset(viewer_client, task):
     import_dataset(task, "mmlu", samples.MMLU_CSV, {})
     page = text(viewer_client.get(reverse("datasets:dataset-list")))
     assert "mmlu v1" in page and "support-qa" in page and "Ready" in page
+
+
+def test_a_corrected_file_keeps_its_datasets_mapping_not_the_tasks_last(reviewer_client, task):
+    """#11.8: after another dataset was imported with another mapping, "Upload corrected file"
+    of the first one offers the first one's mapping."""
+    header = ["question", "gold", "label", "model_out"]
+    data = samples.csv_bytes(header, [["2+2?", "4", "four", "4"], ["3+3?", "6", "six", "7"]])
+    import_dataset(
+        task,
+        "sums",
+        data,
+        {"reference_column": "gold", "input_columns": ["question"], "response_columns": []},
+    )
+    import_dataset(
+        task,
+        "other",
+        data,
+        {"reference_column": "label", "input_columns": ["question"], "response_columns": []},
+    )
+    assert task.last_mapping["reference_column"] == "label"
+    url = staged_url(upload(reviewer_client, task, data, "sums-fixed.csv", name="sums"))
+    initial = reviewer_client.get(url).context["form"].initial
+    assert initial["reference_column"] == "gold"
+    # A new name still starts from the task's last mapping.
+    url = staged_url(upload(reviewer_client, task, data, "third.csv", name="third"))
+    assert reviewer_client.get(url).context["form"].initial["reference_column"] == "label"
+
+
+def test_response_columns_are_shown_and_offered_for_judging(reviewer_client, task):
+    """#11.8: the item table hid response columns and the page offered no way to judge them."""
+    data = samples.csv_bytes(
+        ["question", "answer", "model_out"], [["2+2?", "4", "five"], ["3+3?", "6", "six"]]
+    )
+    dataset = import_dataset(
+        task,
+        "answers",
+        data,
+        {
+            "reference_column": "answer",
+            "input_columns": ["question"],
+            "response_columns": ["model_out"],
+        },
+    )
+    page = reviewer_client.get(dataset.get_absolute_url())
+    table = re.search(r'<table id="item-table">.*?</table>', text(page), re.S).group(0)
+    assert "<th>model_out</th>" in table and "five" in table
+    source = f"column:{dataset.pk}:model_out"
+    links = re.findall(r'href="([^"]+)">Judge column model_out</a>', text(page))
+    assert len(links) == 1 and source.replace(":", "%3A") in links[0]
+    viewer = Client()
+    viewer.force_login(make_user("viewer"))
+    assert "Judge column" not in text(viewer.get(dataset.get_absolute_url()))
+
+    # Through the judges list and "New judge", the new judge's start form has the column chosen.
+    judges = text(reviewer_client.get(links[0].replace("&amp;", "&")))
+    new_judge = re.search(r'id="new-judge" href="([^"]+)"', judges).group(1).replace("&amp;", "&")
+    fields = {"name": "exact", "kind": "metric", "metric": "exact_match", "n_iter": "1"}
+    fields |= {"aggregation": "mean", "label_type": "upper", "label_count": "4"}
+    saved = reviewer_client.post(new_judge, fields)
+    assert saved.status_code == 302, text(saved)[:3000]
+    form = reviewer_client.get(saved["Location"]).context["form"]
+    assert form["responses"].value() == source
