@@ -322,3 +322,17 @@ def validate_template_sources(*sources: tuple[str, str]) -> list[str]:
         except PromptError as exc:
             errors.append(str(exc))
     return errors
+
+
+def fits(template: Any, dataset: Dataset) -> bool:
+    """Whether the dataset's first item has every field the template uses."""
+    row = dataset.items.order_by("position").values(*ItemData.VALUES).first()
+    if row is None:
+        return False
+    try:
+        rendered = PromptRenderer.for_template(template, dataset.pk).render(
+            ItemData.from_values(row), preview=True
+        )
+    except PromptError:
+        return False
+    return not rendered.missing

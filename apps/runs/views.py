@@ -14,7 +14,7 @@ from apps.runs.forms import EndpointForm, GenerationRunForm, PromptTemplateForm
 from apps.runs.generation import create_generation_run
 from apps.runs.llm import test_connection
 from apps.runs.models import AttemptLog, Endpoint, PromptTemplate, Response, Run, WorkerCheck
-from apps.runs.prompts import ItemData, PromptError, PromptRenderer
+from apps.runs.prompts import ItemData, PromptError, PromptRenderer, fits
 from evalsite.enqueue import enqueue
 
 
@@ -226,8 +226,8 @@ def template_create(request: HttpRequest) -> HttpResponse:
         template.task = task
         template.save_as_new_version(request.user)
         messages.success(request, f"Template {template} saved.")
-        return redirect(template)
-    return render(request, "runs/template_form.html", {"form": form, "task": task})
+        return _to_template_page(template, request.POST)
+    return _template_form(request, {"form": form, "task": task}, None)
 
 
 @reviewer_required
@@ -240,9 +240,37 @@ def template_edit(request: HttpRequest, pk: int) -> HttpResponse:
         template = form.save(commit=False)
         template.save_as_new_version(request.user)
         messages.success(request, f"Saved as {template}; runs keep the version they used.")
-        return redirect(template)
-    context = {"form": form, "task": current.task, "template": current}
+        return _to_template_page(template, request.POST)
+    return _template_form(
+        request, {"form": form, "task": current.task, "template": current}, current
+    )
+
+
+def _template_form(
+    request: HttpRequest, context: dict[str, Any], current: PromptTemplate | None
+) -> HttpResponse:
+    """The editor, with the field names of a dataset of the task beside it (?dataset=ID, else
+    the one its preview would use)."""
+    datasets = Dataset.objects.ready().filter(task=context["task"])
+    chosen = request.GET.get("dataset") or request.POST.get("dataset", "")
+    dataset = datasets.filter(pk=chosen).first() if chosen.isdigit() else None
+    if dataset is None:
+        dataset = (
+            _preview_dataset(current, datasets)
+            if current
+            else datasets.order_by("-created_at").first()
+        )
+    context.update(field_datasets=datasets.order_by("name", "-version"), fields_dataset=dataset)
+    if request.htmx and request.htmx.target == "template-fields":
+        return render(request, "runs/template_form.html#fields", context)
     return render(request, "runs/template_form.html", context)
+
+
+def _to_template_page(template: PromptTemplate, data: Any) -> HttpResponse:
+    """After saving, the preview opens on the dataset whose fields were beside the editor."""
+    chosen = data.get("dataset", "")
+    suffix = f"?dataset={chosen}#template-preview" if chosen.isdigit() else ""
+    return redirect(template.get_absolute_url() + suffix)
 
 
 def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
@@ -265,7 +293,7 @@ def _preview(template: PromptTemplate, datasets: Any, params: Any) -> dict[str, 
         if params.get("dataset", "").isdigit()
         else None
     )
-    dataset = dataset or datasets.first()
+    dataset = dataset or _preview_dataset(template, datasets)
     if dataset is None:
         return {}
     position = int(params["position"]) if params.get("position", "").isdigit() else 0
@@ -283,6 +311,22 @@ def _preview(template: PromptTemplate, datasets: Any, params: Any) -> dict[str, 
     except PromptError as exc:
         return {"preview_dataset": dataset, "preview_item": item, "preview_error": str(exc)}
     return {"preview_dataset": dataset, "preview_item": item, "preview": rendered}
+
+
+def _preview_dataset(template: PromptTemplate, datasets: Any) -> Dataset | None:
+    """Where a preview makes sense: the dataset this template's latest run used, else the newest
+    one whose items have the fields the template uses, else the newest one."""
+    last_run = (
+        Run.objects.filter(template__task=template.task, template__name=template.name)
+        .filter(dataset__in=datasets)
+        .select_related("dataset")
+        .order_by("-created_at")
+        .first()
+    )
+    if last_run is not None:
+        return last_run.dataset
+    newest = list(datasets.order_by("-created_at")[:20])
+    return next((ds for ds in newest if fits(template, ds)), newest[0] if newest else None)
 
 
 # ---- system ---------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from apps.datasets.models import Dataset, Item
 from apps.runs.generation import create_generation_run
 from apps.runs.models import Endpoint, PromptTemplate
 from tests.runs.conftest import make_dataset
@@ -78,3 +79,71 @@ def test_the_endpoint_form_says_base_url_with_an_example_and_explains_the_key_be
         page.index('name="temperature"'),
     ]
     assert order == sorted(order), order
+
+
+def make_prose_dataset(task, name: str = "prose"):
+    """A newer dataset of the task without the fields a question template uses."""
+    dataset = Dataset.objects.create(
+        task=task,
+        name=name,
+        format=Dataset.Format.CSV,
+        status=Dataset.Status.READY,
+        columns=["passage", "summary"],
+        mapping={"input_columns": ["passage"], "reference_column": "summary"},
+        row_count=1,
+    )
+    Item.objects.create(
+        dataset=dataset, position=0, key="p0", fields={"passage": "Text.", "summary": "S."}
+    )
+    return dataset
+
+
+@pytest.mark.django_db
+def test_the_preview_opens_where_the_template_fits_then_where_it_last_ran(
+    reviewer_client, dataset, endpoint, template
+):
+    """#11.9: the preview opened on the alphabetically first dataset, in red ("This item has
+    no question"). Now: the dataset of the template's latest run, else one whose items have
+    the fields it uses."""
+    make_prose_dataset(dataset.task, name="aaa-prose")  # first by name, and newest
+    page = reviewer_client.get(template.get_absolute_url())
+    assert page.context["preview_dataset"] == dataset
+    assert not page.context["preview"].missing
+
+    other = make_dataset(dataset.task, 2, name="zz-later")
+    create_generation_run(other, endpoint, template)
+    assert reviewer_client.get(template.get_absolute_url()).context["preview_dataset"] == other
+
+
+@pytest.mark.django_db
+def test_the_editor_lists_the_chosen_datasets_fields(reviewer_client, dataset, template):
+    prose = make_prose_dataset(dataset.task)
+    url = reverse("runs:template-create") + f"?task={dataset.task.slug}"
+    page = reviewer_client.get(url)
+    fields = re.search(r'<ul id="field-names".*?</ul>', page.content.decode(), re.S)[0]
+    assert "{{ passage }}" in fields and "{{ question }}" not in fields  # the newest one
+
+    # Choosing another dataset swaps the list in place (htmx), or reloads without JavaScript.
+    partial = reviewer_client.get(
+        url + f"&dataset={dataset.pk}",
+        headers={"HX-Request": "true", "HX-Target": "template-fields"},
+    ).content.decode()
+    assert partial.lstrip().startswith('<aside class="card" id="template-fields">')
+    assert "{{ question }}" in partial and "{{ answer }}" in partial and "<html" not in partial
+
+    # Editing a template starts from the dataset its preview uses; saving opens the preview there.
+    edit = reverse("runs:template-edit", args=[template.pk])
+    assert reviewer_client.get(edit).context["fields_dataset"] == dataset
+    saved = reviewer_client.post(
+        url,
+        {
+            "name": "p",
+            "user_message": "{{ passage }}",
+            "fewshot_k": 0,
+            "fewshot_seed": 0,
+            "dataset": str(prose.pk),
+        },
+    )
+    assert saved.status_code == 302
+    assert saved["Location"].endswith(f"?dataset={prose.pk}#template-preview")
+    assert reviewer_client.get(saved["Location"]).context["preview_dataset"] == prose
