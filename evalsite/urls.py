@@ -3,6 +3,13 @@ from django.contrib.auth.decorators import login_not_required
 from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic.base import RedirectView
+from django_rq.urls import get_admin_urlpatterns, get_api_urlpatterns
+
+from apps.accounts.access import admin_required
+
+# django-rq's pages let in any is_staff user and send others to the Django admin's login; here
+# they are for the admin role, with the app's login and 403 page like every other page.
+rq_urls = (get_api_urlpatterns() + get_admin_urlpatterns(view_wrapper=admin_required), "django_rq")
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="datasets:task-list"), name="home"),
@@ -19,5 +26,5 @@ urlpatterns = [
     path("review/", include("apps.review.urls")),
     path("leaderboards/", include("apps.leaderboards.urls")),
     path("admin/", admin.site.urls),
-    path("django-rq/", include("django_rq.urls")),
+    path("django-rq/", include(rq_urls)),
 ]

@@ -106,6 +106,7 @@ def response_detail(request: HttpRequest, pk: int, item_id: int) -> HttpResponse
     return render(request, "runs/response_detail.html", context)
 
 
+@reviewer_required
 def generation_new(request: HttpRequest) -> HttpResponse:
     """The start form, reached from a dataset (?dataset=ID) or a task (?task=SLUG)."""
     task, dataset = _task_and_dataset(request)

@@ -175,8 +175,11 @@ def test_the_start_form_refuses_a_template_using_missing_fields(
 
 
 @pytest.mark.django_db
-def test_viewers_may_look_but_not_start(viewer_client, dataset, endpoint, template):
-    assert viewer_client.get(reverse("runs:generation-new") + "?task=qa").status_code == 200
+def test_viewers_get_no_start_form_and_cannot_start(viewer_client, dataset, endpoint, template):
+    """#11.13: viewers got the form with a disabled button; now the app's 403 page."""
+    page = viewer_client.get(reverse("runs:generation-new") + "?task=qa")
+    assert page.status_code == 403 and b"generation-form" not in page.content
+    assert b"Not allowed" in page.content
     response = viewer_client.post(
         reverse("runs:generation-start"),
         {"task": "qa", "dataset": dataset.pk, "endpoint": endpoint.pk, "template": template.pk},
