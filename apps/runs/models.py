@@ -635,5 +635,19 @@ class WorkerCheck(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
 
+    # Past this, a check still unanswered has no worker to answer it (the job's own timeout).
+    ANSWER_WITHIN = timedelta(seconds=60)
+
     class Meta:
         ordering = ["-requested_at"]
+
+    @property
+    def round_trip_ms(self) -> int | None:
+        if self.completed_at is None:
+            return None
+        return round((self.completed_at - self.requested_at).total_seconds() * 1000)
+
+    @property
+    def is_waiting(self) -> bool:
+        """Unanswered, and an answer may still come."""
+        return self.completed_at is None and timezone.now() - self.requested_at < self.ANSWER_WITHIN

@@ -335,10 +335,15 @@ def system(request: HttpRequest) -> HttpResponse:
     import django_rq
     from rq import Worker
 
-    checks = WorkerCheck.objects.select_related("requested_by")[:10]
+    checks = list(WorkerCheck.objects.select_related("requested_by")[:10])
+    waiting = any(check.is_waiting for check in checks)
+    if request.htmx and request.htmx.target == "worker-round-trip":
+        context = {"checks": checks, "waiting": waiting}
+        return render(request, "runs/system.html#round-trip", context)
     queue = django_rq.get_queue("default")
     context = {
         "checks": checks,
+        "waiting": waiting,
         "queued_jobs": queue.count,
         "workers": Worker.all(connection=queue.connection),
         "active_runs": Run.objects.active().select_related("task")[:50],
@@ -351,5 +356,5 @@ def system(request: HttpRequest) -> HttpResponse:
 def check_worker(request: HttpRequest) -> HttpResponse:
     check = WorkerCheck.objects.create(requested_by=request.user)
     enqueue(jobs.check_worker, check.pk, job_id=f"worker-check-{check.pk}", timeout=60)
-    messages.info(request, "Asked a worker to answer; reload to see its reply.")
+    messages.info(request, "Asked a worker to answer; its reply shows below when it comes.")
     return redirect("runs:system")

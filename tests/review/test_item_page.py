@@ -237,7 +237,7 @@ def test_history_lists_every_change_with_who_old_new_and_reason(reviewer, admin,
         ["alice", "Override", "3.75", "2", "REASON-B"],
         ["root", "Revert", "2", "3.75", "REASON-C"],
     ]
-    assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", c[0]) for c in cells)
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", c[0]) for c in cells)  # the one format
 
 
 def test_a_reviewer_reverts_their_own_change(reviewer, judged):
