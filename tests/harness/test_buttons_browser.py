@@ -61,3 +61,20 @@ def test_no_button_wraps_its_label(pages, login, live_server, width):
             wrapped[path] = found
     assert checked > 20, checked  # the pages did show their buttons
     assert wrapped == {}, wrapped
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_runs_numbers_fit_its_card_at_800_px(pages, login, live_server):
+    """The one-row numbers table ran past the card at 800 px (Finished cut off)."""
+    page = login(make_user("viewer"))
+    page.set_viewport_size({"width": 800, "height": 900})
+    for path in pages[3:5]:  # a generation run and a judge run
+        page.goto(f"{live_server.url}{path}")
+        overflow = page.eval_on_selector(
+            "#run-numbers",
+            """el => el.getBoundingClientRect().right
+                    - el.closest('.card').getBoundingClientRect().right""",
+        )
+        assert overflow <= 0, (path, overflow)
+        assert page.locator("#run-numbers").inner_text().count("\n") > 10  # every number shown

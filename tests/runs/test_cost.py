@@ -54,7 +54,7 @@ def make_run(model: str, cost: float = 0.0, tokens: int = 1000) -> Run:
 
 def cost_cell(client, run: Run) -> str:
     page = client.get(reverse("runs:detail", args=[run.pk])).content.decode()
-    return page.split('id="run-cost">', 1)[1].split("</td>", 1)[0]
+    return page.split('id="run-cost">', 1)[1].split("</dd>", 1)[0]
 
 
 def test_unknown_price_is_a_dash_with_a_hint_not_free(prices, viewer_client):

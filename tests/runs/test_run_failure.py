@@ -86,7 +86,7 @@ def test_a_crashed_run_says_why_and_only_admins_get_the_folded_traceback(
     # Counters agree with the status: nothing done, nothing failed item by item, 30 not run.
     assert (number(page, "run-done"), number(page, "run-failed")) == ("0", "0")
     assert number(page, "run-not-run") == "30" and number(page, "run-total") == "30"
-    assert "Not run</th>" in page and "30 items were not run" in page
+    assert "Not run</dt>" in page and "30 items were not run" in page
     if role == "admin":
         folded = re.search(r'<details id="run-traceback">(.*?)</details>', page, re.S)
         assert folded and "Traceback (most recent call last)" in folded.group(1)
@@ -115,7 +115,7 @@ def test_a_fatal_endpoint_error_counts_what_was_done_failed_and_not_run(
     # While a run is going, what is left is "to do", not "not run".
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, error="")
     page = admin_client.get(run.get_absolute_url()).content.decode()
-    assert "To do</th>" in page and "Not run</th>" not in page and "run-cause" not in page
+    assert "To do</dt>" in page and "Not run</dt>" not in page and "run-cause" not in page
 
 
 # ---- lists: runs, task, judge, judge run pages ------------------------------------------------
