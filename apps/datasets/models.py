@@ -1,8 +1,8 @@
-from typing import Any
+from typing import Any, Self
 
 from django.conf import settings
 from django.core.validators import RegexValidator
-from django.db import models
+from django.db import models, transaction
 from django.urls import reverse
 
 slug_validator = RegexValidator(
@@ -44,6 +44,55 @@ class Task(models.Model):
         """Offer this mapping again for the task's next upload."""
         self.last_mapping = mapping
         self.save(update_fields=["last_mapping"])
+
+
+class Versioned(models.Model):
+    """A named thing of a task that is never edited in place: an edit is saved as the next
+    version, and whatever used an earlier version (a run) keeps pointing at it exactly.
+    Prompt templates and judges are versioned so; the concrete model has `task`."""
+
+    name = models.CharField(max_length=100, validators=[slug_validator])
+    version = models.PositiveIntegerField(default=1)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    task_id: int
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+    def versions(self) -> models.QuerySet[Any]:
+        return type(self)._default_manager.filter(task_id=self.task_id, name=self.name)
+
+    def is_latest(self) -> bool:
+        return not self.versions().filter(version__gt=self.version).exists()
+
+    def save_as_new_version(self, user: Any) -> Self:
+        """Store this (edited, unsaved) copy as the next version; earlier versions never change."""
+        with transaction.atomic():
+            # Lock the name's rows so two editors cannot both take the same version number.
+            previous = list(
+                type(self)
+                ._default_manager.select_for_update()
+                .filter(task_id=self.task_id, name=self.name)
+                .order_by("-version")
+                .values_list("pk", "version")[:1]
+            )
+            self.pk = None
+            self._state.adding = True
+            self.version = previous[0][1] + 1 if previous else 1
+            self.created_by = user if getattr(user, "pk", None) else None
+            self.save()
+            self.after_new_version(previous[0][0] if previous else None)
+        return self
+
+    def after_new_version(self, previous_pk: int | None) -> None:
+        """Called inside the saving transaction, with the replaced latest version's pk."""
 
 
 class DatasetFrozen(Exception):

@@ -9,7 +9,7 @@ from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.datasets.models import Item, Task, slug_validator
+from apps.datasets.models import Item, Task, Versioned
 from apps.runs.models import ErrorKind, Response, Run
 
 
@@ -24,7 +24,7 @@ class JudgeQuerySet(models.QuerySet["Judge"]):
         return self.exclude(models.Exists(newer))
 
 
-class Judge(models.Model):
+class Judge(Versioned):
     """How responses are scored. Versioned like prompt templates: editing makes a new version."""
 
     class Kind(models.TextChoices):
@@ -46,8 +46,6 @@ class Judge(models.Model):
         MODE = "mode", "Mode"
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="judges")
-    name = models.CharField(max_length=100, validators=[slug_validator])
-    version = models.PositiveIntegerField(default=1)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     system_prompt = models.TextField(blank=True)
     user_prompt = models.TextField(blank=True)
@@ -65,11 +63,6 @@ class Judge(models.Model):
         max_length=8, choices=Aggregation.choices, default=Aggregation.MEAN
     )
     use_structured_output = models.BooleanField(default=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
     objects = JudgeQuerySet.as_manager()
 
     class Meta:
@@ -77,9 +70,6 @@ class Judge(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["task", "name", "version"], name="judge_unique_version")
         ]
-
-    def __str__(self) -> str:
-        return f"{self.name} v{self.version}"
 
     def get_absolute_url(self) -> str:
         return reverse("judges:detail", args=[self.pk])
@@ -108,42 +98,18 @@ class Judge(models.Model):
         "use_structured_output",
     )
 
-    def versions(self) -> "JudgeQuerySet":
-        return Judge.objects.filter(task_id=self.task_id, name=self.name)
-
-    def is_latest(self) -> bool:
-        return not self.versions().filter(version__gt=self.version).exists()
-
     @property
     def rounds(self) -> int:
         """Rounds per item: rule-based judges give the same value every time, so one."""
         return max(1, self.n_iter) if self.uses_llm else 1
 
-    def save_as_new_version(self, user: Any) -> "Judge":
-        """Store this (edited, unsaved) copy as the next version; earlier versions never change.
-
-        Judge runs point at the exact version they used. When the task's default judge was
-        the previous latest version, the default moves to this one, so "evaluate every model"
-        keeps using the judge as it is now.
-        """
-        with transaction.atomic():
-            # Lock the name's rows so two editors cannot both take the same version number.
-            previous = list(
-                Judge.objects.select_for_update()
-                .filter(task_id=self.task_id, name=self.name)
-                .order_by("-version")
-                .values_list("pk", "version")[:1]
+    def after_new_version(self, previous_pk: int | None) -> None:
+        """When the task's default judge was the previous latest version, the default moves to
+        this one, so "evaluate every model" keeps using the judge as it is now."""
+        if previous_pk is not None:
+            Task.objects.filter(pk=self.task_id, default_judge_id=previous_pk).update(
+                default_judge=self
             )
-            self.pk = None
-            self._state.adding = True
-            self.version = previous[0][1] + 1 if previous else 1
-            self.created_by = user if getattr(user, "pk", None) else None
-            self.save()
-            if previous:
-                Task.objects.filter(pk=self.task_id, default_judge_id=previous[0][0]).update(
-                    default_judge=self
-                )
-        return self
 
     @property
     def uses_llm(self) -> bool:

@@ -76,19 +76,8 @@ class RunScores:
 
 
 def fingerprint(run: Run) -> str:
-    """What the judging job moves whenever it writes scores."""
-    parts = (
-        VERSION,
-        run.status,
-        run.done,
-        run.failed,
-        run.total,
-        getattr(run, "epoch", ""),
-        run.heartbeat_at.isoformat() if run.heartbeat_at else "",
-        run.finished_at.isoformat() if run.finished_at else "",
-        run.dataset_id,
-    )
-    return "|".join(str(part) for part in parts)
+    """The run's results fingerprint, and the summary format's version."""
+    return f"{VERSION}|{run.results_fingerprint}"
 
 
 def is_valued(status: str, judge_value: float | None) -> bool:

@@ -83,15 +83,6 @@ def run_items(run: Run) -> QuerySet[Item]:
 
 
 # ---- caching what only the judge's results decide ----------------------------------------
-def results_version(run: Run) -> str:
-    """Changes whenever the engine writes results for the run: every launch starts a new
-    epoch and every written chunk moves the progress counters. created_at keeps a reused
-    primary key (a new database, a rolled-back test) from reading another run's entry."""
-    stamp = run.created_at.timestamp() if run.created_at else 0
-    epoch = getattr(run, "epoch", 0)
-    return f"{run.pk}:{stamp}:{epoch}:{run.done}:{run.failed}:{run.status}"
-
-
 def last_event_id() -> int:
     """Moves with every human change (each leaves a ScoreEvent); one index lookup."""
     return ScoreEvent.objects.aggregate(last=Max("pk"))["last"] or 0
@@ -105,7 +96,7 @@ def review_counts(run: Run, last_event: int | None = None) -> dict[str, int]:
     """
     if last_event is None:
         last_event = last_event_id()
-    key = f"review:counts:{results_version(run)}:{last_event}"
+    key = f"review:counts:{run.results_fingerprint}:{last_event}"
     counts = cache.get(key)
     if counts is None:
         counts = _count(run)
@@ -286,7 +277,7 @@ class Queue:
     def ordered_ids(self) -> list[int]:
         """Every item of a costly order, first to last; cached per state of the results."""
         key = (
-            f"review:order:{results_version(self.run)}:{self.order}:"
+            f"review:order:{self.run.results_fingerprint}:{self.order}:"
             f"{self.threshold}:{self.n}:{self.seed}"
         )
         ids = cache.get(key)

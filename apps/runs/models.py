@@ -1,14 +1,13 @@
 import re
 from datetime import timedelta
-from typing import Any
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import models
 from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.datasets.models import Dataset, Item, Task, slug_validator
+from apps.datasets.models import Dataset, Item, Task, Versioned, slug_validator
 
 
 class ErrorKind(models.TextChoices):
@@ -178,12 +177,10 @@ class PromptTemplateQuerySet(models.QuerySet["PromptTemplate"]):
         return self.exclude(models.Exists(newer))
 
 
-class PromptTemplate(models.Model):
+class PromptTemplate(Versioned):
     """System + user message over item fields. Editing makes a new version."""
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="templates")
-    name = models.CharField(max_length=100, validators=[slug_validator])
-    version = models.PositiveIntegerField(default=1)
     system_message = models.TextField(blank=True)
     user_message = models.TextField()
     fewshot_dataset = models.ForeignKey(
@@ -193,11 +190,6 @@ class PromptTemplate(models.Model):
     fewshot_seed = models.IntegerField(default=0)
     # How one example is written, over the example item's fields.
     fewshot_format = models.TextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
     objects = PromptTemplateQuerySet.as_manager()
 
     class Meta:
@@ -207,9 +199,6 @@ class PromptTemplate(models.Model):
                 fields=["task", "name", "version"], name="template_unique_version"
             )
         ]
-
-    def __str__(self) -> str:
-        return f"{self.name} v{self.version}"
 
     def get_absolute_url(self) -> str:
         return reverse("runs:template-detail", args=[self.pk])
@@ -222,33 +211,6 @@ class PromptTemplate(models.Model):
         "fewshot_seed",
         "fewshot_format",
     )
-
-    def versions(self) -> "PromptTemplateQuerySet":
-        return PromptTemplate.objects.filter(task_id=self.task_id, name=self.name)
-
-    def is_latest(self) -> bool:
-        return not self.versions().filter(version__gt=self.version).exists()
-
-    def save_as_new_version(self, user: Any) -> "PromptTemplate":
-        """Store this (edited, unsaved) copy as the next version; earlier versions never change.
-
-        Runs point at the exact version they used, so an edit must never touch a saved row.
-        """
-        with transaction.atomic():
-            # Lock the name's rows so two editors cannot both take the same version number.
-            last = (
-                PromptTemplate.objects.select_for_update()
-                .filter(task_id=self.task_id, name=self.name)
-                .order_by("-version")
-                .values_list("version", flat=True)
-                .first()
-            )
-            self.pk = None
-            self._state.adding = True
-            self.version = (last or 0) + 1
-            self.created_by = user
-            self.save()
-        return self
 
 
 class RunQuerySet(models.QuerySet["Run"]):
@@ -409,6 +371,27 @@ class Run(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in self.TERMINAL_STATUSES
+
+    @property
+    def results_fingerprint(self) -> str:
+        """Changes whenever the engine writes results for this run: every launch starts a new
+        epoch, every written chunk moves the counters and the heartbeat, settling moves the
+        status. Caches of what only the results decide (review counts and orders, leaderboard
+        summaries) key on it. created_at keeps a reused primary key (a new database, a
+        rolled-back test) from reading another run's entry."""
+        parts = (
+            self.pk,
+            self.created_at.timestamp() if self.created_at else 0,
+            self.epoch,
+            self.status,
+            self.done,
+            self.failed,
+            self.total,
+            self.heartbeat_at.isoformat() if self.heartbeat_at else "",
+            self.finished_at.isoformat() if self.finished_at else "",
+            self.dataset_id,
+        )
+        return "|".join(str(part) for part in parts)
 
     @property
     def is_stalled(self) -> bool:
