@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.management.base import CommandError
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from apps.datasets.models import Item
 from apps.judges.aggregation import aggregate, spread
@@ -49,7 +49,6 @@ from apps.judges.models import (
     JudgeRound,
     RetryScope,
     Score,
-    ScoreEvent,
     awaiting_response,
 )
 from apps.judges.parsing import (
@@ -590,61 +589,14 @@ class JudgePlugin(RunPlugin):
             unique_fields=["run", "item", "round"],
             update_fields=list(self.ROUND_FIELDS),
         )
-        before = {
-            (item_id, subject): value
-            for item_id, subject, value in Score.objects.filter(
-                run_id=run.pk, item_id__in=ids, confirmed_at__isnull=False
-            ).values_list("item_id", "subject", "judge_value")
-        }
+        before = Score.confirmed_judge_values(run.pk, ids)
         Score.objects.bulk_create(
             self._scores(run, redo),
             update_conflicts=True,
             unique_fields=["run", "item", "subject"],
             update_fields=list(self.SCORE_FIELDS),
         )
-        # A reviewer's override outlives re-judging: the final value stays theirs.
-        Score.objects.filter(run_id=run.pk, item_id__in=ids, override_value__isnull=False).update(
-            final_value=F("override_value")
-        )
-        # A page opened before the re-judge must not confirm a value its reviewer never saw.
-        Score.objects.filter(run_id=run.pk, item_id__in=ids).update(revision=F("revision") + 1)
-        self._withdraw_stale_confirmations(run, before)
-
-    @staticmethod
-    def _withdraw_stale_confirmations(
-        run: Run, before: dict[tuple[int, str], float | None]
-    ) -> None:
-        """A confirmation agrees with one judge value; when the judge changes it, it lapses."""
-        if not before:
-            return
-        confirmed = Score.objects.filter(
-            run_id=run.pk,
-            item_id__in={item_id for item_id, _ in before},
-            confirmed_at__isnull=False,
-        )
-        stale = [
-            s
-            for s in confirmed
-            if before.get((s.item_id, s.subject), s.judge_value) != s.judge_value
-        ]
-        if not stale:
-            return
-        Score.objects.filter(pk__in=[s.pk for s in stale]).update(
-            confirmed_by=None, confirmed_at=None
-        )
-        ScoreEvent.objects.bulk_create(
-            ScoreEvent(
-                score_id=s.pk,
-                kind=ScoreEvent.Kind.REJUDGE,
-                old_value=before[(s.item_id, s.subject)],
-                new_value=s.final_value,
-                reason=(
-                    f"Re-judged from {before[(s.item_id, s.subject)]} to {s.judge_value}: "
-                    "the confirmation was withdrawn."
-                ),
-            )
-            for s in stale
-        )
+        Score.rejudged(run.pk, ids, before)
 
     @staticmethod
     def _rounds(run: Run, results: Iterable[Result]) -> list[JudgeRound]:

@@ -490,6 +490,53 @@ class Score(models.Model):
             confirmed_at=None,
         )
 
+    # ---- re-judging: the judge's side of the history, for many scores at once ----------------
+    @staticmethod
+    def confirmed_judge_values(run_id: int, item_ids: list[int]) -> dict[tuple[int, str], Any]:
+        """(item, subject) → judge value of each confirmed score, read before a re-judge."""
+        return {
+            (item_id, subject): value
+            for item_id, subject, value in Score.objects.filter(
+                run_id=run_id, item_id__in=item_ids, confirmed_at__isnull=False
+            ).values_list("item_id", "subject", "judge_value")
+        }
+
+    @staticmethod
+    def rejudged(
+        run_id: int, item_ids: list[int], confirmed_before: dict[tuple[int, str], Any]
+    ) -> None:
+        """After the judge wrote new values for these items: a reviewer's override stays final,
+        pages opened before cannot save on the old values, and a confirmation of a judge value
+        that changed lapses (with a "Re-judged" event in the score's history)."""
+        scores = Score.objects.filter(run_id=run_id, item_id__in=item_ids)
+        scores.filter(override_value__isnull=False).update(final_value=F("override_value"))
+        scores.update(revision=F("revision") + 1)
+        if not confirmed_before:
+            return
+        stale = [
+            s
+            for s in scores.filter(confirmed_at__isnull=False)
+            if confirmed_before.get((s.item_id, s.subject), s.judge_value) != s.judge_value
+        ]
+        if not stale:
+            return
+        Score.objects.filter(pk__in=[s.pk for s in stale]).update(
+            confirmed_by=None, confirmed_at=None
+        )
+        ScoreEvent.objects.bulk_create(
+            ScoreEvent(
+                score_id=s.pk,
+                kind=ScoreEvent.Kind.REJUDGE,
+                old_value=confirmed_before[(s.item_id, s.subject)],
+                new_value=s.final_value,
+                reason=(
+                    f"Re-judged from {confirmed_before[(s.item_id, s.subject)]} to "
+                    f"{s.judge_value}: the confirmation was withdrawn."
+                ),
+            )
+            for s in stale
+        )
+
 
 class ScoreEvent(models.Model):
     """The audit history of one score: who changed what, when, from what, to what, and why."""
