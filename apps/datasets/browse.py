@@ -1,11 +1,11 @@
 """The item browser: search, tag filter and keyset pages that stay fast at 100k+ items."""
 
-import json
 from collections.abc import Mapping as AnyMapping
 from dataclasses import dataclass
 from typing import Any
 
 from apps.datasets.models import Dataset, Item
+from apps.datasets.values import as_text
 
 PAGE_SIZE = 50
 FOLD_CHARS = 300
@@ -50,6 +50,7 @@ def item_page(
         "items": page,
         "q": q,
         "tag": tag,
+        "item_query": {name: value for name, value in (("q", q), ("tag", tag)) if value},
         "total": total,
         "next_after": page[-1].position if page and has_next else None,
         "previous_before": page[0].position if page and has_previous else None,
@@ -87,7 +88,7 @@ def item_view_fields(dataset: Dataset, item: Item) -> list[FieldView]:
             continue
         value = item.fields[name]
         is_json = not isinstance(value, str)
-        text = json.dumps(value, ensure_ascii=False, indent=2) if is_json else value
+        text = as_text(value, indent=2)
         folded = len(text) > FOLD_CHARS or text.count("\n") >= FOLD_LINES
         first_line = text.strip().split("\n", 1)[0]
         summary = first_line[:SUMMARY_CHARS] + ("…" if folded else "")

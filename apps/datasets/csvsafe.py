@@ -6,12 +6,13 @@ formula); the same text as a string is quoted.
 """
 
 import csv
-import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.http import StreamingHttpResponse
+
+from apps.datasets.values import as_text
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 ROWS_PER_CHUNK = 500
@@ -29,9 +30,7 @@ def cell(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    if not isinstance(value, str):
-        value = json.dumps(value, ensure_ascii=False)
-    return neutralise(value)
+    return neutralise(as_text(value))
 
 
 class _Line:

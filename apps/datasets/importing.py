@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from apps.datasets.models import Dataset, Item, Task, tags_text
 from apps.datasets.readers import DatasetError, Table, read_table
 from apps.datasets.signals import dataset_imported
+from apps.datasets.values import as_text
 
 log = logging.getLogger(__name__)
 
@@ -165,18 +166,12 @@ def split_tags(value: Any) -> list[str]:
     if value is None or value == "":
         return []
     if isinstance(value, list):
-        parts = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value]
+        parts = [as_text(v) for v in value]
     elif isinstance(value, str):
         parts = TAG_SPLIT.split(value)
     else:
-        parts = [json.dumps(value, ensure_ascii=False)]
+        parts = [as_text(value)]
     return list(dict.fromkeys(tag for part in parts if (tag := part.strip())))
-
-
-def as_text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _key_of(value: Any, table: Table, index: int, column: str) -> str:

@@ -19,6 +19,7 @@ from apps.datasets.jobs import import_job_lost, start_background_import
 from apps.datasets.models import Dataset, DatasetFrozen, Item, Task
 from apps.datasets.readers import DatasetError, human_size
 from apps.datasets.uploads import StagedUpload
+from apps.datasets.values import as_text
 
 PREVIEW_ROWS = 10
 # A file may have thousands of columns; a preview of them all is unreadable and slow to build.
@@ -152,17 +153,11 @@ def _render_map(
         columns_note=f"The preview shows the first {len(columns)} of the {width:,} columns."
         if len(columns) < width
         else "",
-        preview=[[_cell(row.get(c)) for c in columns] for row in table.rows[:PREVIEW_ROWS]],
+        preview=[[as_text(row.get(c)) for c in columns] for row in table.rows[:PREVIEW_ROWS]],
         latest=Dataset.objects.latest_version(task, name) if name else None,
         background=staged.imports_in_background,
     )
     return render(request, "datasets/map.html", context)
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def dataset_list(request: HttpRequest) -> HttpResponse:

@@ -20,11 +20,11 @@ contain only `{{ name }}` placeholders, so they render the same under either.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from apps.datasets.values import as_text
 from apps.judges.parsing import labels_for, validate_subjects
 
 Message = dict[str, str]
@@ -35,14 +35,6 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 
 class PromptError(ValueError):
     """A judge prompt that cannot be rendered (the ErrorKind is `template`)."""
-
-
-def as_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
 
 
 def placeholders(template: str) -> list[str]:

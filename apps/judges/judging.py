@@ -39,6 +39,7 @@ from django.core.management.base import CommandError
 from django.db.models import Count, Q, QuerySet
 
 from apps.datasets.models import Item
+from apps.datasets.values import as_text
 from apps.judges.aggregation import aggregate, spread
 from apps.judges.judge_prompts import PromptError, build_mcq_judge_messages, build_rubric_messages
 from apps.judges.launching import JudgeRunError, create_judge_run, find_judge, parse_responses
@@ -149,12 +150,8 @@ def expand_references(reference: str) -> list[str]:
         except ValueError:
             answers = None
         if isinstance(answers, list):
-            return [a if isinstance(a, str) else json.dumps(a, ensure_ascii=False) for a in answers]
+            return [as_text(a) for a in answers]
     return [reference]
-
-
-def as_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 # ---- the kind ----------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from apps.datasets.values import as_text
+
 # The ErrorKind values (apps/runs/models.py) a judge reply can fail with.
 UNPARSEABLE = "unparseable"
 MISSING_SUBJECT = "missing_subject"
@@ -302,9 +304,7 @@ def _to_number(subject: str, raw: Any) -> float:
 
 
 def _text_of(value: Any) -> str:
-    if value is None:
-        return ""
-    return value.strip() if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return as_text(value).strip()
 
 
 def _find_reason(obj: Mapping[str, Any], subject_values: Mapping[str, Any]) -> str:
@@ -758,7 +758,7 @@ def parse_answer_key(
     is itself a label). With `label_count`, labels beyond it are an error. Raises
     AnswerKeyError with a message naming the bad key.
     """
-    shown = _clip(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+    shown = _clip(value)
     if isinstance(value, bool) or value is None:
         raise AnswerKeyError(f"Answer key {shown} is not a set of option labels.")
     if isinstance(value, int):

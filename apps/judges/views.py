@@ -162,7 +162,7 @@ def run_results(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "run": run,
         "filters": filters,
-        "filter_qs": urlencode(filters.query()),
+        "page_query": filters.query(),
         "page": page,
         "rows": rows,
         "subjects": subjects,
@@ -191,7 +191,7 @@ def failed_items(request: HttpRequest, pk: int) -> HttpResponse:
         "counts": counts,
         "retryable": sum(g.retryable for g in counts),
         "kind": kind,
-        "kind_qs": urlencode({"kind": kind}) if kind else "",
+        "page_query": {"kind": kind} if kind else {},
     }
     return render(request, "judges/failed.html", context)
 

@@ -4,26 +4,17 @@ Everything here hands plain values to templates; templates escape them. Blind mo
 decided here, on the server: a hidden judge value never reaches the template at all.
 """
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ValidationError
 
 from apps.datasets.models import Item
+from apps.datasets.values import as_text
 from apps.judges.models import JudgeRound, Score, ScoreEvent, StaleScore
 from apps.review.models import BlindEntry, ReviewAssignment, ReviewLock
 from apps.review.scales import DigitKeys, digit_keys
 from apps.runs.models import AttemptLog, Response, Run
-
-
-def as_text(value: Any) -> str:
-    """A field value as text: strings as they are, anything else as readable JSON."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    return json.dumps(value, ensure_ascii=False, indent=2)
 
 
 @dataclass

@@ -47,7 +47,7 @@ def index(request: HttpRequest) -> HttpResponse:
     page = Paginator(runs, 25).get_page(request.GET.get("page"))
     last_event = last_event_id()
     rows = [(run, review_counts(run, last_event)) for run in page]
-    return render(request, "review/index.html", {"page": page, "rows": rows})
+    return render(request, "review/index.html", {"page": page, "rows": rows, "page_query": {}})
 
 
 @require_GET
@@ -60,7 +60,6 @@ def run_review(request: HttpRequest, run_id: int) -> HttpResponse:
         "run": run,
         "form": form,
         "filters": filters,
-        "filter_qs": urlencode(filters),
         "page": page,
         "rows": listing.rows(run, list(page)),
         "can_edit": request.user.can_edit,

@@ -44,7 +44,12 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if status in (Response.Status.OK, Response.Status.FAILED):
         responses = responses.filter(status=status)
     page = Paginator(responses, 50).get_page(request.GET.get("page"))
-    context = {"run": run, "page": page, "status": status}
+    context = {
+        "run": run,
+        "page": page,
+        "status": status,
+        "page_query": {"status": status} if status else {},
+    }
     if request.htmx and request.htmx.target == "responses":
         return render(request, "runs/run_detail.html#responses", context)
     return render(request, "runs/run_detail.html", context)

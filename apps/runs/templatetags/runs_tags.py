@@ -1,10 +1,10 @@
-import json
 from typing import Any
 
 from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from apps.datasets.values import as_text
 from apps.runs.models import Endpoint
 
 register = template.Library()
@@ -64,4 +64,4 @@ def rate(value: float | None) -> str:
 @register.filter
 def pretty_json(value: Any) -> str:
     """Indented JSON for display; the template escapes it like any other text."""
-    return json.dumps(value, ensure_ascii=False, indent=2)
+    return as_text(value, indent=2)
