@@ -15,30 +15,21 @@ from django.http import HttpRequest
 from apps.accounts.models import User
 from apps.datasets.models import Item
 from apps.judges.launching import retry_failed_items
-from apps.judges.models import JudgeRound, Score
+from apps.judges.models import RunItemQuerySet, Score
 from apps.review.models import ReviewAssignment, ReviewLock
-from apps.review.queue import failed_q, judged_q, run_items, unreviewed_q
 from apps.review.templatetags.review import num
 from apps.runs.models import Run
 
 
-def filtered(run: Run, user: Any, filters: dict[str, str]) -> QuerySet[Item]:
-    qs = run_items(run)
-    scores = Score.objects.filter(run=run, item=OuterRef("pk"))
-    match filters.get("status"):
-        case "failed":
-            qs = qs.filter(failed_q(run))
-        case "ok":
-            qs = qs.filter(Exists(scores)).exclude(failed_q(run))
-        case "pending":
-            qs = qs.exclude(judged_q(run))
+def filtered(run: Run, user: Any, filters: dict[str, str]) -> RunItemQuerySet:
+    qs = RunItemQuerySet.of(run).in_state(filters.get("status", ""))
     match filters.get("review"):
         case "unreviewed":
-            qs = qs.filter(unreviewed_q(run))
+            qs = qs.unreviewed()
         case "reviewed":
-            qs = qs.filter(Exists(scores)).exclude(unreviewed_q(run))
+            qs = qs.reviewed()
         case "overridden":
-            qs = qs.filter(Exists(scores.overridden()))
+            qs = qs.overridden()
     assignments = ReviewAssignment.objects.filter(run=run, item=OuterRef("pk"))
     match filters.get("assigned"):
         case "me":
@@ -66,16 +57,7 @@ def rows(run: Run, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Plain strings per row: the template of a 500-row page should only print them
     (numbers given as text skip the template's number localisation)."""
     ids = [item["pk"] for item in items]
-    failed = set(
-        Score.objects.filter(run=run, item_id__in=ids, status=Score.Status.FAILED).values_list(
-            "item_id", flat=True
-        )
-    )
-    failed |= set(
-        JudgeRound.objects.filter(
-            run=run, item_id__in=ids, status=JudgeRound.Status.FAILED
-        ).values_list("item_id", flat=True)
-    )
+    failed = set(RunItemQuerySet.of(run).failed().filter(pk__in=ids).values_list("pk", flat=True))
     by_item: dict[int, dict[str, tuple]] = {}
     score_rows = Score.objects.filter(run=run, item_id__in=ids).values_list(
         "item_id", "subject", "final_value", "judge_value", "override_value", "confirmed_at"
@@ -143,7 +125,7 @@ def bulk_confirm(request: HttpRequest, run: Run, items: QuerySet[Item]) -> None:
 
 def retry_failed(request: HttpRequest, run: Run, items: QuerySet[Item] | None) -> None:
     """Queue exactly the failed items (of those ticked, or all) to be judged again."""
-    failed = run_items(run).filter(failed_q(run))
+    failed = RunItemQuerySet.of(run).failed()
     if items is not None:
         failed = failed.filter(pk__in=items.values("pk"))
     ids = list(failed.order_by("position").values_list("pk", flat=True))

@@ -25,14 +25,13 @@ from django.db.models import (
     Min,
     OuterRef,
     Q,
-    QuerySet,
     Value,
     When,
 )
 from django.db.models.functions import Coalesce
 
 from apps.datasets.models import Item
-from apps.judges.models import JudgeRound, Score, ScoreEvent
+from apps.judges.models import RunItemQuerySet, Score, ScoreEvent
 from apps.review.models import ReviewAssignment, ReviewLock
 from apps.runs.models import Run
 
@@ -47,39 +46,6 @@ MAX_SAMPLE = 5000
 FAR = 1e9  # "no value to be near a threshold": sorts last
 CACHE_SECONDS = 3600
 CHUNK = 500
-
-
-# ---- per-item review state, as SQL over one judge run ------------------------------------
-def _scores(run: Run) -> QuerySet[Score]:
-    return Score.objects.filter(run=run, item=OuterRef("pk"))
-
-
-def judged_q(run: Run) -> Q:
-    """The judge has produced something for the item: a score or at least a (failed) round."""
-    rounds = JudgeRound.objects.filter(run=run, item=OuterRef("pk"))
-    return Q(Exists(_scores(run))) | Q(Exists(rounds))
-
-
-def failed_q(run: Run) -> Q:
-    """A failed score or a failed round. Uncorrelated IN lists on purpose: a correlated EXISTS
-    lets SQLite pick the (run, status) index and rescan every failed score for every item."""
-    return Q(pk__in=failed_scores(run)) | Q(pk__in=failed_rounds(run))
-
-
-def failed_scores(run: Run) -> QuerySet[Score]:
-    return Score.objects.filter(run=run, status=Score.Status.FAILED).values("item_id")
-
-
-def failed_rounds(run: Run) -> QuerySet[JudgeRound]:
-    return JudgeRound.objects.filter(run=run, status=JudgeRound.Status.FAILED).values("item_id")
-
-
-def unreviewed_q(run: Run) -> Q:
-    return Q(Exists(_scores(run).unreviewed()))
-
-
-def run_items(run: Run) -> QuerySet[Item]:
-    return Item.objects.filter(dataset_id=run.dataset_id)
 
 
 # ---- caching what only the judge's results decide ----------------------------------------
@@ -108,9 +74,8 @@ def _count(run: Run) -> dict[str, int]:
     scores = Score.objects.filter(run=run).order_by()
     total = scores.values("item_id").distinct().count()
     open_items = scores.unreviewed().values("item_id").distinct().count()
-    failed = set(failed_scores(run).values_list("item_id", flat=True))
-    failed |= set(failed_rounds(run).values_list("item_id", flat=True))
-    return {"total": total, "failed": len(failed), "reviewed": total - open_items}
+    failed = RunItemQuerySet.of(run).failed().count()
+    return {"total": total, "failed": failed, "reviewed": total - open_items}
 
 
 # ---- the stratified sample ---------------------------------------------------------------
@@ -218,18 +183,18 @@ class Queue:
         return label
 
     # ---- filters -------------------------------------------------------------------------
-    def scoped(self, qs: QuerySet[Item]) -> QuerySet[Item]:
+    def scoped(self, qs: RunItemQuerySet) -> RunItemQuerySet:
         """Judged items this reviewer may be served: theirs if assigned, nobody else's."""
-        qs = qs.filter(judged_q(self.run))
+        qs = qs.judged()
         assignments = ReviewAssignment.objects.filter(run=self.run, item=OuterRef("pk"))
         if self.mine:
             return qs.filter(Exists(assignments.filter(user_id=self.user.pk)))
         return qs.exclude(Exists(assignments.exclude(user_id=self.user.pk)))
 
-    def servable(self, qs: QuerySet[Item]) -> QuerySet[Item]:
+    def servable(self, qs: RunItemQuerySet) -> RunItemQuerySet:
         """Of those, what "next" may serve now: not reviewed (if asked), not held by another."""
         if self.unreviewed:
-            qs = qs.filter(unreviewed_q(self.run))
+            qs = qs.unreviewed()
         locks = ReviewLock.objects.live().filter(run=self.run, item=OuterRef("pk"))
         return qs.exclude(Exists(locks.exclude(user_id=self.user.pk)))
 
@@ -245,11 +210,11 @@ class Queue:
             return self._listed_neighbours(self.ordered_ids, current, forward, limit)
         return self._segment_neighbours(current, forward, limit)
 
-    def _segments(self) -> list[QuerySet[Item]]:
+    def _segments(self) -> list[RunItemQuerySet]:
         """The order as consecutive runs of items, each in file order."""
-        items = run_items(self.run)
+        items = RunItemQuerySet.of(self.run)
         if self.order == "failed":
-            return [items.filter(failed_q(self.run)), items.exclude(failed_q(self.run))]
+            return [items.failed(), items.not_failed()]
         return [items]
 
     def _segment_neighbours(self, current: Item | None, forward: bool, limit: int) -> list[Item]:
@@ -290,8 +255,8 @@ class Queue:
         # Drawn from every judged item, whoever asks: the same seed gives everyone the same
         # sample; assignments and locks only decide who is served which of its items.
         rows = (
-            run_items(self.run)
-            .filter(judged_q(self.run))
+            RunItemQuerySet.of(self.run)
+            .judged()
             .order_by("position")
             .values_list("pk", "tags_text")
         )
@@ -345,7 +310,7 @@ class Queue:
         found: list[Item] = []
         for start in range(0, len(ahead), CHUNK):
             chunk = ahead[start : start + CHUNK]
-            qs = self.scoped(run_items(self.run).filter(pk__in=chunk))
+            qs = self.scoped(RunItemQuerySet.of(self.run).filter(pk__in=chunk))
             if forward:
                 qs = self.servable(qs)
             by_pk = {item.pk: item for item in qs}

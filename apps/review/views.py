@@ -14,11 +14,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.access import reviewer_required
 from apps.datasets.models import Item
-from apps.judges.models import Score, StaleScore
+from apps.judges.models import RunItemQuerySet, Score, StaleScore
 from apps.review import display, listing
 from apps.review.forms import BlindForm, BulkForm, ListFilterForm, OverrideForm, RevisionForm
 from apps.review.models import BlindEntry, ReviewLock
-from apps.review.queue import ORDERS, Queue, last_event_id, review_counts, run_items
+from apps.review.queue import ORDERS, Queue, last_event_id, review_counts
 from apps.runs.models import Run
 
 
@@ -84,7 +84,7 @@ def bulk(request: HttpRequest, run_id: int) -> HttpResponse:
         messages.error(request, "Choose an action.")
         return redirect(back)
     action, ids = form.cleaned_data["action"], form.item_ids()
-    items = run_items(run).filter(pk__in=ids)
+    items = RunItemQuerySet.of(run).filter(pk__in=ids)
     if action != "retry_all" and not ids:
         messages.error(request, "Tick the items to act on first.")
     elif action == "confirm":
@@ -99,7 +99,7 @@ def bulk(request: HttpRequest, run_id: int) -> HttpResponse:
 # ---- the queue ---------------------------------------------------------------------------
 def _current(run: Run, params: QueryDict) -> Item | None:
     after = params.get("after", "")
-    return run_items(run).filter(pk=int(after)).first() if after.isdigit() else None
+    return RunItemQuerySet.of(run).filter(pk=int(after)).first() if after.isdigit() else None
 
 
 def _queue_end(
@@ -144,7 +144,7 @@ def claim_item(request: HttpRequest, run_id: int) -> HttpResponse:
 def renew_lock(request: HttpRequest, run_id: int, item_id: int) -> HttpResponse:
     """Keep the item claimed while its page is open (the page asks every minute)."""
     run = _judge_run(run_id)
-    item = get_object_or_404(run_items(run), pk=item_id)
+    item = get_object_or_404(RunItemQuerySet.of(run), pk=item_id)
     claimed = ReviewLock.claim(run, item, request.user)
     if claimed and request.POST.get("opened") == "1":
         # A page just opened on this item: the reviewer has moved on from any other.
@@ -173,7 +173,7 @@ def _item_page(
 @require_GET
 def item_page(request: HttpRequest, run_id: int, item_id: int) -> HttpResponse:
     run = _judge_run(run_id)
-    item = get_object_or_404(run_items(run), pk=item_id)
+    item = get_object_or_404(RunItemQuerySet.of(run), pk=item_id)
     queue = Queue.from_params(run, request.user, request.GET)
     return render(request, "review/item.html", _item_page(request, run, item, queue))
 
