@@ -6,10 +6,20 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
+from django_htmx.middleware import HtmxDetails
 
 from apps.accounts.models import User
 
 View = Callable[..., HttpResponse]
+
+
+class AppRequest(HttpRequest):
+    """What every view of the app receives (for the type checker; as django-htmx documents):
+    LoginRequiredMiddleware has let only signed-in users through, and HtmxMiddleware has added
+    `htmx`."""
+
+    user: User
+    htmx: HtmxDetails
 
 
 def role_required(role: str) -> Callable[[View], View]:

@@ -8,5 +8,5 @@ from apps.accounts.models import User
 class UserAdmin(BaseUserAdmin):
     list_display = ("username", "email", "role", "is_staff", "is_active")
     list_filter = ("role", "is_staff", "is_active")
-    fieldsets = (*BaseUserAdmin.fieldsets, ("evalsite", {"fields": ("role",)}))
-    add_fieldsets = (*BaseUserAdmin.add_fieldsets, ("evalsite", {"fields": ("role",)}))
+    fieldsets = (*(BaseUserAdmin.fieldsets or ()), ("evalsite", {"fields": ("role",)}))
+    add_fieldsets = (*(BaseUserAdmin.add_fieldsets or ()), ("evalsite", {"fields": ("role",)}))

@@ -11,7 +11,7 @@ class User(AbstractUser):
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
 
     # Roles are ordered: an admin may do what a reviewer may, a reviewer what a viewer may.
-    RANK = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.ADMIN: 2}
+    RANK: dict[str, int] = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.ADMIN: 2}
 
     @property
     def effective_role(self) -> str:
@@ -30,7 +30,7 @@ class User(AbstractUser):
 
     # The admin role may do everything, the Django admin included, without
     # per-model permissions to keep in step with the role.
-    def has_perm(self, perm: str, obj: object = None) -> bool:
+    def has_perm(self, perm: str, obj: models.Model | None = None) -> bool:
         return (self.is_active and self.role == self.Role.ADMIN) or super().has_perm(perm, obj)
 
     def has_module_perms(self, app_label: str) -> bool:

@@ -1,4 +1,5 @@
-from typing import Any
+from collections import abc
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
@@ -114,12 +115,12 @@ class MappingForm(forms.Form):
         self.columns = columns
         choices = [(name, name) for name in columns]
         for name in ("id_column", "reference_column", "tags_column"):
-            self.fields[name].choices = [("", "—"), *choices]
+            cast(forms.ChoiceField, self.fields[name]).choices = [("", "—"), *choices]
         widest = checkbox_columns()
         self.wide = widest is not None and len(columns) > widest
         if not self.wide:
             for name in ("input_columns", "response_columns"):
-                self.fields[name].choices = choices
+                cast(forms.ChoiceField, self.fields[name]).choices = choices
             return
         # Too wide to tick: every role is typed (the single ones with the file's column names
         # to pick from), and a select of thousands of options would make a slow page too.
@@ -146,7 +147,7 @@ class MappingForm(forms.Form):
         if self.initial.get("input_columns") == self._unmapped(self.initial):
             self.initial = {**self.initial, "input_columns": []}
 
-    def _unmapped(self, data: dict[str, Any]) -> list[str]:
+    def _unmapped(self, data: abc.Mapping[str, Any]) -> list[str]:
         mapped = {data.get(key) for key in ("id_column", "reference_column", "tags_column")}
         mapped.update(data.get("response_columns") or [])
         return [name for name in self.columns if name not in mapped]
@@ -156,7 +157,8 @@ class MappingForm(forms.Form):
         return {"name": name, "format": fmt, **mapping.to_dict()}
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         try:
             data["mapping"] = Mapping.from_dict(data).validated(self.columns)
         except DatasetError as exc:

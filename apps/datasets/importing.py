@@ -281,14 +281,15 @@ def _insert_sql() -> str:
         "tags_text",
         "search_text",
     ]
-    columns = [meta.get_field(name).column for name in names]
-    json_columns = {meta.get_field("fields").column, meta.get_field("tags").column}
+    column_of = {field.name: str(field.column) for field in meta.concrete_fields}
+    columns = [column_of[name] for name in names]
+    json_columns = {column_of["fields"], column_of["tags"]}
     # PostgreSQL's jsonb wants a cast from the serialised text; SQLite stores the text as is.
     cast = "::jsonb" if connection.vendor == "postgresql" else ""
     placeholders = [f"%s{cast}" if column in json_columns else "%s" for column in columns]
     # Only names from the model's own metadata go into the text; every value is a parameter.
     return (
-        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(c) for c in columns)}) "  # noqa: S608
+        f"INSERT INTO {quote(str(meta.db_table))} ({', '.join(quote(c) for c in columns)}) "  # noqa: S608
         f"VALUES ({', '.join(placeholders)})"
     )
 

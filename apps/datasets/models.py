@@ -67,7 +67,8 @@ class Versioned(models.Model):
         return f"{self.name} v{self.version}"
 
     def versions(self) -> models.QuerySet[Any]:
-        return type(self)._default_manager.filter(task_id=self.task_id, name=self.name)
+        # `task` is each subclass's own foreign key (its related_name differs).
+        return type(self)._default_manager.filter(**{"task_id": self.task_id, "name": self.name})
 
     def is_latest(self) -> bool:
         return not self.versions().filter(version__gt=self.version).exists()
@@ -201,7 +202,7 @@ class Dataset(models.Model):
 
     def column_roles(self) -> list[tuple[str, list[str]]]:
         """Each column with what the mapping made of it (id, input, reference, tags, response)."""
-        roles = {
+        roles: dict[str, list[str] | list[str | None]] = {
             "id": [self.id_column],
             "input": self.input_columns,
             "reference": [self.reference_column],
@@ -257,11 +258,11 @@ def tags_text(tags: list[str]) -> str:
 
 
 class ItemQuerySet(models.QuerySet["Item"]):
-    def search(self, text: str) -> "ItemQuerySet":
+    def search(self, text: str) -> Self:
         text = text.strip().lower()
         return self.filter(search_text__contains=text) if text else self
 
-    def tagged(self, tag: str) -> "ItemQuerySet":
+    def tagged(self, tag: str) -> Self:
         return self.filter(tags_text__contains=tags_text([tag])) if tag else self
 
     def page_after(self, position: int | None, size: int) -> list["Item"]:

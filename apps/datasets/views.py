@@ -5,12 +5,12 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from apps.accounts.access import reviewer_required
+from apps.accounts.access import AppRequest, reviewer_required
 from apps.datasets import csvsafe
 from apps.datasets.browse import item_page, item_view_fields
 from apps.datasets.forms import MappingForm, TaskForm, UploadForm
@@ -26,7 +26,7 @@ PREVIEW_ROWS = 10
 PREVIEW_COLUMNS = 100
 
 
-def task_list(request: HttpRequest) -> HttpResponse:
+def task_list(request: AppRequest) -> HttpResponse:
     tasks = Task.objects.annotate(
         dataset_count=Count("datasets", distinct=True), run_count=Count("runs", distinct=True)
     )
@@ -34,7 +34,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
 
 
 @reviewer_required
-def task_create(request: HttpRequest) -> HttpResponse:
+def task_create(request: AppRequest) -> HttpResponse:
     form = TaskForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         task = form.save(commit=False)
@@ -45,7 +45,7 @@ def task_create(request: HttpRequest) -> HttpResponse:
     return render(request, "datasets/task_form.html", {"form": form})
 
 
-def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
+def task_detail(request: AppRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     context = {
         "task": task,
@@ -56,7 +56,7 @@ def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @reviewer_required
-def dataset_upload(request: HttpRequest, slug: str) -> HttpResponse:
+def dataset_upload(request: AppRequest, slug: str) -> HttpResponse:
     """Step 1: pick a file. It is staged and read whole, so file errors show right here."""
     task = get_object_or_404(Task, slug=slug)
     form = UploadForm(
@@ -84,7 +84,7 @@ def dataset_upload(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @reviewer_required
-def dataset_map(request: HttpRequest, slug: str, token: str) -> HttpResponse:
+def dataset_map(request: AppRequest, slug: str, token: str) -> HttpResponse:
     """Step 2: preview the rows, map the columns, import (here if small, else in a worker)."""
     task = get_object_or_404(Task, slug=slug)
     staged = StagedUpload.load(token, task.slug, request.user.pk)
@@ -103,7 +103,7 @@ def dataset_map(request: HttpRequest, slug: str, token: str) -> HttpResponse:
 
 
 def _import_staged(
-    request: HttpRequest, task: Task, staged: StagedUpload, data: dict[str, Any]
+    request: AppRequest, task: Task, staged: StagedUpload, data: dict[str, Any]
 ) -> HttpResponse:
     fmt, name, mapping = staged.meta["format"], data["name"], data["mapping"]
     if staged.imports_in_background:
@@ -121,7 +121,7 @@ def _import_staged(
 
 
 def _render_map(
-    request: HttpRequest,
+    request: AppRequest,
     task: Task,
     staged: StagedUpload,
     fmt: str | None,
@@ -160,12 +160,12 @@ def _render_map(
     return render(request, "datasets/map.html", context)
 
 
-def dataset_list(request: HttpRequest) -> HttpResponse:
+def dataset_list(request: AppRequest) -> HttpResponse:
     datasets = Dataset.objects.select_related("task").annotate(run_count=Count("runs"))
     return render(request, "datasets/dataset_list.html", {"datasets": datasets})
 
 
-def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def dataset_detail(request: AppRequest, pk: int) -> HttpResponse:
     dataset = get_object_or_404(Dataset.objects.select_related("task", "previous"), pk=pk)
     target = request.htmx.target if request.htmx else None
     if target == "import-progress":
@@ -191,7 +191,7 @@ def _progress(dataset: Dataset) -> dict[str, Any]:
     }
 
 
-def item_detail(request: HttpRequest, pk: int, position: int) -> HttpResponse:
+def item_detail(request: AppRequest, pk: int, position: int) -> HttpResponse:
     item = get_object_or_404(
         Item.objects.select_related("dataset__task"), dataset_id=pk, position=position
     )
@@ -206,7 +206,7 @@ def item_detail(request: HttpRequest, pk: int, position: int) -> HttpResponse:
     return render(request, "datasets/item_detail.html", context)
 
 
-def dataset_download(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpResponse:
+def dataset_download(request: AppRequest, pk: int, fmt: str) -> StreamingHttpResponse:
     """Every item's fields back as CSV (formula cells neutralised) or JSONL, streamed."""
     dataset = get_object_or_404(Dataset.objects.select_related("task"), pk=pk)
     if fmt not in ("csv", "jsonl") or dataset.status != Dataset.Status.READY:
@@ -227,7 +227,7 @@ def dataset_download(request: HttpRequest, pk: int, fmt: str) -> StreamingHttpRe
 
 @require_POST
 @reviewer_required
-def dataset_delete(request: HttpRequest, pk: int) -> HttpResponse:
+def dataset_delete(request: AppRequest, pk: int) -> HttpResponse:
     dataset = get_object_or_404(Dataset.objects.select_related("task"), pk=pk)
     try:
         dataset.delete()

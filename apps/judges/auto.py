@@ -79,7 +79,7 @@ def _judge_generation_run(run: Run) -> Run | None:
 def _rejudge_answered(judge_run: Run) -> Run | None:
     """The generation run finished again (resume, retry failed): judge the items that had
     nothing to judge before and have an answer now."""
-    if judge_run.is_active:
+    if judge_run.is_active or judge_run.source_run_id is None:
         return None
     answered = Response.objects.filter(run_id=judge_run.source_run_id).ok().values("item_id")
     ids = list(

@@ -1,7 +1,7 @@
 """Forms of the judges app: judges (versioned), judge runs, and a task's default judge."""
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -15,7 +15,7 @@ from apps.runs.forms import PromptTextField
 from apps.runs.models import Endpoint, LoggingMode, Run
 
 # Names every judge prompt may use besides the item's own fields (see apps/judges/judge_prompts.py).
-PROMPT_NAMES = {
+PROMPT_NAMES: dict[str, set[str]] = {
     Judge.Kind.RUBRIC: {
         "inputs",
         "response",
@@ -122,14 +122,14 @@ class JudgeForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.task = task
         self.editing = editing
-        self.fields["metric"].choices = [("", "—")] + [
+        cast(forms.ChoiceField, self.fields["metric"]).choices = [("", "—")] + [
             (
                 m.name,
                 f"{m.display_name} ({m.unit}, {'higher' if m.higher_is_better else 'lower'} is better)",
             )
             for m in METRICS.values()
         ]
-        self.fields["postprocess"].choices = [("", "none")] + [
+        cast(forms.ChoiceField, self.fields["postprocess"]).choices = [("", "none")] + [
             (p.name, p.display_name) for p in POSTPROCESSORS.values()
         ]
         self.fields["n_iter"].validators += [MinValueValidator(1), MaxValueValidator(20)]
@@ -144,11 +144,14 @@ class JudgeForm(forms.ModelForm):
         Judge.KIND_FIELDS entry, its legend naming its kinds, so that without JavaScript (which
         hides the groups of other kinds) the form still says which setting is for which kind."""
         grouped = {name for _, names in Judge.KIND_FIELDS for name in names}
-        groups = [("", [], [self[name] for name in self.fields if name not in grouped])]
+        groups: list[tuple[str, list[str], list[forms.BoundField]]] = [
+            ("", [], [self[name] for name in self.fields if name not in grouped])
+        ]
         labels = dict(Judge.Kind.choices)
         for kinds, names in Judge.KIND_FIELDS:
             words = [
-                w if w.startswith("LLM") else w[0].lower() + w[1:] for w in map(labels.get, kinds)
+                w if w.startswith("LLM") else w[0].lower() + w[1:]
+                for w in (str(labels[kind]) for kind in kinds)
             ]
             legend = "For " + " and ".join(words) + " judges" + (" only" if len(kinds) == 1 else "")
             groups.append((legend, [str(kind) for kind in kinds], [self[name] for name in names]))
@@ -169,7 +172,8 @@ class JudgeForm(forms.ModelForm):
         return value
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         kind = data.get("kind")
         if not kind or self.errors:
             return data
@@ -278,7 +282,7 @@ class JudgeRunForm(forms.Form):
     def __init__(self, *args: Any, judge: Judge, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.judge = judge
-        self.fields["responses"].choices = response_choices(judge.task)
+        cast(forms.ChoiceField, self.fields["responses"]).choices = response_choices(judge.task)
         if judge.uses_llm:
             self.fields["endpoint"].required = True
             # The task's judging endpoint, else the only endpoint there is.
@@ -340,12 +344,13 @@ class DefaultJudgeForm(forms.Form):
         )
         super().__init__(*args, **kwargs)
         self.task = task
-        self.fields["judge"].queryset = (
+        cast(forms.ModelChoiceField, self.fields["judge"]).queryset = (
             Judge.objects.filter(task=task).latest_versions().order_by("name")
         )
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         judge = data.get("judge")
         if judge is not None and judge.uses_llm and data.get("endpoint") is None:
             self.add_error("endpoint", f"{judge} is an LLM judge: choose the endpoint that judges.")

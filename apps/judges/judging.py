@@ -51,6 +51,7 @@ from apps.judges.models import (
     RetryScope,
     Score,
     awaiting_response,
+    judge_of,
 )
 from apps.judges.parsing import (
     AnswerKeyError,
@@ -62,8 +63,8 @@ from apps.judges.scoring import JudgeSpec, score_text
 from apps.runs.engine import Call, Progress, Result, RunPlugin, register
 from apps.runs.llm import RAW_LIMIT, Attempt, LLMError
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run
+from apps.runs.tuning import RULE_LANES
 
-RULE_LANES = 8  # rule-based judges: CPU only, a few lanes keep the database writes overlapped
 NOTHING_TO_JUDGE = "Nothing to judge:"  # how source problems start (auto-judge looks for it)
 
 
@@ -220,11 +221,11 @@ class JudgePlugin(RunPlugin):
         # As many items at once as the endpoint takes requests; their rounds then share the
         # limit through the chunk's own semaphore (JudgeContext.requests), so a round waiting
         # for its turn waits locally instead of polling the shared limit in Redis.
-        return run.endpoint.concurrency_limit if run.endpoint_id else RULE_LANES
+        return run.endpoint.concurrency_limit if run.endpoint is not None else RULE_LANES
 
     # -- loading work ------------------------------------------------------------------------
     def prepare(self, run: Run) -> JudgeContext:
-        judge = run.judge
+        judge = judge_of(run)
         spec = JudgeSpec.of(judge)
         spec.check()
         params: dict[str, Any] = {}
@@ -257,7 +258,9 @@ class JudgePlugin(RunPlugin):
 
     def load_units(self, run: Run, ctx: JudgeContext, keys: list[str]) -> list[JudgeUnit]:
         ids = [int(key) for key in keys]
-        rows = list(Item.objects.filter(id__in=ids).values("id", "fields", "reference"))
+        rows: list[dict[str, Any]] = [
+            dict(row) for row in Item.objects.filter(id__in=ids).values("id", "fields", "reference")
+        ]
         texts = self._texts(run, rows)
         kept: dict[int, dict[int, dict[str, float]]] = {}
         if run.mode != Run.Mode.OVERWRITE:
@@ -363,7 +366,7 @@ class JudgePlugin(RunPlugin):
             inputs = {name: fields.get(name) for name in ctx.input_columns}
         else:
             inputs = {k: v for k, v in fields.items() if k not in ctx.hidden_columns}
-        common = {
+        common: dict[str, Any] = {
             "response": response,
             "reference": reference,
             "fields": fields,
@@ -426,7 +429,7 @@ class JudgePlugin(RunPlugin):
             return RoundOutcome(
                 number, False, raw_reply=_clip(exc.raw), error_kind=exc.kind, error=exc.message
             )
-        usage = {
+        usage: dict[str, Any] = {
             "raw_reply": _clip(reply.text),
             "prompt_tokens": reply.prompt_tokens,
             "completion_tokens": reply.completion_tokens,

@@ -162,13 +162,12 @@ def retry_all_failed(run: Run) -> int:
 def retry_kind(run: Run, error_kind: str) -> int:
     """Judge again the failed items of one error kind (those that judging again may fix);
     returns how many are queued. Raises LaunchError when the run is still going."""
-    ids = (
+    ids = list(
         Score.objects.filter(run_id=run.pk, error_kind=error_kind)
         .retryable(run)
         .values_list("item_id", flat=True)
         .distinct()
     )
-    ids = list(ids)
     return retry_items(run, ids) if ids else 0
 
 

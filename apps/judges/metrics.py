@@ -365,8 +365,8 @@ def sentence_bleu(
         max_ref: Counter[tuple[str, ...]] = Counter()
         for ref in references:
             max_ref |= _ngrams(ref, n)
-        correct = sum(min(count, max_ref[gram]) for gram, count in hyp_counts.items())
-        counts.append((float(correct), float(sum(hyp_counts.values()))))
+        matched = sum(min(count, max_ref[gram]) for gram, count in hyp_counts.items())
+        counts.append((float(matched), float(sum(hyp_counts.values()))))
     if not any(correct for correct, _ in counts):
         return 0.0  # no word in common: smoothing must not invent a score
     precisions: list[float] = []

@@ -126,6 +126,13 @@ class Judge(Versioned):
         return [s["name"] for s in self.subjects]
 
 
+def judge_of(run: Run) -> Judge:
+    """The judge of a judge run. Asking a generation run is a programming error."""
+    if run.judge is None:
+        raise ValueError(f"Run #{run.pk} is a {run.kind} run; it has no judge.")
+    return run.judge
+
+
 class JudgeRound(models.Model):
     """One round of judging one item: all subjects from one reply, kept whatever happens."""
 
@@ -379,7 +386,8 @@ class Score(models.Model):
         return self.events.select_related("user").order_by("-created_at", "-pk").first()
 
     def value_range(self) -> tuple[float, float] | None:
-        subject = self.run.judge.subject(self.subject) if self.run.judge_id else None
+        judge = self.run.judge
+        subject = judge.subject(self.subject) if judge is not None else None
         return (float(subject["min"]), float(subject["max"])) if subject else None
 
     # ---- human changes: each is atomic, checks the revision, and leaves history ----
@@ -578,7 +586,7 @@ class RunItemQuerySet(ItemQuerySet):
     the (run, status) index and rescan every failed score for every item (two minutes at 100k).
     """
 
-    run_id: int | None = None
+    run_id: int = 0  # set by of(): no run, no items
 
     @classmethod
     def of(cls, run: Run) -> "RunItemQuerySet":

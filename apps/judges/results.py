@@ -31,7 +31,7 @@ from django.db.models import (
 from django.db.models.functions import Cast, Floor
 
 from apps.datasets.models import Item
-from apps.judges.models import JudgeRound, RunItemQuerySet, Score, awaiting_response
+from apps.judges.models import JudgeRound, RunItemQuerySet, Score, awaiting_response, judge_of
 from apps.runs.models import AttemptLog, ErrorKind, Run
 
 EXACT_BARS = 12  # at most this many distinct values: one bar per value, else binned
@@ -65,7 +65,7 @@ def _fmt(value: float) -> str:
 
 
 def subject_results(run: Run) -> list[SubjectResult]:
-    judge = run.judge
+    judge = judge_of(run)
     results = {
         s["name"]: SubjectResult(s["name"], _number(s.get("min")), _number(s.get("max")))
         for s in judge.subjects
@@ -254,7 +254,7 @@ def items_page(run: Run, filters: ItemFilters, number: Any) -> tuple[Page, list[
     ):
         by_item[score.item_id][score.subject] = score
     failed = set(RunItemQuerySet.of(run).failed().filter(pk__in=ids).values_list("pk", flat=True))
-    names = run.judge.subject_names
+    names = judge_of(run).subject_names
     rows = []
     for item in page:
         scores = by_item.get(item.pk, {})
@@ -300,7 +300,7 @@ class FailedGroup:
 def _failed_scores(run: Run) -> QuerySet[Score]:
     """One failed Score per failed item (every subject carries the item's error)."""
     return Score.objects.filter(
-        run=run, subject=run.judge.subject_names[0], status=Score.Status.FAILED
+        run=run, subject=judge_of(run).subject_names[0], status=Score.Status.FAILED
     )
 
 

@@ -1,13 +1,13 @@
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_POST
 
-from apps.accounts.access import reviewer_required
+from apps.accounts.access import AppRequest, reviewer_required
 from apps.datasets.models import Item, Task
 from apps.judges import results
 from apps.judges.forms import DefaultJudgeForm, JudgeForm, JudgeRunForm
@@ -19,13 +19,13 @@ from apps.judges.launching import (
     retry_items,
     retry_kind,
 )
-from apps.judges.models import Judge
+from apps.judges.models import Judge, judge_of
 from apps.runs.engine import LaunchError
 from apps.runs.models import ErrorKind, Run
 
 
 # ---- judges ---------------------------------------------------------------------------------------
-def judge_list(request: HttpRequest) -> HttpResponse:
+def judge_list(request: AppRequest) -> HttpResponse:
     judges = Judge.objects.latest_versions().select_related("task")
     task = Task.objects.filter(slug=request.GET.get("task", "")).first()
     # ?responses=run:ID (from a generation run's page) is handed on to the judge's start form.
@@ -39,7 +39,7 @@ def judge_list(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def set_default(request: HttpRequest, slug: str) -> HttpResponse:
+def set_default(request: AppRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     form = DefaultJudgeForm(request.POST, task=task)
     # The judge page's "make this the default" comes back to that page, errors and all.
@@ -47,7 +47,7 @@ def set_default(request: HttpRequest, slug: str) -> HttpResponse:
     back = back if url_has_allowed_host_and_scheme(back, {request.get_host()}) else ""
     if not form.is_valid() and back:
         for errors in form.errors.values():
-            messages.error(request, " ".join(errors))
+            messages.error(request, " ".join(str(error) for error in errors))
         return redirect(back)
     if not form.is_valid():
         judges = Judge.objects.latest_versions().filter(task=task).order_by("name")
@@ -67,7 +67,7 @@ def set_default(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @reviewer_required
-def judge_create(request: HttpRequest) -> HttpResponse:
+def judge_create(request: AppRequest) -> HttpResponse:
     task = Task.objects.filter(slug=request.GET.get("task", "")).first()
     if task is None:
         return render(request, "judges/pick_task.html", {"tasks": Task.objects.all()})
@@ -87,7 +87,7 @@ def _start_form_url(judge: Judge, responses: str) -> str:
 
 
 @reviewer_required
-def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def judge_edit(request: AppRequest, pk: int) -> HttpResponse:
     current = get_object_or_404(Judge.objects.select_related("task"), pk=pk)
     form = JudgeForm(request.POST or None, instance=current, task=current.task, editing=True)
     if request.method == "POST" and form.is_valid():
@@ -98,16 +98,19 @@ def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "judges/judge_form.html", context)
 
 
-def judge_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def judge_detail(request: AppRequest, pk: int) -> HttpResponse:
     judge = get_object_or_404(Judge.objects.select_related("task", "created_by"), pk=pk)
     initial = {"responses": request.GET.get("responses", "")}
     return _judge_page(request, judge, JudgeRunForm(judge=judge, initial=initial))
 
 
 def _judge_page(
-    request: HttpRequest, judge: Judge, form: JudgeRunForm, status: int = 200
+    request: AppRequest, judge: Judge, form: JudgeRunForm, status: int = 200
 ) -> HttpResponse:
-    default_system = {Judge.Kind.RUBRIC: DEFAULT_RUBRIC_SYSTEM, Judge.Kind.MCQ: DEFAULT_MCQ_SYSTEM}
+    default_system: dict[str, str] = {
+        Judge.Kind.RUBRIC: DEFAULT_RUBRIC_SYSTEM,
+        Judge.Kind.MCQ: DEFAULT_MCQ_SYSTEM,
+    }
     context = {
         "judge": judge,
         "versions": judge.versions().order_by("-version"),
@@ -122,7 +125,7 @@ def _judge_page(
 
 @require_POST
 @reviewer_required
-def judge_run_start(request: HttpRequest, pk: int) -> HttpResponse:
+def judge_run_start(request: AppRequest, pk: int) -> HttpResponse:
     judge = get_object_or_404(Judge.objects.select_related("task"), pk=pk)
     form = JudgeRunForm(request.POST, judge=judge)
     if form.is_valid():
@@ -154,9 +157,9 @@ def _judge_run(pk: int) -> Run:
     return run
 
 
-def run_results(request: HttpRequest, pk: int) -> HttpResponse:
+def run_results(request: AppRequest, pk: int) -> HttpResponse:
     run = _judge_run(pk)
-    subjects = run.judge.subject_names
+    subjects = judge_of(run).subject_names
     filters = results.ItemFilters.from_query(request.GET, subjects)
     page, rows = results.items_page(run, filters, request.GET.get("page"))
     context = {
@@ -171,12 +174,12 @@ def run_results(request: HttpRequest, pk: int) -> HttpResponse:
     }
     if request.htmx and request.htmx.target == "judge-items":
         return render(request, "judges/results.html#items", context)
-    context["summaries"] = results.subject_results(run)
-    context["tag_rows"] = results.tag_table(context["summaries"])
+    summaries = results.subject_results(run)
+    context |= {"summaries": summaries, "tag_rows": results.tag_table(summaries)}
     return render(request, "judges/results.html", context)
 
 
-def failed_items(request: HttpRequest, pk: int) -> HttpResponse:
+def failed_items(request: AppRequest, pk: int) -> HttpResponse:
     """One line per failed item, grouped by error kind; the details fold open in place."""
     run = _judge_run(pk)
     kind = request.GET.get("kind", "")
@@ -196,7 +199,7 @@ def failed_items(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "judges/failed.html", context)
 
 
-def _back_to_failed(run: Run, request: HttpRequest) -> HttpResponse:
+def _back_to_failed(run: Run, request: AppRequest) -> HttpResponse:
     url = reverse("judges:failed", args=[run.pk])
     kind = request.POST.get("kind", "")
     return redirect(f"{url}?{urlencode({'kind': kind})}" if kind in ErrorKind.values else url)
@@ -204,7 +207,7 @@ def _back_to_failed(run: Run, request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def retry_item(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
+def retry_item(request: AppRequest, pk: int, item_id: int) -> HttpResponse:
     run = _judge_run(pk)
     item = get_object_or_404(Item, pk=item_id, dataset_id=run.dataset_id)
     try:
@@ -221,7 +224,7 @@ def retry_item(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def retry_failed_kind(request: HttpRequest, pk: int) -> HttpResponse:
+def retry_failed_kind(request: AppRequest, pk: int) -> HttpResponse:
     run = _judge_run(pk)
     kind = request.POST.get("error_kind", "")
     if kind not in ErrorKind.values:
@@ -243,7 +246,7 @@ def retry_failed_kind(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def retry_failed(request: HttpRequest, pk: int) -> HttpResponse:
+def retry_failed(request: AppRequest, pk: int) -> HttpResponse:
     run = _judge_run(pk)
     try:
         count = retry_all_failed(run)

@@ -29,6 +29,7 @@ from django.db.models import Exists, OuterRef, Q
 from apps.datasets.models import Task
 from apps.judges.models import Judge, Score
 from apps.leaderboards.stats import categories_for, confusion, weighted_kappa
+from apps.leaderboards.summaries import valued
 from apps.review.models import BlindEntry
 from apps.runs.models import Run
 
@@ -99,12 +100,13 @@ def agreement(task: Task) -> list[Agreement]:
         key = (judge_id, subject)
         entry = counts.setdefault(key, Agreement(judges[judge_id], subject))
         entered = blind.get(score_id, [])
-        judged = judge_value is not None and status == Score.Status.OK
+        judged = valued(status, judge_value)
         entry.reviewed += 1
         entry.blind_entries += len(entered)
-        if judged:
+        if judged is not None:
             entry.blind_compared += len(entered)
             entry.blind_agreeing += sum(1 for v in entered if v == judge_value)
+        human: float | None
         if override is not None:
             entry.overridden += 1
             human = override
@@ -114,12 +116,12 @@ def agreement(task: Task) -> list[Agreement]:
         else:
             entry.blind_only += 1
             human = entered[0] if len(set(entered)) == 1 else None
-        if not judged:
+        if judged is None:
             entry.judge_failed += 1
         elif human is None:
             entry.unsettled += 1
         else:
-            pairs.setdefault(key, []).append((float(judge_value), float(human)))
+            pairs.setdefault(key, []).append((judged, float(human)))
     for key, entry in counts.items():
         values = pairs.get(key, [])
         entry.compared = len(values)

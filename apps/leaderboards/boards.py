@@ -115,11 +115,10 @@ def pick_judge(
 def model_label(run: Run) -> str:
     if run.label:
         return run.label
-    if run.source_run_id:
-        source = run.source_run
+    if (source := run.source_run) is not None:
         if source.label:
             return source.label
-        return source.endpoint.model if source.endpoint_id else f"run #{source.pk}"
+        return source.endpoint.model if source.endpoint is not None else f"run #{source.pk}"
     if run.source_column:
         return f"{run.source_column} ({run.dataset.name} v{run.dataset.version})"
     return f"run #{run.pk}"
@@ -313,7 +312,7 @@ def build(task: Task, params: Params) -> Board:
     board.weights = {s.name: params.weights.get(s.name, 1.0) for s in board.subjects}
     board.normalised = all(s.has_range for s in board.subjects)
     for run in runs:
-        cells = {mode: {} for mode in MODES}
+        cells: dict[str, dict[str, Any]] = {mode: {} for mode in MODES}
         for info in board.subjects:
             group, items = summaries.merged(scores[run.pk], info.name, tag)
             scored = group.judge.n + group.judge_failed
@@ -506,17 +505,19 @@ def chart(board: Board) -> dict[str, Any] | None:
     values = [v for _, v, _ in bars if v is not None]
     if not values:
         return None
-    if info is not None and info.has_range:
+    low: float
+    high: float
+    if info is not None and info.has_range and info.low is not None and info.high is not None:
         low, high = info.low, info.high
     elif key == "overall" and board.normalised:
         low, high = 0.0, 100.0
     else:
         ends = values + [c.low for _, _, c in bars if c] + [c.high for _, _, c in bars if c]
         low, high = min(0.0, min(ends)), max(ends)
-    span = (high - low) or 1.0  # type: ignore[operator]
+    span = (high - low) or 1.0
 
     def x(v: float) -> float:
-        return round((min(max(v, low), high) - low) / span * 100, 2)  # type: ignore[operator]
+        return round((min(max(v, low), high) - low) / span * 100, 2)
 
     out = []
     for row, value, ci in bars:

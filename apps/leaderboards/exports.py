@@ -35,7 +35,7 @@ from django.db.models.functions import Cast, Concat
 
 from apps.datasets.csvsafe import cell, neutralise
 from apps.datasets.models import Item
-from apps.judges.models import JudgeRound
+from apps.judges.models import JudgeRound, judge_of
 from apps.leaderboards.boards import Board, Row
 from apps.review.models import BlindEntry
 from apps.runs.models import Response, Run
@@ -94,7 +94,7 @@ def dataset_columns(run: Run) -> list[str]:
 
 def subjects_of(run: Run) -> list[str]:
     if run.judge_id:
-        return list(run.judge.subject_names)
+        return list(judge_of(run).subject_names)
     return []
 
 

@@ -80,8 +80,9 @@ def fingerprint(run: Run) -> str:
     return f"{VERSION}|{run.results_fingerprint}"
 
 
-def is_valued(status: str, judge_value: float | None) -> bool:
-    return status == Score.Status.OK and judge_value is not None
+def valued(status: str, judge_value: float | None) -> float | None:
+    """The judge's value of a score that counts (an OK score); None for a failed one."""
+    return float(judge_value) if status == Score.Status.OK and judge_value is not None else None
 
 
 def compute(run: Run) -> RunSummary:
@@ -96,8 +97,8 @@ def compute(run: Run) -> RunSummary:
     )
     for subject, tags_text, status, judge_value, count in rows.iterator(chunk_size=5000):
         entry = groups.setdefault((subject, tags_text), [Dist(), 0])
-        if is_valued(status, judge_value):
-            entry[0].add(judge_value, count)
+        if (value := valued(status, judge_value)) is not None:
+            entry[0].add(value, count)
         else:
             entry[1] += count
     item_counts = dict(
@@ -133,14 +134,15 @@ def item_vectors(run: Run, subjects: list[str]) -> list[list]:
         .values_list("item_id", "item__tags_text", "subject", "status", "judge_value")
         .order_by("item_id")
     )
-    current, tags, vector = None, "", [None] * len(subjects)
+    vector: list[float | None] = [None] * len(subjects)
+    current, tags = None, ""
     for item_id, tags_text, subject, status, judge_value in rows.iterator(chunk_size=5000):
         if item_id != current:
             if current is not None:
                 counts[tags][tuple(vector)] += 1
             current, tags, vector = item_id, tags_text, [None] * len(subjects)
-        if is_valued(status, judge_value):
-            vector[index[subject]] = float(judge_value)
+        if (value := valued(status, judge_value)) is not None:
+            vector[index[subject]] = value
     if current is not None:
         counts[tags][tuple(vector)] += 1
     return [
@@ -213,9 +215,11 @@ def human_overlay(scores: dict[int, RunScores]) -> None:
         group = scores[run_id].groups.get((subject, tags_text))
         if group is None:  # scored after the summary: the fingerprint will catch up
             continue
+        if override_value is None:  # the query asks for overridden scores only
+            continue
         group.overridden += 1
-        if is_valued(status, judge_value):
-            group.human.remove(judge_value)
+        if (value := valued(status, judge_value)) is not None:
+            group.human.remove(value)
         else:
             group.human_failed -= 1
         group.human.add(override_value)
@@ -237,7 +241,7 @@ def move_vectors(scores: dict[int, RunScores], items: dict[tuple[int, int], str]
         width = len(run_scores.vector_subjects)
         judge, human = vectors.setdefault((run_id, item_id), ([None] * width, [None] * width))
         at = run_scores.vector_subjects.index(subject)
-        judge[at] = float(judge_value) if is_valued(status, judge_value) else None
+        judge[at] = valued(status, judge_value)
         human[at] = float(override_value) if override_value is not None else judge[at]
     for (run_id, item_id), (judge, human) in vectors.items():
         counts = scores[run_id].vectors.get(items[run_id, item_id])

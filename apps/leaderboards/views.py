@@ -1,10 +1,12 @@
 from collections.abc import Iterable
 
 from django.db.models import Count, Q
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from apps.accounts.access import AppRequest
 from apps.datasets.models import Task
 from apps.leaderboards import agreement as agreement_mod
 from apps.leaderboards import boards, exports, formatting
@@ -14,14 +16,14 @@ from apps.runs.models import Run
 VALUE_VIEWS = [("both", "Side by side"), ("human", "Human-corrected"), ("judge", "Judge only")]
 
 
-def _format(request: HttpRequest) -> str:
+def _format(request: AppRequest) -> str:
     fmt = request.GET.get("format", "csv")
     if fmt not in exports.FORMATS:
         raise Http404(f"Unknown export format {fmt!r}: use csv or jsonl.")
     return fmt
 
 
-def _download(chunks: Iterable[str], fmt: str, name: str, stream: bool) -> HttpResponse:
+def _download(chunks: Iterable[str], fmt: str, name: str, stream: bool) -> HttpResponseBase:
     cls = StreamingHttpResponse if stream else HttpResponse
     body = chunks if stream else "".join(chunks)
     response = cls(body, content_type=exports.FORMATS[fmt])
@@ -30,7 +32,7 @@ def _download(chunks: Iterable[str], fmt: str, name: str, stream: bool) -> HttpR
 
 
 @require_GET
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: AppRequest) -> HttpResponse:
     tasks = Task.objects.annotate(
         judge_runs=Count("runs", filter=Q(runs__kind=Run.Kind.JUDGE))
     ).order_by("slug")
@@ -38,7 +40,7 @@ def index(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def board(request: HttpRequest, slug: str) -> HttpResponse:
+def board(request: AppRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     built = boards.build(task, boards.Params.from_query(request.GET))
     context = {
@@ -54,7 +56,7 @@ def board(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @require_GET
-def board_export(request: HttpRequest, slug: str) -> HttpResponse:
+def board_export(request: AppRequest, slug: str) -> HttpResponseBase:
     task = get_object_or_404(Task, slug=slug)
     fmt = _format(request)
     built = boards.build(task, boards.Params.from_query(request.GET))
@@ -66,7 +68,7 @@ def board_export(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @require_GET
-def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_export(request: AppRequest, run_id: int) -> HttpResponseBase:
     run = get_object_or_404(Run.objects.select_related("dataset", "judge", "task"), pk=run_id)
     fmt = _format(request)
     chunks = exports.results_csv(run) if fmt == "csv" else exports.results_jsonl(run)
@@ -74,7 +76,7 @@ def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 @require_GET
-def compare(request: HttpRequest, slug: str) -> HttpResponse:
+def compare(request: AppRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     runs = list(
         task.runs.judging()
@@ -99,13 +101,13 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "leaderboards/compare.html", context)
 
 
-def _run_param(request: HttpRequest, name: str, runs: dict[int, Run]) -> Run | None:
+def _run_param(request: AppRequest, name: str, runs: dict[int, Run]) -> Run | None:
     value = request.GET.get(name, "")
     return runs.get(int(value)) if value.isdigit() else None
 
 
 @require_GET
-def agreement(request: HttpRequest, slug: str) -> HttpResponse:
+def agreement(request: AppRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     rows = agreement_mod.agreement(task)
     return render(request, "leaderboards/agreement.html", {"task": task, "rows": rows})

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 
 from apps.datasets.models import Item
 from apps.datasets.values import as_text
-from apps.judges.models import JudgeRound, Score, ScoreEvent, StaleScore
+from apps.judges.models import JudgeRound, Score, ScoreEvent, StaleScore, judge_of
 from apps.review.models import BlindEntry, ReviewAssignment, ReviewLock
 from apps.review.scales import DigitKeys, digit_keys
 from apps.runs.models import AttemptLog, Response, Run
@@ -72,7 +72,7 @@ def subject_views(run: Run, item: Item, user: Any, blind: bool) -> list[SubjectV
         entry.score_id: entry
         for entry in BlindEntry.objects.filter(score__in=scores, user_id=user.pk)
     }
-    order = {name: index for index, name in enumerate(run.judge.subject_names)}
+    order = {name: index for index, name in enumerate(judge_of(run).subject_names)}
     scores.sort(key=lambda s: (order.get(s.subject, len(order)), s.subject))
     return [
         subject_view(score, run, user, blind, events.get(score.pk, []), entries.get(score.pk))
@@ -93,7 +93,7 @@ def subject_view(
         blind_entry = BlindEntry.objects.filter(score=score, user_id=user.pk).first()
     own_change = user.pk in (score.override_by_id, score.confirmed_by_id)
     hidden = blind and blind_entry is None and not own_change
-    spec = run.judge.subject(score.subject) or {}
+    spec = judge_of(run).subject(score.subject) or {}
     view = SubjectView(
         score=score,
         spec=spec,
@@ -102,7 +102,7 @@ def subject_view(
         hidden=hidden,
         may_edit=user.can_edit,
         may_revert=score.may_revert(user),
-        keys=digit_keys(run.judge, spec),
+        keys=digit_keys(judge_of(run), spec),
     )
     if not hidden:
         # Prefill the override with the reviewer's blind value, else the current one.
@@ -172,7 +172,7 @@ def inputs_of(run: Run, item: Item) -> tuple[list[tuple[str, str]], list[tuple[s
 
 
 def rounds_of(run: Run, item: Item) -> list[dict[str, Any]]:
-    names = run.judge.subject_names
+    names = judge_of(run).subject_names
     rounds = []
     for judge_round in JudgeRound.objects.filter(run=run, item=item).order_by("round"):
         values = judge_round.values or {}

@@ -1,13 +1,15 @@
 import math
+from typing import cast
 from urllib.parse import urlencode
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.http import QueryDict
 
 
 class FiniteFloatField(forms.FloatField):
     def validate(self, value: float | None) -> None:
-        super().validate(value)
+        super().validate(value)  # type: ignore[arg-type]
         if value is not None and not math.isfinite(value):
             raise ValidationError("Enter a number.", code="invalid")
 
@@ -71,4 +73,6 @@ class BulkForm(forms.Form):
 
     def item_ids(self) -> list[int]:
         """The ticked items; which of them belong to the run is the caller's filter."""
-        return sorted({int(raw) for raw in self.data.getlist("item") if raw.isdigit()})
+        return sorted(
+            {int(raw) for raw in cast(QueryDict, self.data).getlist("item") if raw.isdigit()}
+        )

@@ -10,12 +10,12 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Page, Paginator
 from django.db.models import Exists, OuterRef, QuerySet
-from django.http import HttpRequest
 
+from apps.accounts.access import AppRequest
 from apps.accounts.models import User
 from apps.datasets.models import Item
 from apps.judges.launching import retry_failed_items
-from apps.judges.models import RunItemQuerySet, Score
+from apps.judges.models import RunItemQuerySet, Score, judge_of
 from apps.review.models import ReviewAssignment, ReviewLock
 from apps.review.templatetags.review import num
 from apps.runs.models import Run
@@ -74,7 +74,7 @@ def rows(run: Run, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         .filter(run=run, item_id__in=ids)
         .values_list("item_id", "user__username")
     )
-    subjects = run.judge.subject_names
+    subjects = judge_of(run).subject_names
     out = []
     for item in items:
         pk = item["pk"]
@@ -113,7 +113,7 @@ def reviewers(user: Any) -> QuerySet[User]:
 
 
 # ---- bulk actions ------------------------------------------------------------------------
-def bulk_confirm(request: HttpRequest, run: Run, items: QuerySet[Item]) -> None:
+def bulk_confirm(request: AppRequest, run: Run, items: QuerySet[Item]) -> None:
     scores = Score.objects.filter(run=run, item__in=items)
     confirmed = scores.bulk_confirm(request.user)
     still_open = scores.unreviewed().count()
@@ -123,7 +123,7 @@ def bulk_confirm(request: HttpRequest, run: Run, items: QuerySet[Item]) -> None:
     messages.success(request, message)
 
 
-def retry_failed(request: HttpRequest, run: Run, items: QuerySet[Item] | None) -> None:
+def retry_failed(request: AppRequest, run: Run, items: QuerySet[Item] | None) -> None:
     """Queue exactly the failed items (of those ticked, or all) to be judged again."""
     failed = RunItemQuerySet.of(run).failed()
     if items is not None:
@@ -141,7 +141,7 @@ def retry_failed(request: HttpRequest, run: Run, items: QuerySet[Item] | None) -
 
 
 def bulk_assign(
-    request: HttpRequest, run: Run, items: QuerySet[Item], action: str, assignee_id: int | None
+    request: AppRequest, run: Run, items: QuerySet[Item], action: str, assignee_id: int | None
 ) -> None:
     if not request.user.is_admin:
         raise PermissionDenied("Only admins assign items.")
@@ -150,7 +150,9 @@ def bulk_assign(
         removed = ReviewAssignment.unassign(run, ids)
         messages.success(request, f"Unassigned {removed} item{'s' if removed != 1 else ''}.")
         return
-    assignee = reviewers(request.user).filter(pk=assignee_id).first()
+    assignee = (
+        reviewers(request.user).filter(pk=assignee_id).first() if assignee_id is not None else None
+    )
     if assignee is None:
         messages.error(request, "Choose a reviewer to assign the items to.")
         return

@@ -88,9 +88,12 @@ class ReviewAssignment(models.Model):
     def assign(cls, run: Run, item_ids: list[int], user: Any, by: Any) -> int:
         """Hand these items to `user` (replacing earlier assignments); returns how many."""
         with transaction.atomic():
-            cls.objects.filter(run=run, item_id__in=item_ids).delete()
-            cls.objects.bulk_create(
-                [cls(run=run, item_id=pk, user=user, assigned_by=by) for pk in item_ids]
+            ReviewAssignment.objects.filter(run=run, item_id__in=item_ids).delete()
+            ReviewAssignment.objects.bulk_create(
+                [
+                    ReviewAssignment(run=run, item_id=pk, user=user, assigned_by=by)
+                    for pk in item_ids
+                ]
             )
         return len(item_ids)
 

@@ -31,7 +31,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 
 from apps.datasets.models import Item
-from apps.judges.models import RunItemQuerySet, Score, ScoreEvent
+from apps.judges.models import RunItemQuerySet, Score, ScoreEvent, judge_of
 from apps.review.models import ReviewAssignment, ReviewLock
 from apps.runs.models import Run
 
@@ -264,7 +264,8 @@ class Queue:
 
     def _per_subject(self, make: Any, default: Any) -> Case:
         whens = [
-            When(subject=subject["name"], then=make(subject)) for subject in self.run.judge.subjects
+            When(subject=subject["name"], then=make(subject))
+            for subject in judge_of(self.run).subjects
         ]
         return Case(*whens, default=default, output_field=FloatField())
 

@@ -6,13 +6,13 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.accounts.access import reviewer_required
+from apps.accounts.access import AppRequest, reviewer_required
 from apps.datasets.models import Item
 from apps.judges.models import RunItemQuerySet, Score, StaleScore
 from apps.review import display, listing
@@ -42,7 +42,7 @@ def item_url(run: Run, item: Item, queue: Queue, anchor: str = "") -> str:
 
 # ---- the list of judge runs and the review list of one run --------------------------------
 @require_GET
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: AppRequest) -> HttpResponse:
     runs = Run.objects.judging().with_names().select_related("task")
     page = Paginator(runs, 25).get_page(request.GET.get("page"))
     last_event = last_event_id()
@@ -51,7 +51,7 @@ def index(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def run_review(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_review(request: AppRequest, run_id: int) -> HttpResponse:
     run = _judge_run(run_id)
     form = ListFilterForm(request.GET)
     filters = form.values()
@@ -76,7 +76,7 @@ def run_review(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def bulk(request: HttpRequest, run_id: int) -> HttpResponse:
+def bulk(request: AppRequest, run_id: int) -> HttpResponse:
     run = _judge_run(run_id)
     form = BulkForm(request.POST)
     back = reverse("review:run", args=[run.pk]) + "?" + ListFilterForm(request.POST).urlencoded()
@@ -103,7 +103,7 @@ def _current(run: Run, params: QueryDict) -> Item | None:
 
 
 def _queue_end(
-    request: HttpRequest, run: Run, current: Item | None, queue: Queue, forward: bool
+    request: AppRequest, run: Run, current: Item | None, queue: Queue, forward: bool
 ) -> HttpResponse:
     messages.info(
         request,
@@ -115,7 +115,7 @@ def _queue_end(
 
 
 @require_GET
-def next_item(request: HttpRequest, run_id: int) -> HttpResponse:
+def next_item(request: AppRequest, run_id: int) -> HttpResponse:
     """Look at the next item of a queue without claiming it (how viewers walk a queue)."""
     run = _judge_run(run_id)
     queue = Queue.from_params(run, request.user, request.GET)
@@ -128,7 +128,7 @@ def next_item(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def claim_item(request: HttpRequest, run_id: int) -> HttpResponse:
+def claim_item(request: AppRequest, run_id: int) -> HttpResponse:
     """Serve the next item of a queue and lock it, so no other reviewer gets it meanwhile."""
     run = _judge_run(run_id)
     queue = Queue.from_params(run, request.user, request.POST)
@@ -141,7 +141,7 @@ def claim_item(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def renew_lock(request: HttpRequest, run_id: int, item_id: int) -> HttpResponse:
+def renew_lock(request: AppRequest, run_id: int, item_id: int) -> HttpResponse:
     """Keep the item claimed while its page is open (the page asks every minute)."""
     run = _judge_run(run_id)
     item = get_object_or_404(RunItemQuerySet.of(run), pk=item_id)
@@ -157,7 +157,7 @@ def renew_lock(request: HttpRequest, run_id: int, item_id: int) -> HttpResponse:
 
 # ---- the item page -----------------------------------------------------------------------
 def _item_page(
-    request: HttpRequest, run: Run, item: Item, queue: Queue, **overrides: Any
+    request: AppRequest, run: Run, item: Item, queue: Queue, **overrides: Any
 ) -> dict[str, Any]:
     context = display.item_context(run, item, request.user, queue.blind)
     if overrides.get("subject") is not None:
@@ -171,7 +171,7 @@ def _item_page(
 
 
 @require_GET
-def item_page(request: HttpRequest, run_id: int, item_id: int) -> HttpResponse:
+def item_page(request: AppRequest, run_id: int, item_id: int) -> HttpResponse:
     run = _judge_run(run_id)
     item = get_object_or_404(RunItemQuerySet.of(run), pk=item_id)
     queue = Queue.from_params(run, request.user, request.GET)
@@ -180,7 +180,7 @@ def item_page(request: HttpRequest, run_id: int, item_id: int) -> HttpResponse:
 
 # ---- changing one score ------------------------------------------------------------------
 def _answer(
-    request: HttpRequest, score: Score, queue: Queue, ok: bool, **outcome: Any
+    request: AppRequest, score: Score, queue: Queue, ok: bool, **outcome: Any
 ) -> HttpResponse:
     """The subject's card for HTMX; otherwise back to the page (or the page with the error)."""
     score.refresh_from_db()
@@ -188,7 +188,7 @@ def _answer(
         display.subject_view(score, score.run, request.user, queue.blind), **outcome
     )
     if request.htmx:
-        html = render_to_string(
+        html: str = render_to_string(
             "review/_score.html", {"sv": view, "queue_params": queue.params()}, request
         )
         if outcome.get("saved") == "blind":
@@ -202,7 +202,7 @@ def _answer(
     return render(request, "review/item.html", context, status=status)
 
 
-def _evidence_oob(request: HttpRequest, score: Score, queue: Queue) -> str:
+def _evidence_oob(request: AppRequest, score: Score, queue: Queue) -> str:
     """Once the last blind subject is entered, the judge's rounds appear too."""
     views = display.subject_views(score.run, score.item, request.user, queue.blind)
     if any(view.hidden for view in views):
@@ -212,7 +212,7 @@ def _evidence_oob(request: HttpRequest, score: Score, queue: Queue) -> str:
     return render_to_string("review/_evidence.html", context, request)
 
 
-def _change(request: HttpRequest, score_id: int, form_class: type, apply: Any) -> HttpResponse:
+def _change(request: AppRequest, score_id: int, form_class: type, apply: Any) -> HttpResponse:
     score = _score(score_id)
     queue = Queue.from_params(score.run, request.user, request.POST)
     form = form_class(request.POST)
@@ -230,7 +230,7 @@ def _change(request: HttpRequest, score_id: int, form_class: type, apply: Any) -
 
 @require_POST
 @reviewer_required
-def override(request: HttpRequest, score_id: int) -> HttpResponse:
+def override(request: AppRequest, score_id: int) -> HttpResponse:
     def apply(score: Score, data: dict[str, Any]) -> str:
         score.override(data["value"], request.user, data["reason"], data["revision"])
         return "overridden"
@@ -240,7 +240,7 @@ def override(request: HttpRequest, score_id: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def confirm(request: HttpRequest, score_id: int) -> HttpResponse:
+def confirm(request: AppRequest, score_id: int) -> HttpResponse:
     def apply(score: Score, data: dict[str, Any]) -> str:
         score.confirm(request.user, data["revision"], reason=data["reason"].strip())
         return "confirmed"
@@ -250,7 +250,7 @@ def confirm(request: HttpRequest, score_id: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def revert(request: HttpRequest, score_id: int) -> HttpResponse:
+def revert(request: AppRequest, score_id: int) -> HttpResponse:
     if not _score(score_id).may_revert(request.user):
         raise PermissionDenied("Only an admin may revert someone else's change.")
 
@@ -263,7 +263,7 @@ def revert(request: HttpRequest, score_id: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def blind_entry(request: HttpRequest, score_id: int) -> HttpResponse:
+def blind_entry(request: AppRequest, score_id: int) -> HttpResponse:
     """The reviewer's own value, given before the judge's is shown; then both show."""
 
     def apply(score: Score, data: dict[str, Any]) -> str:

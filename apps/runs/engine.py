@@ -95,20 +95,26 @@ from apps.runs.limits import KEY_PREFIX, EndpointSemaphore, RateLimiter, async_r
 from apps.runs.llm import LLM, Attempt, LLMError, Reply, SlotPool, Stopped, run_async
 from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Run
 from apps.runs.signals import run_finished
+from apps.runs.tuning import (
+    CANCEL_GRACE,
+    CHUNK_BUDGET_SHARE,
+    CHUNK_TIMEOUT_MARGIN,
+    CHUNK_TIMEOUT_MAX,
+    CHUNK_TIMEOUT_MIN,
+    CHUNK_TIMEOUT_SLACK,
+    DB_HEARTBEAT_EVERY,
+    FLUSH_AFTER,
+    FLUSH_EVERY,
+    FLUSH_GAP,
+    HEARTBEAT_EVERY,
+    JOB_LEASE_SECONDS,
+    KEY_TTL,
+    TAKE_BATCH_MAX,
+    TAKE_BATCH_MIN,
+    UNIT_SECONDS_WITHOUT_ENDPOINT,
+    WRITER_TICK,
+)
 from evalsite.enqueue import enqueue, enqueue_now
-
-FLUSH_EVERY = 20
-FLUSH_GAP = 0.2
-FLUSH_AFTER = 1.0
-WRITER_TICK = 0.05
-HEARTBEAT_EVERY = 1.0
-DB_HEARTBEAT_EVERY = 5.0
-# A chunk renews its lease every HEARTBEAT_EVERY s from a thread of its own (LeaseKeeper), so
-# only a dead (or frozen) process misses fifteen renewals in a row; then the watchdog hands its
-# units to live workers (see `reap`).
-JOB_LEASE_SECONDS = 15
-CANCEL_GRACE = 3.0
-KEY_TTL = 7 * 24 * 3600
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +185,7 @@ class RunPlugin(ABC):
     def settled_counts(self, run: Run, mode: str) -> tuple[int, int]: ...
 
     def lanes(self, run: Run) -> int:
-        return run.endpoint.concurrency_limit if run.endpoint_id else 1
+        return run.endpoint.concurrency_limit if run.endpoint is not None else 1
 
     def unsettled_keys(self, run: Run, keys: list[str]) -> list[str]:
         """Those of `keys` this epoch still has to do (a dead chunk may have done some)."""
@@ -390,12 +396,13 @@ class LaunchError(Exception):
 def chunk_timeout(run: Run, lanes: int) -> int:
     """RQ's limit for one chunk job: its `chunk_size` units in the worst case, with margin."""
     endpoint = run.endpoint
-    per_unit = 60.0
+    per_unit = UNIT_SECONDS_WITHOUT_ENDPOINT
     if endpoint is not None:
         retries = endpoint.max_retries
         per_unit = (endpoint.timeout_seconds + 5) * (retries + 1) + 30.0 * retries
     waves = math.ceil(max(run.chunk_size, 1) / max(lanes, 1))
-    return int(min(max(600.0, waves * per_unit * 1.5 + 120), 24 * 3600))
+    limit = waves * per_unit * CHUNK_TIMEOUT_MARGIN + CHUNK_TIMEOUT_SLACK
+    return int(min(max(CHUNK_TIMEOUT_MIN, limit), CHUNK_TIMEOUT_MAX))
 
 
 def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
@@ -537,7 +544,9 @@ def run_chunk(run_id: int, epoch: int, n: int) -> str:
     try:
         plugin = plugin_for(run)
         lanes = max(1, plugin.lanes(run))
-        runner = ChunkRunner(run, plugin, me, lanes, budget=chunk_timeout(run, lanes) * 0.5)
+        runner = ChunkRunner(
+            run, plugin, me, lanes, budget=chunk_timeout(run, lanes) * CHUNK_BUDGET_SHARE
+        )
         runner.lease = lease
         # Our own thread does the ORM work: the event loop thread must not touch the DB.
         connection.close()
@@ -805,7 +814,7 @@ class ChunkRunner:
             todo_key(self.run.pk, self.epoch),
             self.held,
         ]
-        batch = max(8, min(self.lanes, 256))
+        batch = max(TAKE_BATCH_MIN, min(self.lanes, TAKE_BATCH_MAX))
         while not self.stop.is_set():
             over_budget = time.monotonic() - self.started > self.budget
             if claimed >= self.run.chunk_size and over_budget:

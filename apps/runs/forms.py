@@ -1,4 +1,4 @@
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -21,7 +21,7 @@ class PromptTextField(forms.CharField):
     """
 
     def to_python(self, value: Any) -> str:
-        return normalize_newlines(super().to_python(value))
+        return normalize_newlines(super().to_python(value) or "")
 
 
 class EndpointForm(forms.ModelForm):
@@ -152,7 +152,9 @@ class PromptTemplateForm(forms.ModelForm):
     def __init__(self, *args: Any, task: Task, editing: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.task = task
-        self.fields["fewshot_dataset"].queryset = Dataset.objects.filter(task=task)
+        cast(
+            forms.ModelChoiceField, self.fields["fewshot_dataset"]
+        ).queryset = Dataset.objects.filter(task=task)
         self.fields["fewshot_k"].validators.append(MaxValueValidator(50))
         if editing:
             # A new version keeps the name: versions are what an edit makes.
@@ -170,7 +172,8 @@ class PromptTemplateForm(forms.ModelForm):
         return name
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         errors = validate_template_sources(
             ("System message", data.get("system_message") or ""),
             ("User message", data.get("user_message") or ""),
@@ -198,13 +201,16 @@ class GenerationRunForm(forms.Form):
     def __init__(self, *args: Any, task: Task, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.task = task
-        self.fields["dataset"].queryset = Dataset.objects.ready().filter(task=task)
-        self.fields["template"].queryset = PromptTemplate.objects.filter(task=task).order_by(
-            "name", "-version"
-        )
+        cast(
+            forms.ModelChoiceField, self.fields["dataset"]
+        ).queryset = Dataset.objects.ready().filter(task=task)
+        cast(
+            forms.ModelChoiceField, self.fields["template"]
+        ).queryset = PromptTemplate.objects.filter(task=task).order_by("name", "-version")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         dataset, template = data.get("dataset"), data.get("template")
         if dataset is None or template is None:
             return data

@@ -112,7 +112,8 @@ class GenerationPlugin(RunPlugin):
         existing = dict(
             Response.objects.filter(run=run, item_id__in=by_item).values_list("item_id", "epoch")
         )
-        fresh, redo = [], []
+        fresh: list[Response] = []
+        redo: list[Response] = []
         for item_id, result in by_item.items():
             if item_id not in existing:
                 target = fresh

@@ -4,7 +4,7 @@
   ids scored by their expiry (Redis server time, so machines' clocks do not matter);
   acquiring is one Lua script (drop expired leases, add ours if there is room). Holders renew
   their leases while alive (`renew`), so a worker killed with SIGKILL frees its slots when
-  its leases expire, `LEASE_SECONDS` later at most.
+  its leases expire, `SLOT_LEASE_SECONDS` later at most.
 - `RateLimiter`: a requests-per-minute limit as GCRA (a token bucket kept as one
   "theoretical arrival time"): requests are spaced 60/rpm seconds apart, with a burst of
   at most `burst` requests. One Lua call per request answers "go" or "wait this long".
@@ -17,7 +17,8 @@ from typing import Any
 
 from django.conf import settings
 
-LEASE_SECONDS = 15.0
+from apps.runs.tuning import SLOT_LEASE_SECONDS
+
 KEY_PREFIX = "evalsite"
 
 _ACQUIRE = """
@@ -71,8 +72,8 @@ def async_redis(max_connections: int = 16) -> Any:
     """
     import redis.asyncio
 
-    config = settings.RQ_QUEUES["default"]
-    options = {"max_connections": max_connections, "timeout": 60}
+    config: dict[str, Any] = settings.RQ_QUEUES["default"]
+    options: dict[str, Any] = {"max_connections": max_connections, "timeout": 60}
     if url := config.get("URL"):
         pool = redis.asyncio.BlockingConnectionPool.from_url(url, **options)
     else:
@@ -101,7 +102,7 @@ class EndpointSemaphore:
     async def try_acquire(self, want: int = 1) -> list[str]:
         ids = [uuid.uuid4().hex for _ in range(want)]
         got = await self._acquire(
-            keys=[self.key], args=[self.limit, want, int(LEASE_SECONDS * 1000), *ids]
+            keys=[self.key], args=[self.limit, want, int(SLOT_LEASE_SECONDS * 1000), *ids]
         )
         leases = [g.decode() if isinstance(g, bytes) else g for g in got]
         self.held.update(leases)
@@ -125,7 +126,7 @@ class EndpointSemaphore:
 
     async def renew(self) -> None:
         if self.held:
-            await self._renew(keys=[self.key], args=[int(LEASE_SECONDS * 1000), *self.held])
+            await self._renew(keys=[self.key], args=[int(SLOT_LEASE_SECONDS * 1000), *self.held])
 
     async def release_all(self) -> None:
         if self.held:

@@ -44,10 +44,8 @@ from django.conf import settings
 
 from apps.runs.limits import EndpointSemaphore, RateLimiter
 from apps.runs.models import Endpoint, ErrorKind
+from apps.runs.tuning import BACKOFF_BASE, BACKOFF_CAP, RETRY_AFTER_CAP
 
-BACKOFF_BASE = 0.5
-BACKOFF_CAP = 30.0
-RETRY_AFTER_CAP = 120.0
 RAW_LIMIT = 20_000  # characters of a raw reply kept in a log
 NO_KEY = "no-key-configured"
 
@@ -206,6 +204,14 @@ FRAGMENT = 8
 # which OpenAI shows 8 and 4 characters).
 MASK = re.compile(r"[*•…]+(?:\.{3}[*•…]*)*|\.{3}[*•…]*")
 KEY_CHARS = re.compile(f"{KEY_CHAR}*")
+
+
+def _key_chars_at(text: str, position: int) -> str:
+    """The run of key characters starting at `position` (maybe empty: `*` always matches)."""
+    match = KEY_CHARS.match(text, position)
+    return match.group() if match else ""
+
+
 KEY_RUN = re.compile(f"{KEY_CHAR}{{{FRAGMENT},}}")
 # Error text only: a model's reply may well explain "Authorization: Bearer YOUR_KEY".
 BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"'`,;<>\\]+")
@@ -270,8 +276,8 @@ class Scrubber:
         out, done, backwards = [], 0, text[::-1]
         for mask in MASK.finditer(text):
             start, end = mask.span()
-            head = KEY_CHARS.match(backwards, len(text) - start).group()[::-1]
-            tail = KEY_CHARS.match(text, end).group()
+            head = _key_chars_at(backwards, len(text) - start)[::-1]
+            tail = _key_chars_at(text, end)
             if start - len(head) < done or len(head) + len(tail) < SHORT_KEY:
                 continue
             if any(k.startswith(head) and k.endswith(tail) for k in self.keys):

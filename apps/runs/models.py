@@ -331,7 +331,7 @@ class Run(models.Model):
         or the dataset and column. Blank for generation runs."""
         if self.kind != self.Kind.JUDGE:
             return ""
-        if self.source_run_id:
+        if self.source_run is not None:
             return self.source_run.label or f"run #{self.source_run_id}"
         return f"{self.dataset} · column {self.source_column}"
 
@@ -354,14 +354,16 @@ class Run(models.Model):
     def cost_known(self) -> bool:
         """False when `cost` is $0 only because the endpoint's model has no price: shown as
         "—", never as free. Runs without an endpoint (rule-based judges) really cost $0."""
-        if self.endpoint_id is None:
+        if self.endpoint is None:
             return True
         return self.endpoint.cost_is_known(self.cost, self.prompt_tokens, self.completion_tokens)
 
     @property
     def cost_hint(self) -> str:
         """Why the cost is unknown and how to set prices; blank when it is known."""
-        return "" if self.cost_known else self.endpoint.unknown_cost_hint()
+        if self.endpoint is None or self.cost_known:
+            return ""
+        return self.endpoint.unknown_cost_hint()
 
     # ---- state ---------------------------------------------------------------
     @property

@@ -22,7 +22,7 @@ import random
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from django.template import Context, Library, TemplateSyntaxError, defaultfilters, defaulttags
 from django.template.base import Template
@@ -62,7 +62,7 @@ _FEWSHOT_RE = re.compile(r"\{[{%][^}]*\b(?:examples|fewshot)\b")
 
 
 class _SandboxEngine(Engine):
-    default_builtins: list[str] = []
+    default_builtins: ClassVar[list[str]] = []
 
 
 def _engine(string_if_invalid: str) -> Engine:

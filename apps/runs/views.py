@@ -1,13 +1,15 @@
+from collections.abc import Mapping
 from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.db.models import QuerySet
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from apps.accounts.access import admin_required, reviewer_required
+from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets.models import Dataset, Item, Task
 from apps.runs import engine, jobs
 from apps.runs.forms import EndpointForm, GenerationRunForm, PromptTemplateForm
@@ -19,7 +21,7 @@ from evalsite.enqueue import enqueue
 
 
 # ---- runs -----------------------------------------------------------------------------------
-def run_list(request: HttpRequest) -> HttpResponse:
+def run_list(request: AppRequest) -> HttpResponse:
     runs = Run.objects.with_names().select_related("task", "template")
     if task := request.GET.get("task"):
         runs = runs.filter(task__slug=task)
@@ -32,7 +34,7 @@ def _run(pk: int) -> Run:
     )
 
 
-def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def run_detail(request: AppRequest, pk: int) -> HttpResponse:
     run = _run(pk)
     if request.htmx and request.htmx.target == "run-progress":
         response = render(request, "runs/run_detail.html#progress", {"run": run})
@@ -57,7 +59,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+def run_cancel(request: AppRequest, pk: int) -> HttpResponse:
     run = _run(pk)
     if run.is_active:
         engine.cancel(run)
@@ -65,7 +67,7 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect(run)
 
 
-def _relaunch(request: HttpRequest, pk: int, mode: str, done_message: str) -> HttpResponse:
+def _relaunch(request: AppRequest, pk: int, mode: str, done_message: str) -> HttpResponse:
     run = _run(pk)
     try:
         with transaction.atomic():
@@ -79,13 +81,13 @@ def _relaunch(request: HttpRequest, pk: int, mode: str, done_message: str) -> Ht
 
 @require_POST
 @reviewer_required
-def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
+def run_resume(request: AppRequest, pk: int) -> HttpResponse:
     return _relaunch(request, pk, Run.Mode.RESUME, "Resumed: {count} items without a response.")
 
 
 @require_POST
 @reviewer_required
-def run_retry_failed(request: HttpRequest, pk: int) -> HttpResponse:
+def run_retry_failed(request: AppRequest, pk: int) -> HttpResponse:
     return _relaunch(
         request, pk, Run.Mode.RETRY_FAILED, "Retrying {count} failed items; their logs stay."
     )
@@ -93,13 +95,13 @@ def run_retry_failed(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def run_overwrite(request: HttpRequest, pk: int) -> HttpResponse:
+def run_overwrite(request: AppRequest, pk: int) -> HttpResponse:
     return _relaunch(
         request, pk, Run.Mode.OVERWRITE, "Running all {count} items again; the logs stay."
     )
 
 
-def response_detail(request: HttpRequest, pk: int, item_id: int) -> HttpResponse:
+def response_detail(request: AppRequest, pk: int, item_id: int) -> HttpResponse:
     run = _run(pk)
     item = get_object_or_404(Item, pk=item_id, dataset_id=run.dataset_id)
     context = {
@@ -112,7 +114,7 @@ def response_detail(request: HttpRequest, pk: int, item_id: int) -> HttpResponse
 
 
 @reviewer_required
-def generation_new(request: HttpRequest) -> HttpResponse:
+def generation_new(request: AppRequest) -> HttpResponse:
     """The start form, reached from a dataset (?dataset=ID) or a task (?task=SLUG)."""
     task, dataset = _task_and_dataset(request)
     if task is None:
@@ -123,7 +125,7 @@ def generation_new(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def generation_start(request: HttpRequest) -> HttpResponse:
+def generation_start(request: AppRequest) -> HttpResponse:
     task = get_object_or_404(Task, slug=request.POST.get("task", ""))
     form = GenerationRunForm(request.POST, task=task)
     if not form.is_valid():
@@ -141,12 +143,12 @@ def generation_start(request: HttpRequest) -> HttpResponse:
     return redirect(run)
 
 
-def _pick_task(request: HttpRequest, url_name: str) -> HttpResponse:
+def _pick_task(request: AppRequest, url_name: str) -> HttpResponse:
     context = {"tasks": Task.objects.all(), "url_name": url_name}
     return render(request, "runs/pick_task.html", context)
 
 
-def _task_and_dataset(request: HttpRequest) -> tuple[Task | None, Dataset | None]:
+def _task_and_dataset(request: AppRequest) -> tuple[Task | None, Dataset | None]:
     dataset = None
     if (dataset_id := request.GET.get("dataset", "")).isdigit():
         dataset = Dataset.objects.select_related("task").filter(pk=dataset_id).first()
@@ -167,7 +169,7 @@ def _generation_defaults(task: Task, dataset: Dataset | None, params: Any) -> di
     if params.get("template", "").isdigit():
         template = templates.filter(pk=params["template"]).first()
     if dataset is None:
-        dataset = datasets[0] if len(datasets) == 1 else last_run and last_run.dataset
+        dataset = datasets[0] if len(datasets) == 1 else last_run.dataset if last_run else None
     return {
         "dataset": dataset,
         "endpoint": endpoints[0] if len(endpoints) == 1 else last_run and last_run.endpoint,
@@ -177,21 +179,21 @@ def _generation_defaults(task: Task, dataset: Dataset | None, params: Any) -> di
 
 # ---- endpoints (admins) ---------------------------------------------------------------------
 @admin_required
-def endpoint_list(request: HttpRequest) -> HttpResponse:
+def endpoint_list(request: AppRequest) -> HttpResponse:
     return render(request, "runs/endpoint_list.html", {"endpoints": Endpoint.objects.all()})
 
 
 @admin_required
-def endpoint_create(request: HttpRequest) -> HttpResponse:
+def endpoint_create(request: AppRequest) -> HttpResponse:
     return _endpoint_form(request, Endpoint())
 
 
 @admin_required
-def endpoint_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def endpoint_edit(request: AppRequest, pk: int) -> HttpResponse:
     return _endpoint_form(request, get_object_or_404(Endpoint, pk=pk))
 
 
-def _endpoint_form(request: HttpRequest, endpoint: Endpoint) -> HttpResponse:
+def _endpoint_form(request: AppRequest, endpoint: Endpoint) -> HttpResponse:
     form = EndpointForm(request.POST or None, instance=endpoint)
     if request.method == "POST" and form.is_valid():
         endpoint = form.save()
@@ -202,7 +204,7 @@ def _endpoint_form(request: HttpRequest, endpoint: Endpoint) -> HttpResponse:
 
 @require_POST
 @admin_required
-def endpoint_test(request: HttpRequest, pk: int) -> HttpResponse:
+def endpoint_test(request: AppRequest, pk: int) -> HttpResponse:
     endpoint = get_object_or_404(Endpoint, pk=pk)
     check = test_connection(endpoint)
     if request.htmx:
@@ -212,7 +214,7 @@ def endpoint_test(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 # ---- prompt templates -------------------------------------------------------------------------
-def template_list(request: HttpRequest) -> HttpResponse:
+def template_list(request: AppRequest) -> HttpResponse:
     templates = PromptTemplate.objects.latest_versions().select_related("task")
     task = Task.objects.filter(slug=request.GET.get("task", "")).first()
     if task is not None:
@@ -222,7 +224,7 @@ def template_list(request: HttpRequest) -> HttpResponse:
 
 
 @reviewer_required
-def template_create(request: HttpRequest) -> HttpResponse:
+def template_create(request: AppRequest) -> HttpResponse:
     task = Task.objects.filter(slug=request.GET.get("task", "")).first()
     if task is None:
         return _pick_task(request, "runs:template-create")
@@ -237,7 +239,7 @@ def template_create(request: HttpRequest) -> HttpResponse:
 
 
 @reviewer_required
-def template_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def template_edit(request: AppRequest, pk: int) -> HttpResponse:
     current = get_object_or_404(PromptTemplate.objects.select_related("task"), pk=pk)
     form = PromptTemplateForm(
         request.POST or None, instance=current, task=current.task, editing=True
@@ -253,7 +255,7 @@ def template_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _template_form(
-    request: HttpRequest, context: dict[str, Any], current: PromptTemplate | None
+    request: AppRequest, context: dict[str, Any], current: PromptTemplate | None
 ) -> HttpResponse:
     """The editor, with the field names of a dataset of the task beside it (?dataset=ID, else
     the one its preview would use)."""
@@ -279,7 +281,7 @@ def _to_template_page(template: PromptTemplate, data: Any) -> HttpResponse:
     return redirect(template.get_absolute_url() + suffix)
 
 
-def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def template_detail(request: AppRequest, pk: int) -> HttpResponse:
     template = get_object_or_404(PromptTemplate.objects.select_related("task"), pk=pk)
     datasets = Dataset.objects.ready().filter(task=template.task)
     context: dict[str, Any] = {
@@ -292,13 +294,12 @@ def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "runs/template_detail.html", context)
 
 
-def _preview(template: PromptTemplate, datasets: Any, params: Any) -> dict[str, Any]:
+def _preview(
+    template: PromptTemplate, datasets: QuerySet[Dataset], params: Mapping[str, str]
+) -> dict[str, Any]:
     """The template rendered on a real item (the chosen one, else the first of a dataset)."""
-    dataset = (
-        datasets.filter(pk=params.get("dataset")).first()
-        if params.get("dataset", "").isdigit()
-        else None
-    )
+    chosen = params.get("dataset", "")
+    dataset = datasets.filter(pk=int(chosen)).first() if chosen.isdigit() else None
     dataset = dataset or _preview_dataset(template, datasets)
     if dataset is None:
         return {}
@@ -319,7 +320,7 @@ def _preview(template: PromptTemplate, datasets: Any, params: Any) -> dict[str, 
     return {"preview_dataset": dataset, "preview_item": item, "preview": rendered}
 
 
-def _preview_dataset(template: PromptTemplate, datasets: Any) -> Dataset | None:
+def _preview_dataset(template: PromptTemplate, datasets: QuerySet[Dataset]) -> Dataset | None:
     """Where a preview makes sense: the dataset this template's latest run used, else the newest
     one whose items have the fields the template uses, else the newest one."""
     last_run = (
@@ -336,7 +337,7 @@ def _preview_dataset(template: PromptTemplate, datasets: Any) -> Dataset | None:
 
 
 # ---- system ---------------------------------------------------------------------------------
-def system(request: HttpRequest) -> HttpResponse:
+def system(request: AppRequest) -> HttpResponse:
     import django_rq
     from rq import Worker
 
@@ -358,7 +359,7 @@ def system(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def check_worker(request: HttpRequest) -> HttpResponse:
+def check_worker(request: AppRequest) -> HttpResponse:
     check = WorkerCheck.objects.create(requested_by=request.user)
     enqueue(jobs.check_worker, check.pk, job_id=f"worker-check-{check.pk}", timeout=60)
     messages.info(request, "Asked a worker to answer; its reply shows below when it comes.")

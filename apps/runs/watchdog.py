@@ -6,7 +6,7 @@ It runs in the worker's main process, not in a work horse: when the horse runnin
 killed, the worker process that forked it lives on (and RQ there marks the job failed); when
 the whole worker process is killed, another worker's watchdog sees the chunk's lease run out.
 It touches only Redis (never the database), so forking work horses from this process stays
-safe. One tick every TICK seconds across all workers (a Redis lock), not one per worker.
+safe. One tick every WATCHDOG_TICK seconds across all workers (a Redis lock), not one per worker.
 """
 
 import logging
@@ -18,8 +18,8 @@ import django_rq
 
 from apps.runs import engine
 from apps.runs.limits import KEY_PREFIX
+from apps.runs.tuning import WATCHDOG_TICK
 
-TICK = 2.0
 LOCK_KEY = f"{KEY_PREFIX}:runs:watchdog"
 WORKER_COMMANDS = ("rqworker", "rqworker-pool")
 
@@ -49,10 +49,10 @@ def _watch() -> None:
     conn = django_rq.get_connection("default")
     failing = False
     while True:
-        time.sleep(TICK)
+        time.sleep(WATCHDOG_TICK)
         try:
             # The lock lapses just before the next tick, so some worker always takes it.
-            if conn.set(LOCK_KEY, "1", nx=True, px=int(TICK * 1000) - 200):
+            if conn.set(LOCK_KEY, "1", nx=True, px=int(WATCHDOG_TICK * 1000) - 200):
                 engine.reap(conn)
             failing = False
         except Exception:

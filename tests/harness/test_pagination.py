@@ -41,7 +41,9 @@ def test_judge_results_keep_filters_and_swap_the_items(admin: Client) -> None:
     html = admin.get(f"/judges/runs/{run.pk}/results/?status=ok&per_page=25&junk=1").text
     assert links(html) == {"next-page": "?subject=accuracy&status=ok&per_page=25&page=2"}
     assert 'hx-target="#judge-items"' in html and "Page 1 of 2" in html
-    second = admin.get(f"/judges/runs/{run.pk}/results/?subject=accuracy&status=ok&per_page=25&page=2")
+    second = admin.get(
+        f"/judges/runs/{run.pk}/results/?subject=accuracy&status=ok&per_page=25&page=2"
+    )
     assert links(second.text) == {"previous-page": "?subject=accuracy&status=ok&per_page=25&page=1"}
 
 

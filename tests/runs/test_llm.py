@@ -161,7 +161,7 @@ def test_the_semaphore_holds_across_clients_and_dead_leases_expire(redis_conn, m
         await sem_a.release(next(iter(sem_a.held)))
         assert len(await sem_b.try_acquire(1)) == 1
         # A holder that stops renewing (a killed worker) loses its leases when they expire.
-        monkeypatch.setattr(limits, "LEASE_SECONDS", 0.3)
+        monkeypatch.setattr(limits, "SLOT_LEASE_SECONDS", 0.3)
         await sem_b.renew()
         await asyncio.sleep(0.4)
         assert len(await sem_a.try_acquire(3)) == 2  # b's two expired; a still holds one

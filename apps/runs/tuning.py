@@ -1,0 +1,67 @@
+"""The run engine's tuning constants, in one place with the reason for each value.
+
+Change one only with `bench/run` before and after (the engine bench prints its ratio to a bare
+SDK loop at 128 in flight) and the recovery tests in tests/runs/test_engine.py, which kill
+workers mid-run. Everything here trades latency of a signal against load on Redis or the
+database; none of it changes what a run computes.
+"""
+
+# ---- committing results (ChunkRunner.writer / flush) ---------------------------------------
+# Lanes never wait for the database: results queue in memory and a writer task commits them.
+# A commit costs about the same for 1 result as for 20 (one transaction, bulk inserts), so a
+# fast run batches; but a slow run must not sit on answers, which a dead worker would lose.
+FLUSH_EVERY = 20  # results waiting that make a commit due…
+FLUSH_GAP = 0.2  # …but no more often than this (s): a fast run writes bigger batches
+FLUSH_AFTER = 1.0  # the oldest waiting result is committed within this (s): at most ~1 s lost
+WRITER_TICK = 0.05  # how often the writer looks (s); cheap, it only compares counters
+
+# ---- staying in touch -----------------------------------------------------------------------
+# Cancel, a fatal endpoint error and a newer launch are read from Redis by every chunk, so a
+# run stops within about a second wherever its chunks run.
+HEARTBEAT_EVERY = 1.0  # s between those reads and the endpoint slot renewals
+# `Run.heartbeat_at` feeds the "stalled" display (Run.STALL_AFTER, a minute): a database write
+# every 5 s is plenty for that, and keeps a 2-core SQLite install from writing every second.
+DB_HEARTBEAT_EVERY = 5.0
+# A chunk renews its job lease every HEARTBEAT_EVERY s from a thread of its own (LeaseKeeper),
+# so only a dead or frozen process misses fifteen renewals in a row; then the watchdog hands its
+# units to live workers. Shorter risks reaping a live chunk during a long GC or disk stall;
+# longer makes a killed worker's run wait longer (the issue asks for ~30 s at most).
+JOB_LEASE_SECONDS = 15
+# An endpoint concurrency slot is a lease too (apps.runs.limits): a dead process's slots come
+# back within this, without anyone releasing them.
+SLOT_LEASE_SECONDS = 15.0
+# The watchdog looks for dead chunks every WATCHDOG_TICK s, once across all workers (a Redis
+# lock), so a killed work horse (RQ records the job as ended at once) is replaced within ~2 s.
+WATCHDOG_TICK = 2.0
+# Once a chunk stops, units in flight get this long to finish before they are cut (they stay
+# pending for resume); long enough for an answer already streaming back.
+CANCEL_GRACE = 3.0
+# Redis keys of a run outlive any sane run but not forever (a week).
+KEY_TTL = 7 * 24 * 3600
+
+# ---- claiming work ----------------------------------------------------------------------------
+# Keys are taken from the run's Redis list in batches of about one per lane: few round trips,
+# yet every worker on every machine keeps getting a share of one run.
+TAKE_BATCH_MIN = 8
+TAKE_BATCH_MAX = 256
+# A chunk stops taking work after half of its RQ time limit once it has done its share, so it
+# never meets RQ's limit mid-unit; the enqueued jobs still cover the whole list.
+CHUNK_BUDGET_SHARE = 0.5
+# RQ's time limit for a chunk job: every unit of `chunk_size` may take its whole timeout on
+# every retry, plus backoff; with margin, never under ten minutes nor over a day.
+UNIT_SECONDS_WITHOUT_ENDPOINT = 60.0  # rule-based units: CPU only, generous
+CHUNK_TIMEOUT_MARGIN = 1.5
+CHUNK_TIMEOUT_SLACK = 120.0
+CHUNK_TIMEOUT_MIN = 600.0
+CHUNK_TIMEOUT_MAX = 24 * 3600.0
+# Rule-based judges use no endpoint, so no concurrency limit sizes their lanes: a few lanes keep
+# the database writes overlapped with the CPU work.
+RULE_LANES = 8
+
+# ---- retrying a request (apps.runs.llm) -------------------------------------------------------
+# Exponential backoff with jitter, as the OpenAI SDK and most gateways suggest: 0.5 s, 1 s, 2 s…
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 30.0  # s: longer waits mean the endpoint is down, and retries are few anyway
+# A Retry-After from the server is honoured up to two minutes (a longer one is cut to that):
+# longer, and the run would look hung.
+RETRY_AFTER_CAP = 120.0

@@ -1,0 +1,145 @@
+"""The engine in the test's own process: a chunk of a run with a fake plug-in, no worker
+subprocess, so a developer can set a breakpoint in ChunkRunner and step through a run.
+
+The fake plug-in keeps its results in memory and answers in the order the engine asks; the
+test checks what the engine promises every plug-in: each unit performed once, results
+committed through `persist` in batches, progress counted, attempts logged per the run's
+logging mode, a failing unit recorded as failed (not lost), and the run settled at the end.
+"""
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import django_rq
+import pytest
+
+from apps.runs import engine
+from apps.runs.llm import Attempt
+from apps.runs.models import AttemptLog, ErrorKind, Run
+from apps.runs.tuning import FLUSH_EVERY
+from tests.runs.conftest import make_dataset
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+N = 45  # more than two FLUSH_EVERY batches
+
+
+@dataclass
+class Unit:
+    key: str
+    item_id: int
+
+
+class FakePlugin(engine.RunPlugin):
+    """Squares the item's position; the item at position 7 raises (a bug in a plug-in)."""
+
+    kind = Run.Kind.GENERATION
+
+    def __init__(self, item_ids: dict[str, int]) -> None:
+        self.item_ids = item_ids  # key → item id
+        self.saved: dict[str, Any] = {}
+        self.performed: list[str] = []
+        self.where: set[tuple[int, int]] = set()  # (process, thread) that performed units
+        self.batches: list[int] = []
+
+    def total(self, run: Run) -> int:
+        return len(self.item_ids)
+
+    def pending_keys(self, run: Run, mode: str) -> list[str]:
+        return [key for key in self.item_ids if key not in self.saved]
+
+    def settled_counts(self, run: Run, mode: str) -> tuple[int, int]:
+        failed = sum(1 for value in self.saved.values() if value is None)
+        return len(self.saved) - failed, failed
+
+    def lanes(self, run: Run) -> int:
+        return 4
+
+    def prepare(self, run: Run) -> dict[str, int]:
+        return {"offset": 1000}
+
+    def load_units(self, run: Run, ctx: Any, keys: list[str]) -> list[Unit]:
+        return [Unit(key, self.item_ids[key]) for key in keys]
+
+    async def perform(self, run: Run, ctx: Any, unit: Unit, call: engine.Call) -> engine.Result:
+        self.performed.append(unit.key)
+        self.where.add((os.getpid(), threading.get_ident()))
+        position = int(unit.key)
+        if position == 7:
+            raise RuntimeError("the plug-in broke on item 7")
+        call.record(Attempt(item_id=unit.item_id, attempt=1, ok=True, request_messages=[]))
+        value = ctx["offset"] + position * position
+        return engine.Result(unit.key, unit.item_id, ok=True, data=value)
+
+    def failed_result(
+        self, run: Run, ctx: Any, unit: Unit, error_kind: str, message: str
+    ) -> engine.Result:
+        return engine.Result(unit.key, unit.item_id, ok=False, data=(error_kind, message))
+
+    def persist(self, run: Run, ctx: Any, results: list[engine.Result]) -> engine.Progress:
+        self.batches.append(len(results))
+        for result in results:
+            assert result.key not in self.saved, f"{result.key} persisted twice"
+            self.saved[result.key] = result.data if result.ok else None
+        failed = sum(1 for result in results if not result.ok)
+        return engine.Progress(done=len(results) - failed, failed=failed)
+
+
+@pytest.fixture
+def fake_run(task, monkeypatch, django_capture_on_commit_callbacks):
+    dataset = make_dataset(task, N)
+    item_ids = {str(item.position): item.pk for item in dataset.items.all()}
+    plugin = FakePlugin(item_ids)
+    monkeypatch.setitem(engine.PLUGINS, Run.Kind.GENERATION, plugin)
+    run = Run.objects.create(
+        task=dataset.task,
+        kind=Run.Kind.GENERATION,
+        dataset=dataset,
+        label="fake",
+        chunk_size=N,
+        logging_mode="all",
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        assert engine.launch(run) == N
+    # Nobody works the queue: the test runs the chunk itself.
+    django_rq.get_queue("default").empty()
+    return run, plugin
+
+
+def test_a_chunk_runs_in_the_tests_own_process(fake_run) -> None:
+    run, plugin = fake_run
+    assert engine.run_chunk(run.pk, run.epoch, 0) == f"{N} units"
+    # Performed here, in this process (on the engine's event loop thread), each unit once.
+    assert {pid for pid, _ in plugin.where} == {os.getpid()}
+    assert sorted(plugin.performed, key=int) == [str(i) for i in range(N)]
+    assert plugin.saved["6"] == 1036 and plugin.saved["44"] == 1000 + 44 * 44
+    assert plugin.saved["7"] is None  # the broken unit is a failed result, not lost
+    # Committed in batches by the writer (FLUSH_EVERY at a time when they pile up), never one
+    # transaction per result.
+    assert sum(plugin.batches) == N and len(plugin.batches) <= N // FLUSH_EVERY + 1
+    run.refresh_from_db()
+    assert run.status == Run.Status.COMPLETED_WITH_FAILURES
+    assert (run.done, run.failed, run.total) == (N - 1, 1, N)
+    # Attempt logs as the run's logging mode asks; the crash keeps its traceback.
+    assert AttemptLog.objects.filter(run=run, ok=True).count() == N - 1
+    crash = AttemptLog.objects.get(run=run, ok=False)
+    assert crash.error_kind == ErrorKind.INTERNAL
+    assert "RuntimeError: the plug-in broke on item 7" in crash.error
+    assert "RuntimeError" in crash.traceback and __file__ in crash.traceback
+
+
+def test_a_second_launch_does_only_what_is_left(fake_run, django_capture_on_commit_callbacks):
+    run, plugin = fake_run
+    engine.run_chunk(run.pk, run.epoch, 0)
+    del plugin.saved["3"]  # as if that result had been lost
+    plugin.performed.clear()
+    run.refresh_from_db()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert engine.launch(run, Run.Mode.RESUME) == 1  # item 3: the failed 7 has its result
+    django_rq.get_queue("default").empty()
+    engine.run_chunk(run.pk, run.epoch, 0)
+    assert plugin.performed == ["3"]
+    run.refresh_from_db()
+    assert run.epoch == 2 and run.status == Run.Status.COMPLETED_WITH_FAILURES
