@@ -7,8 +7,8 @@ from playwright.sync_api import expect
 
 from apps.datasets.models import Dataset
 from apps.runs.models import Run
+from tests import factories as f
 from tests.base import make_user
-from tests.leaderboards import factories as f
 
 # Runs in every document before its own scripts (Playwright injects it, outside the policy):
 # every violation the browser reports lands in window.__csp.
@@ -24,10 +24,10 @@ document.addEventListener("securitypolicyviolation", (e) => {
 def board(db):
     task = f.make_task("demo")
     rows = [{"key": f"k{i}", "fields": {"question": f"q{i}"}, "tags": ["easy"]} for i in range(3)]
-    dataset = f.make_dataset(task, rows, columns=["question"])
-    judge = f.make_judge(task)
-    generation = f.make_generation_run(task, dataset, "model-a", {f"k{i}": "A" for i in range(3)})
-    judged = f.make_judge_run(task, dataset, judge, source_run=generation)
+    dataset = f.make_dataset(task, rows, columns=["question"], name="set")
+    judge = f.make_judge(task, name="quality")
+    generation = f.make_generation_run(dataset, {f"k{i}": "A" for i in range(3)}, label="model-a")
+    judged = f.make_judge_run(dataset, judge, source_run=generation)
     f.add_scores(judged, {f"k{i}": {"accuracy": 4, "clarity": 3} for i in range(3)})
     unused = f.make_dataset(task, rows, name="unused", columns=["question"])
     return {"dataset": dataset, "unused": unused, "generation": generation, "judged": judged}

@@ -4,8 +4,8 @@ task", "Upload / dataset" and "Retry / this / item" wrapped inside their buttons
 import pytest
 from playwright.sync_api import Page
 
+from tests import factories as f
 from tests.base import make_user
-from tests.leaderboards import factories as f
 
 WIDTHS = [1280, 800]
 
@@ -14,9 +14,9 @@ WIDTHS = [1280, 800]
 def pages(db) -> list[str]:
     task = f.make_task("button-check")
     dataset = f.make_items(task, 4, name="questions")
-    judge = f.make_judge(task, subjects=[{"name": "accuracy", "min": 1, "max": 5}])
-    generation = f.make_generation_run(task, dataset, "some model")
-    run = f.make_judge_run(task, dataset, judge, source_run=generation)
+    judge = f.make_judge(task, name="quality", subjects=[{"name": "accuracy", "min": 1, "max": 5}])
+    generation = f.make_generation_run(dataset, {}, label="some model")
+    run = f.make_judge_run(dataset, judge, source_run=generation)
     f.add_scores(run, {"k0": {"accuracy": None}, "k1": {"accuracy": 3}})
     first = dataset.items.get(key="k0")
     return [

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from apps.judges.models import JudgeRound, RetryScope, Score
 from apps.runs.models import AttemptLog, ErrorKind, Response, Run
-from tests.judges.conftest import make_dataset, make_generation_run, make_judge
+from tests.factories import make_answers_dataset, make_generation_run, make_judge
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +27,7 @@ KINDS = {
 def failed_run(task, kinds: dict[int, str] = KINDS, n: int = 9) -> Run:
     """A finished judge run of a generation run with failures of the given kinds (the items
     failed for want of a response also failed in the generation run)."""
-    dataset = make_dataset(task, n)
+    dataset = make_answers_dataset(task, n)
     no_response = {p for p, k in kinds.items() if k == ErrorKind.NO_RESPONSE}
     source = make_generation_run(
         dataset,

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.judges.models import Judge
-from tests.judges.conftest import make_judge
+from tests.factories import make_judge
 from tests.judges.test_judge_pages import create_url, judge_form
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from apps.judges.models import Judge, JudgeRound, RetryScope, Score
 from apps.runs.models import AttemptLog, Run
-from tests.judges.conftest import SUBJECTS, make_dataset, make_generation_run, make_judge
+from tests.factories import SUBJECTS, make_answers_dataset, make_generation_run, make_judge
 
 pytestmark = pytest.mark.django_db
 
@@ -119,7 +119,7 @@ def test_rule_based_judges_get_a_subject_with_a_range(task, reviewer_client):
     ],
 )
 def test_bad_judges_are_refused_in_plain_words(task, reviewer_client, fields, message):
-    make_dataset(task, 1)  # gives the task columns to check placeholders against
+    make_answers_dataset(task, 1)  # gives the task columns to check placeholders against
     response = reviewer_client.post(create_url(task), judge_form(**fields))
     assert response.status_code == 200
     assert message in response.content.decode()
@@ -160,7 +160,7 @@ def test_default_judge_needs_an_endpoint_for_llm_judges(task, reviewer_client, e
 
 
 def test_start_a_judge_run_from_the_judge_page(task, reviewer_client, endpoint):
-    dataset = make_dataset(task, 3)
+    dataset = make_answers_dataset(task, 3)
     source = make_generation_run(dataset, {0: "a", 1: "b", 2: "c"}, label="model-z")
     judge = make_judge(task)
     page = reviewer_client.get(judge.get_absolute_url()).content.decode()
@@ -201,7 +201,7 @@ def test_start_a_judge_run_from_the_judge_page(task, reviewer_client, endpoint):
 def judged_run(task, n: int = 6, judge: Judge | None = None) -> Run:
     """A finished judge run: item i scores accuracy i % 5 + 1 over two rounds (item 1's rounds
     disagree), clarity 3; the last item failed."""
-    dataset = make_dataset(task, n)
+    dataset = make_answers_dataset(task, n)
     judge = judge or make_judge(task, n_iter=2)
     run = Run.objects.create(
         task=task,
@@ -281,7 +281,7 @@ def test_many_distinct_values_are_binned_over_the_range(task, viewer_client):
         metric="token_f1",
         subjects=[{"name": "f1", "min": 0, "max": 100}],
     )
-    dataset = make_dataset(task, 30)
+    dataset = make_answers_dataset(task, 30)
     run = Run.objects.create(
         task=task,
         kind="judge",
@@ -429,7 +429,7 @@ def test_review_bulk_retry_uses_the_judge_run_engine(task, reviewer_client):
 
 
 def test_judge_pages_404_for_other_runs(task, viewer_client):
-    dataset = make_dataset(task, 1)
+    dataset = make_answers_dataset(task, 1)
     generation = make_generation_run(dataset, {0: "x"})
     assert viewer_client.get(reverse("judges:results", args=[generation.pk])).status_code == 404
     assert viewer_client.get(reverse("judges:failed", args=[generation.pk])).status_code == 404

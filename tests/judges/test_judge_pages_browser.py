@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from apps.judges.models import Judge
 from apps.runs.models import ErrorKind
-from tests.judges.conftest import make_judge
+from tests.factories import make_judge
 from tests.judges.test_failed_page import failed_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

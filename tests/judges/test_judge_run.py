@@ -19,9 +19,9 @@ from apps.judges.models import (
 from apps.runs.engine import launch
 from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Response, Run
 from tests.base import work
-from tests.judges.conftest import (
+from tests.factories import (
     SUBJECTS,
-    make_dataset,
+    make_answers_dataset,
     make_generation_run,
     make_judge,
     rubric_reply,
@@ -50,7 +50,7 @@ def start(judge: Judge, **kwargs) -> Run:
 
 # ---- a rubric run over a dataset column ----------------------------------------------------------
 def test_rubric_rounds_are_kept_and_aggregated(task, endpoint, llm_server):
-    dataset = make_dataset(task, 5)
+    dataset = make_answers_dataset(task, 5)
     judge = make_judge(task, n_iter=3, aggregation=Judge.Aggregation.MEAN)
     llm_server.configure(
         default_reply=rubric_reply(4, 4),
@@ -102,7 +102,7 @@ def test_rubric_rounds_are_kept_and_aggregated(task, endpoint, llm_server):
     ],
 )
 def test_every_aggregation_over_real_rounds(task, endpoint, llm_server, method, expected):
-    dataset = make_dataset(task, 3)
+    dataset = make_answers_dataset(task, 3)
     judge = make_judge(task, n_iter=3, aggregation=method, subjects=[SUBJECTS[0]])
     replies = {0: [2, 4, 4], 1: [1, 2, 3], 2: [5, 5, 5]}
     llm_server.configure(
@@ -124,7 +124,7 @@ def test_every_aggregation_over_real_rounds(task, endpoint, llm_server, method, 
 
 
 def test_mode_ties_go_to_the_smallest_value(task, endpoint, llm_server):
-    dataset = make_dataset(task, 2)
+    dataset = make_answers_dataset(task, 2)
     judge = make_judge(task, n_iter=4, aggregation="mode", subjects=[SUBJECTS[0]])
     replies = {0: [5, 3, 5, 3], 1: [2, 4, 4, 2]}
     llm_server.configure(
@@ -147,7 +147,9 @@ def test_every_failure_kind_ends_as_a_failed_item_with_its_log(task, endpoint, l
     endpoint.save()
     # Items: 0 fine, 1 API error, 2 timeout, 3 unparseable, 4 missing subject, 5 out of range,
     # 6 a prompt that cannot be built, 7 nothing to judge (no response in the column).
-    dataset = make_dataset(task, 8, response=lambda i: None if i == 7 else f"answer number {i}")
+    dataset = make_answers_dataset(
+        task, 8, response=lambda i: None if i == 7 else f"answer number {i}"
+    )
     item6 = dataset.items.get(position=6)
     del item6.fields["question"]
     item6.save()
@@ -215,7 +217,7 @@ def test_every_failure_kind_ends_as_a_failed_item_with_its_log(task, endpoint, l
 
 
 def test_logging_mode_all_keeps_good_attempts_too(task, endpoint, llm_server):
-    dataset = make_dataset(task, 2)
+    dataset = make_answers_dataset(task, 2)
     llm_server.configure(default_reply=rubric_reply(3, 3))
     run = start(
         make_judge(task, n_iter=2),
@@ -231,7 +233,7 @@ def test_logging_mode_all_keeps_good_attempts_too(task, endpoint, llm_server):
 
 
 def test_a_refused_key_stops_the_run_with_a_plain_message(task, endpoint, llm_server):
-    dataset = make_dataset(task, 6)
+    dataset = make_answers_dataset(task, 6)
     llm_server.configure(require_key="sk-another-key", default_reply=rubric_reply(3, 3))
     run = start(make_judge(task), endpoint=endpoint, dataset=dataset, source_column="response")
     work()
@@ -245,7 +247,9 @@ def test_a_refused_key_stops_the_run_with_a_plain_message(task, endpoint, llm_se
 
 
 def test_logging_mode_none_keeps_rounds_but_no_attempts(task):
-    dataset = make_dataset(task, 3, reference=lambda i: "B", response=lambda i: ["B", "C", "?"][i])
+    dataset = make_answers_dataset(
+        task, 3, reference=lambda i: "B", response=lambda i: ["B", "C", "?"][i]
+    )
     run = start(
         make_judge(task, Judge.Kind.MCQ_RULE),
         dataset=dataset,
@@ -262,7 +266,7 @@ def test_logging_mode_none_keeps_rounds_but_no_attempts(task):
 
 # ---- structured output --------------------------------------------------------------------------
 def test_structured_output_is_asked_for_only_where_supported(task, endpoint, llm_server):
-    dataset = make_dataset(task, 2)
+    dataset = make_answers_dataset(task, 2)
     judge = make_judge(task)
     llm_server.configure(default_reply=rubric_reply(4, 5))
 
@@ -317,7 +321,7 @@ MCQ_CASES = [
 
 
 def test_llm_multiple_choice_judge_reads_every_reply_form(task, endpoint, llm_server):
-    dataset = make_dataset(
+    dataset = make_answers_dataset(
         task, len(MCQ_CASES), reference=lambda i: MCQ_CASES[i][1], response=lambda i: f"number {i}"
     )
     judge = make_judge(task, Judge.Kind.MCQ)
@@ -351,11 +355,11 @@ def test_rule_based_judges_make_no_request(task, llm_server):
         ("I cannot decide.", "B", None),  # no label at all: unparseable, a failed item
         ("(A)", "not a key!", None),  # a bad answer key: bad item data
     ]
-    dataset = make_dataset(
+    dataset = make_answers_dataset(
         task, len(cases), reference=lambda i: cases[i][1], response=lambda i: cases[i][0]
     )
     mcq = start(make_judge(task, Judge.Kind.MCQ_RULE), dataset=dataset, source_column="response")
-    words = make_dataset(
+    words = make_answers_dataset(
         task,
         4,
         name="words",
@@ -398,7 +402,7 @@ def test_rule_based_judges_make_no_request(task, llm_server):
 
 # ---- responses from a generation run -------------------------------------------------------------
 def test_generation_run_responses_are_judged_and_missing_ones_fail(task, endpoint, llm_server):
-    dataset = make_dataset(task, 4, response=lambda i: f"column answer {i}")
+    dataset = make_answers_dataset(task, 4, response=lambda i: f"column answer {i}")
     source = make_generation_run(
         dataset, {0: "answer number 0", 1: "answer number 1", 2: None}, label="model-x"
     )
@@ -422,7 +426,7 @@ def test_generation_run_responses_are_judged_and_missing_ones_fail(task, endpoin
 def test_retry_failed_leaves_items_without_a_response_until_the_generation_answers(
     task, endpoint, llm_server
 ):
-    dataset = make_dataset(task, 4)
+    dataset = make_answers_dataset(task, 4)
     source = make_generation_run(dataset, {0: "answer number 0", 1: None, 2: None})
     llm_server.configure(default_reply=rubric_reply(5, 4))
     run = start(make_judge(task), endpoint=endpoint, source_run=source)
@@ -448,13 +452,13 @@ def test_retry_failed_leaves_items_without_a_response_until_the_generation_answe
 
 
 def test_a_run_that_cannot_be_made_says_why(task, endpoint):
-    dataset = make_dataset(task, 1)
+    dataset = make_answers_dataset(task, 1)
     judge = make_judge(task)
     with pytest.raises(JudgeRunError, match="choose the endpoint"):
         create_judge_run(judge, dataset=dataset, source_column="response")
     with pytest.raises(JudgeRunError, match="no column 'nope'"):
         create_judge_run(judge, endpoint=endpoint, dataset=dataset, source_column="nope")
-    other = make_dataset(type(task).objects.create(slug="other", name="O"), 1)
+    other = make_answers_dataset(type(task).objects.create(slug="other", name="O"), 1)
     with pytest.raises(JudgeRunError, match="another task"):
         create_judge_run(judge, endpoint=endpoint, dataset=other, source_column="response")
     judge.subjects = []
@@ -466,7 +470,7 @@ def test_a_run_that_cannot_be_made_says_why(task, endpoint):
 
 # ---- reruns -------------------------------------------------------------------------------------
 def test_retry_failed_redoes_only_the_failed_rounds(task, endpoint, llm_server):
-    dataset = make_dataset(task, 4)
+    dataset = make_answers_dataset(task, 4)
     judge = make_judge(task, n_iter=3)
     llm_server.configure(
         default_reply=rubric_reply(4, 4),
@@ -511,7 +515,7 @@ def test_retry_failed_redoes_only_the_failed_rounds(task, endpoint, llm_server):
 
 
 def test_retry_one_item_leaves_other_failures_alone(task, endpoint, llm_server):
-    dataset = make_dataset(task, 3)
+    dataset = make_answers_dataset(task, 3)
     llm_server.configure(default_reply="garbage")
     run = start(make_judge(task), endpoint=endpoint, dataset=dataset, source_column="response")
     work()
@@ -530,7 +534,7 @@ def test_retry_one_item_leaves_other_failures_alone(task, endpoint, llm_server):
 
 
 def test_overrides_survive_a_rejudge(task, endpoint, llm_server, reviewer_user):
-    dataset = make_dataset(task, 2)
+    dataset = make_answers_dataset(task, 2)
     llm_server.configure(default_reply=rubric_reply(4, 4))
     run = start(make_judge(task), endpoint=endpoint, dataset=dataset, source_column="response")
     work()
@@ -563,7 +567,7 @@ def test_a_finished_judge_run_builds_its_leaderboard_summary_in_the_worker(
 ):
     from apps.leaderboards.models import RunSummary
 
-    dataset = make_dataset(task, 2)
+    dataset = make_answers_dataset(task, 2)
     llm_server.configure(default_reply=rubric_reply(4, 3))
     run = start(make_judge(task), endpoint=endpoint, dataset=dataset, source_column="response")
     assert not RunSummary.objects.filter(run=run).exists()
@@ -576,7 +580,7 @@ def test_a_finished_judge_run_builds_its_leaderboard_summary_in_the_worker(
 def test_a_rejudge_withdraws_confirmations_of_changed_values_and_stales_open_pages(
     task, endpoint, llm_server, reviewer_user
 ):
-    dataset = make_dataset(task, 1)
+    dataset = make_answers_dataset(task, 1)
     llm_server.configure(default_reply=rubric_reply(4, 4))
     run = start(make_judge(task), endpoint=endpoint, dataset=dataset, source_column="response")
     work()
@@ -604,7 +608,7 @@ def test_a_rejudge_withdraws_confirmations_of_changed_values_and_stales_open_pag
 def test_leaderboard_reads_the_scores(task, reviewer_user):
     from apps.leaderboards import boards
 
-    dataset = make_dataset(task, 4, reference=lambda i: f"answer number {i}")
+    dataset = make_answers_dataset(task, 4, reference=lambda i: f"answer number {i}")
     good = make_generation_run(dataset, {i: f"answer number {i}" for i in range(4)}, label="good")
     half = make_generation_run(
         dataset, {0: "answer number 0", 1: "answer number 1", 2: "nope", 3: None}, label="half"

@@ -11,7 +11,7 @@ from apps.runs.engine import launch
 from apps.runs.generation import create_generation_run
 from apps.runs.models import PromptTemplate, Run
 from tests.base import work
-from tests.judges.conftest import make_dataset, make_judge, rubric_reply
+from tests.factories import make_answers_dataset, make_judge, rubric_reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -30,7 +30,7 @@ MAPPING = {
 
 
 def test_a_finished_generation_run_is_judged_by_itself(task, endpoint, llm_server):
-    dataset = make_dataset(task, 4)
+    dataset = make_answers_dataset(task, 4)
     template = PromptTemplate.objects.create(task=task, name="qa", user_message="Q: {{ question }}")
     judge = make_judge(task)
     task.default_judge, task.default_judge_endpoint = judge, endpoint

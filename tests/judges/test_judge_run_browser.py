@@ -9,7 +9,7 @@ from apps.judges.launching import create_judge_run
 from apps.judges.models import Score
 from apps.runs.models import Run
 from tests.base import wait_for, work
-from tests.judges.conftest import make_dataset, make_judge, rubric_reply
+from tests.factories import make_answers_dataset, make_judge, rubric_reply
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -19,7 +19,7 @@ BAD_REPLY = "I'd say <b>quite good</b> overall, maybe a four?"
 def test_read_a_raw_reply_and_retry_one_item(
     task, endpoint, llm_server, reviewer_user, login, page, workers
 ):
-    dataset = make_dataset(task, 3)
+    dataset = make_answers_dataset(task, 3)
     judge = make_judge(task)
     llm_server.configure(
         default_reply=rubric_reply(4, 5),

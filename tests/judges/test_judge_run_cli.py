@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from apps.judges.models import Judge, Score
 from apps.runs.models import Run
 from tests.base import ROOT, subprocess_env, work
-from tests.judges.conftest import make_dataset, make_generation_run, make_judge, rubric_reply
+from tests.factories import make_answers_dataset, make_generation_run, make_judge, rubric_reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -24,7 +24,7 @@ def start_run(*args: str) -> str:
 
 
 def test_judge_a_dataset_column_by_id_and_by_name(task, endpoint, llm_server):
-    dataset = make_dataset(task, 3)
+    dataset = make_answers_dataset(task, 3)
     make_judge(task, name="quality")
     llm_server.configure(default_reply=rubric_reply(4, 2))
     output = start_run(
@@ -59,7 +59,7 @@ def test_judge_a_dataset_column_by_id_and_by_name(task, endpoint, llm_server):
 
 
 def test_rule_based_judge_of_a_generation_run_needs_no_endpoint(task, llm_server):
-    dataset = make_dataset(task, 2, reference=lambda i: f"answer number {i}")
+    dataset = make_answers_dataset(task, 2, reference=lambda i: f"answer number {i}")
     source = make_generation_run(dataset, {0: "answer number 0", 1: "wrong"})
     make_judge(task, Judge.Kind.METRIC, name="em")
     start_run("--responses", str(source.pk), "--judge", "em")
@@ -71,7 +71,7 @@ def test_rule_based_judge_of_a_generation_run_needs_no_endpoint(task, llm_server
 
 
 def test_the_task_default_endpoint_is_used_when_none_is_named(task, endpoint):
-    dataset = make_dataset(task, 1)
+    dataset = make_answers_dataset(task, 1)
     make_judge(task, name="quality")
     task.default_judge_endpoint = endpoint
     task.save()
@@ -105,7 +105,7 @@ def test_the_task_default_endpoint_is_used_when_none_is_named(task, endpoint):
     ],
 )
 def test_bad_arguments_are_named(task, endpoint, args, message):
-    make_dataset(task, 1)
+    make_answers_dataset(task, 1)
     make_judge(task, name="quality")
     with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
         start_run(*args)
@@ -113,7 +113,7 @@ def test_bad_arguments_are_named(task, endpoint, args, message):
 
 
 def test_wait_follows_the_run_to_the_end(task, endpoint, llm_server, workers):
-    dataset = make_dataset(task, 4)
+    dataset = make_answers_dataset(task, 4)
     make_judge(task, name="quality")
     llm_server.configure(default_reply=rubric_reply(3, 3), script={"number 2\n<": "???"})
     workers()

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from apps.runs.models import Run
-from tests.judges.conftest import make_dataset, make_generation_run, make_judge
+from tests.factories import make_answers_dataset, make_generation_run, make_judge
 
 pytestmark = pytest.mark.django_db
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def three_runs(task):
     """One judge over a labelled generation run, an unlabelled one and a dataset column."""
-    dataset = make_dataset(task, 2)
+    dataset = make_answers_dataset(task, 2)
     judge = make_judge(task, name="quality")
     labelled = make_generation_run(dataset, {0: "a", 1: "b"}, label="model-alpha")
     unlabelled = make_generation_run(dataset, {0: "a", 1: "b"}, label="")
@@ -79,7 +79,7 @@ def test_every_list_and_header_of_judge_runs_tells_them_apart(three_runs, viewer
 
 
 def test_model_output_in_labels_stays_text(task, viewer_client):
-    dataset = make_dataset(task, 1)
+    dataset = make_answers_dataset(task, 1)
     source = make_generation_run(dataset, {0: "a"}, label="<b>bold</b>")
     run = Run.objects.create(
         task=task,

@@ -16,7 +16,7 @@ from apps.judges.models import JudgeRound, Score
 from apps.runs.engine import LaunchError, launch
 from apps.runs.models import Run
 from tests.base import wait_for, work
-from tests.judges.conftest import make_dataset, make_judge, rubric_reply
+from tests.factories import make_answers_dataset, make_judge, rubric_reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -43,7 +43,7 @@ def kill_hard(pid: int) -> None:
 
 
 def test_kill_and_resume_keeps_finished_rounds(task, endpoint, llm_server, workers):
-    dataset = make_dataset(task, ITEMS)
+    dataset = make_answers_dataset(task, ITEMS)
     judge = make_judge(task, n_iter=ROUNDS)
     llm_server.configure(latency=0.25, default_reply=rubric_reply(3, 4))
     with transaction.atomic():
@@ -117,7 +117,7 @@ def test_kill_and_resume_keeps_finished_rounds(task, endpoint, llm_server, worke
 def test_cancel_stops_asking_and_resume_finishes_the_rest(task, endpoint, llm_server, workers):
     from apps.runs.engine import cancel
 
-    dataset = make_dataset(task, ITEMS)
+    dataset = make_answers_dataset(task, ITEMS)
     judge = make_judge(task, n_iter=ROUNDS)
     llm_server.configure(latency=0.25, default_reply=rubric_reply(2, 2))
     with transaction.atomic():

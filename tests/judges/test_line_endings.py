@@ -9,7 +9,7 @@ from apps.judges.launching import create_judge_run
 from apps.judges.models import Judge
 from apps.runs.models import Run
 from tests.base import work
-from tests.judges.conftest import make_dataset, make_judge, rubric_reply
+from tests.factories import make_answers_dataset, make_judge, rubric_reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 def test_a_judge_typed_in_a_browser_is_stored_and_sent_with_lf(
     task, reviewer_client, endpoint, llm_server
 ):
-    dataset = make_dataset(task, 4)
+    dataset = make_answers_dataset(task, 4)
     v1 = make_judge(task, system_prompt="Judge.\r\nStrictly.", user_prompt="{{ response }}\r\n")
     response = reviewer_client.post(
         reverse("judges:edit", args=[v1.pk]),

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from apps.judges.models import RunItemQuerySet
 from tests.base import make_user
-from tests.review.factories import fail_item, judge_item, make_item, scenario
+from tests.factories import fail_item, judge_item, make_item, scenario
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,6 @@
 import pytest
 
-from tests.leaderboards import factories as f
+from tests import factories as f
 
 
 @pytest.fixture
@@ -18,16 +18,17 @@ def board_data(db):
             {"key": "k5", "fields": {"question": "q5", "answer": "a5"}, "tags": ["easy", "math"]},
         ],
         columns=["question", "answer"],
+        name="set",
     )
-    judge = f.make_judge(task)
+    judge = f.make_judge(task, name="quality")
     gen_a = f.make_generation_run(
-        task, dataset, "model-a", {f"k{i}": f"answer A{i}" for i in range(6)}
+        dataset, {f"k{i}": f"answer A{i}" for i in range(6)}, label="model-a"
     )
     gen_b = f.make_generation_run(
-        task, dataset, "model-b", {f"k{i}": f"answer B{i}" for i in range(6)}
+        dataset, {f"k{i}": f"answer B{i}" for i in range(6)}, label="model-b"
     )
-    run_a = f.make_judge_run(task, dataset, judge, source_run=gen_a)
-    run_b = f.make_judge_run(task, dataset, judge, source_run=gen_b)
+    run_a = f.make_judge_run(dataset, judge, source_run=gen_a)
+    run_b = f.make_judge_run(dataset, judge, source_run=gen_b)
     f.add_scores(
         run_a,
         {

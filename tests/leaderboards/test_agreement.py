@@ -7,8 +7,8 @@ from django.urls import reverse
 
 from apps.leaderboards.agreement import agreement
 from apps.review.models import BlindEntry
+from tests import factories as f
 from tests.base import make_user
-from tests.leaderboards import factories as f
 
 
 @pytest.fixture
@@ -21,8 +21,8 @@ def reviewed(db, reviewer_user):
     """
     task = f.make_task("demo")
     dataset = f.make_items(task, 11)
-    judge = f.make_judge(task, subjects=[{"name": "accuracy", "min": 1, "max": 3}])
-    run = f.make_judge_run(task, dataset, judge, source_column="question")
+    judge = f.make_judge(task, name="quality", subjects=[{"name": "accuracy", "min": 1, "max": 3}])
+    run = f.make_judge_run(dataset, judge, source_column="question")
     values = [1, 1, 2, 2, 3, 3, 2, None, 1, 3, 2]
     f.add_scores(run, {f"k{i}": {"accuracy": v} for i, v in enumerate(values)})
     for key in ("k0", "k2", "k3", "k4"):
@@ -68,9 +68,11 @@ def test_agreement_by_hand(reviewed):
 
 def test_agreement_is_per_judge_version(reviewed, reviewer_user):
     task = reviewed["task"]
-    v2 = f.make_judge(task, version=2, subjects=[{"name": "accuracy", "min": 1, "max": 3}])
+    v2 = f.make_judge(
+        task, name="quality", version=2, subjects=[{"name": "accuracy", "min": 1, "max": 3}]
+    )
     dataset = reviewed["run"].dataset
-    run = f.make_judge_run(task, dataset, v2, source_column="question")
+    run = f.make_judge_run(dataset, v2, source_column="question")
     f.add_scores(run, {"k0": {"accuracy": 3}})
     f.score(run, "k0", "accuracy").confirm(reviewer_user)
     rows = {(r.judge.version, r.subject): r for r in agreement(task)}

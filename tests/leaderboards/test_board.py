@@ -10,7 +10,7 @@ from apps.judges.models import Judge
 from apps.leaderboards import boards, stats
 from apps.leaderboards.boards import Params
 from apps.leaderboards.models import RunSummary
-from tests.leaderboards import factories as f
+from tests import factories as f
 
 
 def build(task, **params):
@@ -95,16 +95,16 @@ def test_new_scores_from_the_job_refresh_the_summary(board_data):
 
 def test_newest_judge_run_per_model_and_queued_runs_left_out(board_data):
     task, dataset, judge = board_data["task"], board_data["dataset"], board_data["judge"]
-    rerun = f.make_judge_run(task, dataset, judge, source_run=board_data["gen_a"])
+    rerun = f.make_judge_run(dataset, judge, source_run=board_data["gen_a"])
     f.add_scores(rerun, {"k0": {"accuracy": 1, "clarity": 1}})
-    f.make_judge_run(task, dataset, judge, source_run=board_data["gen_b"], status="queued")
+    f.make_judge_run(dataset, judge, source_run=board_data["gen_b"], status="queued")
     board = build(task)
     assert sorted(r.run.pk for r in board.rows) == sorted([rerun.pk, board_data["run_b"].pk])
 
 
 def test_response_column_is_a_model(board_data):
     task, dataset, judge = board_data["task"], board_data["dataset"], board_data["judge"]
-    column_run = f.make_judge_run(task, dataset, judge, source_column="answer")
+    column_run = f.make_judge_run(dataset, judge, source_column="answer")
     f.add_scores(column_run, {"k0": {"accuracy": 2, "clarity": 2}})
     board = build(task)
     assert row_of(board, column_run).label == "answer (set v1)"
@@ -115,7 +115,7 @@ def test_choosing_among_judges(board_data):
     other = f.make_judge(
         task, name="mcq", kind="mcq", subjects=[{"name": "correct", "min": 0, "max": 100}]
     )
-    run = f.make_judge_run(task, dataset, other, source_run=board_data["gen_a"])
+    run = f.make_judge_run(dataset, other, source_run=board_data["gen_a"])
     f.add_scores(run, {"k0": {"correct": 100}, "k1": {"correct": 0}})
     board = build(task, judge_id=other.pk)
     assert board.judge == other
@@ -187,7 +187,7 @@ def test_weights_combine_subjects(board_data):
 
 def test_overall_is_none_when_a_weighted_subject_has_no_values(board_data):
     task, dataset, judge = board_data["task"], board_data["dataset"], board_data["judge"]
-    run = f.make_judge_run(task, dataset, judge, source_column="answer")
+    run = f.make_judge_run(dataset, judge, source_column="answer")
     f.add_scores(run, {"k0": {"accuracy": 2, "clarity": None}})
     board = build(task)
     assert row_of(board, run).overall["human"] is None

@@ -4,8 +4,8 @@ re-weight the overall score, both over HTMX."""
 import pytest
 from playwright.sync_api import expect
 
+from tests import factories as f
 from tests.base import make_user
-from tests.leaderboards import factories as f
 
 
 def cell(page, run, subject, mode, stat="mean"):

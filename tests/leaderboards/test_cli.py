@@ -69,7 +69,7 @@ def test_leaderboard_csv_matches_the_web_export(board_data, viewer_client, capsy
 
 
 def test_leaderboard_judge_values_and_tag(board_data, reviewer_user):
-    from tests.leaderboards import factories as f
+    from tests import factories as f
 
     f.score(board_data["run_a"], "k0", "accuracy").override(1, reviewer_user, "wrong")
     human = run_command("leaderboard", "demo", "--tag", "easy")

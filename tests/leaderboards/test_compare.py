@@ -7,7 +7,7 @@ from scipy import stats as scipy_stats
 from apps.judges.models import Score
 from apps.leaderboards import stats
 from apps.leaderboards.compare import compare
-from tests.leaderboards import factories as f
+from tests import factories as f
 
 # board_data: accuracy A = 5 4 3 (failed) 5 2, B = 3 3 2 2 4 1 on k0..k5.
 PAIRED_A = [5, 4, 3, 5, 2]  # k3 is failed in A: not paired
@@ -99,10 +99,12 @@ def test_unpaired_counts_add_up_to_the_items_either_run_scored(board_data):
 def test_largest_differences_with_equal_gaps_are_in_item_order_not_string_order(db):
     task = f.make_task("demo")
     keys = ["102", "2", "10", "q10", "q9"]
-    dataset = f.make_dataset(task, [{"key": k, "fields": {"question": k}} for k in keys])
-    judge = f.make_judge(task, subjects=[{"name": "accuracy", "min": 1, "max": 5}])
-    run_a = f.make_judge_run(task, dataset, judge, source_column="question")
-    run_b = f.make_judge_run(task, dataset, judge, source_column="question", label="b")
+    dataset = f.make_dataset(
+        task, [{"key": k, "fields": {"question": k}} for k in keys], name="set"
+    )
+    judge = f.make_judge(task, name="quality", subjects=[{"name": "accuracy", "min": 1, "max": 5}])
+    run_a = f.make_judge_run(dataset, judge, source_column="question")
+    run_b = f.make_judge_run(dataset, judge, source_column="question", label="b")
     f.add_scores(run_a, {k: {"accuracy": 4} for k in keys})
     f.add_scores(run_b, {k: {"accuracy": 2} for k in keys})
     accuracy = by_subject(compare(run_a, run_b, "judge"))["accuracy"]

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from apps.judges.models import JudgeRound, Score
 from apps.review.models import BlindEntry
-from tests.leaderboards import factories as f
+from tests import factories as f
 from tests.leaderboards.test_board import page_cells
 
 
@@ -72,10 +72,11 @@ def test_run_results_neutralise_hostile_text(db, viewer_client):
                 "fields": {"question": "@SUM(1+1)", "number": "-3", "formula": "-3+2"},
             }
         ],
+        name="set",
     )
-    judge = f.make_judge(task, subjects=[{"name": "delta", "min": -5, "max": 5}])
-    gen = f.make_generation_run(task, dataset, "m", {"=cmd|' /C calc'!A0": '+HYPERLINK("x")'})
-    run = f.make_judge_run(task, dataset, judge, source_run=gen)
+    judge = f.make_judge(task, name="quality", subjects=[{"name": "delta", "min": -5, "max": 5}])
+    gen = f.make_generation_run(dataset, {"=cmd|' /C calc'!A0": '+HYPERLINK("x")'}, label="m")
+    run = f.make_judge_run(dataset, judge, source_run=gen)
     f.add_scores(run, {"=cmd|' /C calc'!A0": {"delta": -3}})
     [row] = read_csv(run_export(viewer_client, run))
     assert row["key"] == "'=cmd|' /C calc'!A0"
@@ -134,12 +135,12 @@ def _export_queries(client, run) -> tuple[int, int]:
 
 def test_export_streams_with_a_fixed_number_of_queries(db, viewer_client):
     task = f.make_task("demo")
-    judge = f.make_judge(task)
+    judge = f.make_judge(task, name="quality")
     counts = []
     for n in (5, 60):
         dataset = f.make_items(task, n, name=f"set{n}")
-        gen = f.make_generation_run(task, dataset, f"m{n}", {f"k{i}": f"r{i}" for i in range(n)})
-        run = f.make_judge_run(task, dataset, judge, source_run=gen)
+        gen = f.make_generation_run(dataset, {f"k{i}": f"r{i}" for i in range(n)}, label=f"m{n}")
+        run = f.make_judge_run(dataset, judge, source_run=gen)
         f.add_scores(run, {f"k{i}": {"accuracy": 1 + i % 5, "clarity": 3} for i in range(n)})
         queries, lines = _export_queries(viewer_client, run)
         assert lines == n + 1
@@ -154,7 +155,7 @@ def test_export_is_produced_in_pieces(db, monkeypatch):
     monkeypatch.setattr(exports, "FLUSH", 10)
     task = f.make_task("demo")
     dataset = f.make_items(task, 45)
-    run = f.make_judge_run(task, dataset, f.make_judge(task), source_column="question")
+    run = f.make_judge_run(dataset, f.make_judge(task, name="quality"), source_column="question")
     f.add_scores(run, {f"k{i}": {"accuracy": 3} for i in range(45)})
     pieces = list(exports.results_csv(run))
     assert len(pieces) == 5 and sum(p.count("\n") for p in pieces) == 46
@@ -235,7 +236,7 @@ def test_board_csv_names_what_each_judge_run_judged(board_data, viewer_client):
     assert rows[run_a.pk]["judged_run_id"] == str(gen_a.pk)
     assert rows[run_a.pk]["judged_column"] == ""
     column_run = f.make_judge_run(
-        board_data["task"], board_data["dataset"], board_data["judge"], source_column="answer"
+        board_data["dataset"], board_data["judge"], source_column="answer"
     )
     f.add_scores(column_run, {"k0": {"accuracy": 3, "clarity": 3}})
     rows = {int(r["run_id"]): r for r in board_rows(viewer_client)}
@@ -307,9 +308,7 @@ def test_run_csv_carries_the_judges_reason_per_subject(board_data, viewer_client
 
 
 def test_run_csv_of_a_judged_column_has_one_response_column(board_data, viewer_client):
-    run = f.make_judge_run(
-        board_data["task"], board_data["dataset"], board_data["judge"], source_column="answer"
-    )
+    run = f.make_judge_run(board_data["dataset"], board_data["judge"], source_column="answer")
     f.add_scores(run, {"k0": {"accuracy": 3, "clarity": 3}})
     response = run_export(viewer_client, run)
     text = b"".join(response.streaming_content).decode()

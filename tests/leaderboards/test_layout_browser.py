@@ -7,8 +7,8 @@ import random
 import pytest
 from playwright.sync_api import Page
 
+from tests import factories as f
 from tests.base import make_user
-from tests.leaderboards import factories as f
 
 NAMES = [
     "meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo",
@@ -25,12 +25,14 @@ def wide_board(db) -> dict:
     rng = random.Random(7)
     task = f.make_task("demo")
     keys = [str(i) for i in range(40)]
-    dataset = f.make_dataset(task, [{"key": k, "fields": {"question": k}} for k in keys])
-    judge = f.make_judge(task, subjects=SUBJECTS)
+    dataset = f.make_dataset(
+        task, [{"key": k, "fields": {"question": k}} for k in keys], name="set"
+    )
+    judge = f.make_judge(task, name="quality", subjects=SUBJECTS)
     runs = []
     for name in NAMES:
-        generation = f.make_generation_run(task, dataset, name, {k: "an answer" for k in keys})
-        run = f.make_judge_run(task, dataset, judge, source_run=generation)
+        generation = f.make_generation_run(dataset, {k: "an answer" for k in keys}, label=name)
+        run = f.make_judge_run(dataset, judge, source_run=generation)
         f.add_scores(run, {k: {s["name"]: rng.randint(1, 5) for s in SUBJECTS} for k in keys})
         runs.append(run)
     return {"runs": runs}

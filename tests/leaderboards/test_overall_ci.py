@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from apps.leaderboards import boards, summaries
 from apps.leaderboards.boards import Params
-from tests.leaderboards import factories as f
+from tests import factories as f
 
 # Both intervals are Monte Carlo estimates: with 1,000 resamples a 2.5% percentile has a
 # standard error of about 2% of the interval's width, so the ends may differ by 3.5 of those.
@@ -36,7 +36,9 @@ def direct_ci(rows: list[tuple[float | None, float | None]], weights=(1.0, 1.0))
 def scenario(rows: list[tuple[float | None, float | None]], tags=None, status="completed"):
     task = f.make_task("overall")
     dataset = f.make_items(task, len(rows), tags=tags or [])
-    run = f.make_judge_run(task, dataset, f.make_judge(task), label="model-x", status=status)
+    run = f.make_judge_run(
+        dataset, f.make_judge(task, name="quality"), label="model-x", status=status
+    )
     f.add_scores(
         run,
         {f"k{i}": {"accuracy": a, "clarity": c} for i, (a, c) in enumerate(rows)},

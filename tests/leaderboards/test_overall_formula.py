@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from apps.leaderboards import boards
-from tests.leaderboards import factories as f
+from tests import factories as f
 
 FORMULA = (
     "Overall = weighted mean of the subjects' means, each rescaled to 0–100 by its range: "
@@ -65,9 +65,11 @@ def test_without_declared_ranges_it_says_means_are_not_rescaled(db):
     task = f.make_task("plain")
     dataset = f.make_items(task, 2)
     judge = f.make_judge(
-        task, subjects=[{"name": "tokens"}, {"name": "accuracy", "min": 1, "max": 5}]
+        task,
+        name="quality",
+        subjects=[{"name": "tokens"}, {"name": "accuracy", "min": 1, "max": 5}],
     )
-    run = f.make_judge_run(task, dataset, judge, source_column="question")
+    run = f.make_judge_run(dataset, judge, source_column="question")
     f.add_scores(run, {"k0": {"tokens": 10, "accuracy": 3}, "k1": {"tokens": 30, "accuracy": 5}})
     board = boards.build(task, boards.Params())
     assert not board.normalised

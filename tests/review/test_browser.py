@@ -10,12 +10,12 @@ from apps.datasets.models import Dataset
 from apps.judges.models import Judge, JudgeRound, Score
 from apps.runs.models import AttemptLog
 from tests.base import make_user
-from tests.review.factories import (
+from tests.factories import (
     judge_item,
-    make_dataset,
     make_generation_run,
     make_item,
     make_judge_run,
+    make_review_dataset,
     make_task,
 )
 
@@ -23,7 +23,7 @@ from tests.review.factories import (
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_a_queue_reviewed_with_the_keyboard_alone(login, live_server):
-    dataset = make_dataset(make_task())
+    dataset = make_review_dataset(make_task())
     items = [make_item(dataset, i, question=f"Question number {i}") for i in range(3)]
     run = make_judge_run(dataset)
     for item in items:
@@ -105,7 +105,7 @@ EVIL = " ".join(PAYLOADS)
 def hostile_run():
     """A judge run where everything a model or an upload could write holds the payloads."""
     task = make_task()
-    dataset = make_dataset(task)
+    dataset = make_review_dataset(task)
     dataset.tag_counts = {EVIL: 2}
     dataset.save()
     items = [
@@ -219,7 +219,7 @@ def scaled_runs():
     """One item judged by an MCQ judge (0 or 100), a rubric with a 1–5 and a 0–100 subject,
     and a continuous 0–100 metric."""
     task = make_task()
-    dataset = make_dataset(task)
+    dataset = make_review_dataset(task)
     item = make_item(dataset, 0, question="Which is prime? A) 4 B) 6 C) 7", answer="C")
 
     def judged(kind, subjects, values, **fields):

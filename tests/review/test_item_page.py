@@ -10,13 +10,13 @@ from django.urls import reverse
 from apps.judges.models import Score
 from apps.review.models import BlindEntry, ReviewLock
 from tests.base import make_user
-from tests.review.factories import (
+from tests.factories import (
     fail_item,
     judge_item,
-    make_dataset,
     make_generation_run,
     make_item,
     make_judge_run,
+    make_review_dataset,
     make_task,
     scenario,
 )
@@ -54,7 +54,7 @@ def viewer(db) -> Client:
 @pytest.fixture
 def judged(db):
     """One item judged in two rounds that disagree on accuracy (3 and 4.5 → 3.75)."""
-    dataset = make_dataset(make_task())
+    dataset = make_review_dataset(make_task())
     item = make_item(dataset, 0, question="What is 2+2?", reference="4", answer="Four.")
     run = make_judge_run(dataset)
     scores = judge_item(
@@ -100,7 +100,7 @@ def test_page_shows_inputs_reference_response_rounds_and_scores(reviewer, judged
 
 
 def test_response_comes_from_the_generation_run_when_there_is_one(reviewer, db):
-    dataset = make_dataset(make_task())
+    dataset = make_review_dataset(make_task())
     item = make_item(dataset, 0, answer="COLUMN-ANSWER")
     source = make_generation_run(dataset, {0: "GENERATED-ANSWER"})
     run = make_judge_run(dataset, source_run=source)

@@ -14,7 +14,7 @@ from apps.review import listing
 from apps.review.models import ReviewAssignment
 from apps.runs.models import Run
 from tests.base import make_user
-from tests.review.factories import fail_item, judge_item, make_item, scenario
+from tests.factories import fail_item, judge_item, make_item, scenario
 
 calls: list[tuple[int, list[int]]] = []
 
@@ -256,7 +256,7 @@ def test_viewers_see_the_list_without_bulk_actions_and_cannot_post(run_with_stat
 
 
 def test_a_generation_run_has_no_review_list(reviewer, db):
-    from tests.review.factories import make_generation_run
+    from tests.factories import make_generation_run
 
     run, _ = scenario(1)
     generation = make_generation_run(run.dataset, {})

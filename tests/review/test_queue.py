@@ -17,12 +17,12 @@ from apps.review.models import ReviewAssignment, ReviewLock
 from apps.review.queue import Queue, first_tag, stratified_sample
 from apps.runs.models import Run
 from tests.base import make_user
-from tests.review.factories import (
+from tests.factories import (
     fail_item,
     judge_item,
-    make_dataset,
     make_item,
     make_judge_run,
+    make_review_dataset,
     make_task,
 )
 
@@ -40,7 +40,7 @@ def bob(db):
 @pytest.fixture
 def mixed(db):
     """Six items built so that every order gives a different, known sequence (positions)."""
-    dataset = make_dataset(make_task())
+    dataset = make_review_dataset(make_task())
     items = [make_item(dataset, i) for i in range(7)]
     run = make_judge_run(dataset)
     judge_item(run, items[0], [{"accuracy": 3, "clarity": 3}] * 2)  # at the midpoint
@@ -86,9 +86,9 @@ def test_uncertainty_first_with_a_chosen_threshold(mixed, alice):
 
 
 def test_disagreement_is_compared_as_a_share_of_each_subjects_range(db, alice):
-    dataset = make_dataset(make_task())
+    dataset = make_review_dataset(make_task())
     items = [make_item(dataset, i) for i in range(2)]
-    from tests.review.factories import make_judge
+    from tests.factories import make_judge
 
     judge = make_judge(
         dataset.task,
@@ -155,7 +155,7 @@ def test_first_tag_is_the_stratum():
 
 @pytest.fixture
 def tagged(db):
-    dataset = make_dataset(make_task())
+    dataset = make_review_dataset(make_task())
     run = make_judge_run(dataset)
     for i in range(40):
         tag = "math" if i < 20 else "code" if i < 32 else "prose"
@@ -317,7 +317,7 @@ def test_a_page_held_by_someone_else_says_so_and_does_not_take_it(mixed, alice, 
 
 @pytest.mark.django_db(transaction=True)
 def test_claiming_the_same_item_at_once_lets_exactly_one_reviewer_win():
-    dataset = make_dataset(make_task())
+    dataset = make_review_dataset(make_task())
     item = make_item(dataset, 0)
     run = make_judge_run(dataset)
     users = [make_user("reviewer", f"r{i}") for i in range(4)]

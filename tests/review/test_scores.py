@@ -9,7 +9,7 @@ from django.db import close_old_connections
 
 from apps.judges.models import Score, ScoreEvent, StaleScore
 from tests.base import make_user
-from tests.review.factories import fail_item, make_item, scenario
+from tests.factories import fail_item, make_item, scenario
 
 
 @pytest.fixture

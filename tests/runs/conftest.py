@@ -7,33 +7,11 @@ from typing import Any
 
 import pytest
 
-from apps.datasets.models import Dataset, Item, Task
+from apps.datasets.models import Dataset, Task
 from apps.runs.models import Endpoint, PromptTemplate, Run
+from tests.factories import make_qa_dataset
 
 SECRET = "sk-test-SECRET-5b1f0c9e7d"
-
-
-def make_dataset(task: Task, n: int, name: str = "questions") -> Dataset:
-    dataset = Dataset.objects.create(
-        task=task,
-        name=name,
-        format=Dataset.Format.CSV,
-        status=Dataset.Status.READY,
-        columns=["id", "question", "answer"],
-        mapping={"id_column": "id", "input_columns": ["question"], "reference_column": "answer"},
-        row_count=n,
-    )
-    Item.objects.bulk_create(
-        Item(
-            dataset=dataset,
-            position=i,
-            key=f"q{i}",
-            fields={"id": f"q{i}", "question": f"What is {i} + {i}?", "answer": str(2 * i)},
-            reference=str(2 * i),
-        )
-        for i in range(n)
-    )
-    return dataset
 
 
 @pytest.fixture
@@ -43,7 +21,7 @@ def task(db) -> Task:
 
 @pytest.fixture
 def dataset(task: Task) -> Dataset:
-    return make_dataset(task, 30)
+    return make_qa_dataset(task, 30)
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import pytest
 from playwright.sync_api import expect
 
 from apps.runs.models import Response, Run
-from tests.runs.conftest import make_dataset
+from tests.factories import make_qa_dataset
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 def test_a_run_started_in_the_browser_is_watched_to_completion(
     login, reviewer_user, task, endpoint, template, llm_server, workers
 ):
-    dataset = make_dataset(task, 80, name="browser")
+    dataset = make_qa_dataset(task, 80, name="browser")
     llm_server.configure(latency=0.15)
     endpoint.concurrency_limit = 4
     endpoint.save()

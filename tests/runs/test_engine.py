@@ -15,7 +15,8 @@ from rq.job import Job, JobStatus
 from apps.runs import engine
 from apps.runs.models import AttemptLog, ErrorKind, Response, Run
 from tests.base import wait_for, work
-from tests.runs.conftest import descendants, kill_hard, make_dataset
+from tests.factories import make_qa_dataset
+from tests.runs.conftest import descendants, kill_hard
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -58,7 +59,7 @@ def test_a_run_answers_every_item_exactly_once_with_tokens_and_cost(start, datas
 def test_errors_and_garbage_end_answered_or_failed_with_logs_and_retry_failed_completes(
     start, task, endpoint, llm_server
 ):
-    dataset = make_dataset(task, 120, name="big")
+    dataset = make_qa_dataset(task, 120, name="big")
     endpoint.max_retries = 2
     endpoint.save()
     llm_server.configure(
@@ -153,7 +154,7 @@ def test_a_refused_key_stops_the_run_at_once_and_resume_finishes_it(start, endpo
     ("mode", "expected"), [("all", {True: 7, False: 2}), ("failed", {False: 2}), ("none", {})]
 )
 def test_logging_mode_decides_which_attempts_are_stored(start, task, llm_server, mode, expected):
-    dataset = make_dataset(task, 8, name=f"logs-{mode}")
+    dataset = make_qa_dataset(task, 8, name=f"logs-{mode}")
     llm_server.configure(
         script=[
             {"match": "What is 2 + 2?", "status": 500, "times": 1},
@@ -176,7 +177,7 @@ def test_logging_mode_decides_which_attempts_are_stored(start, task, llm_server,
 def test_cancel_stops_new_requests_within_seconds_and_resume_finishes(
     start, task, endpoint, llm_server, workers
 ):
-    dataset = make_dataset(task, 60, name="slow")
+    dataset = make_qa_dataset(task, 60, name="slow")
     endpoint.concurrency_limit = 2
     endpoint.save()
     llm_server.configure(latency=0.3)
@@ -259,7 +260,7 @@ def assert_every_item_once(run: Run, at_kill: dict, llm_server, n: int) -> None:
 def test_a_killed_work_horse_hands_its_units_to_a_live_worker_by_itself(
     start, task, endpoint, llm_server, workers
 ):
-    dataset = make_dataset(task, 300, name="horse")
+    dataset = make_qa_dataset(task, 300, name="horse")
     endpoint.concurrency_limit = 8
     endpoint.save()
     llm_server.configure(latency=0.2)
@@ -295,7 +296,7 @@ def test_a_killed_work_horse_hands_its_units_to_a_live_worker_by_itself(
 def test_a_killed_worker_process_hands_its_units_to_another_worker_by_itself(
     start, task, endpoint, llm_server, workers
 ):
-    dataset = make_dataset(task, 300, name="kill")
+    dataset = make_qa_dataset(task, 300, name="kill")
     endpoint.concurrency_limit = 8
     endpoint.save()
     llm_server.configure(latency=0.2)
@@ -378,7 +379,7 @@ def test_the_watchdog_hands_back_only_dead_chunks_units_and_nothing_already_answ
 def test_the_concurrency_limit_holds_with_three_workers_on_one_run(
     start, task, endpoint, llm_server, workers
 ):
-    dataset = make_dataset(task, 90, name="shared")
+    dataset = make_qa_dataset(task, 90, name="shared")
     endpoint.concurrency_limit = 3
     endpoint.save()
     llm_server.configure(latency=0.2)

@@ -19,7 +19,7 @@ from apps.runs import engine
 from apps.runs.llm import Attempt
 from apps.runs.models import AttemptLog, ErrorKind, Run
 from apps.runs.tuning import FLUSH_EVERY
-from tests.runs.conftest import make_dataset
+from tests.factories import make_qa_dataset
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -89,7 +89,7 @@ class FakePlugin(engine.RunPlugin):
 
 @pytest.fixture
 def fake_run(task, monkeypatch, django_capture_on_commit_callbacks):
-    dataset = make_dataset(task, N)
+    dataset = make_qa_dataset(task, N)
     item_ids = {str(item.position): item.pk for item in dataset.items.all()}
     plugin = FakePlugin(item_ids)
     monkeypatch.setitem(engine.PLUGINS, Run.Kind.GENERATION, plugin)

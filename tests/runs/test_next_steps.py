@@ -8,7 +8,7 @@ from django.urls import reverse
 from apps.datasets.models import Dataset, Item
 from apps.runs.generation import create_generation_run
 from apps.runs.models import Endpoint, PromptTemplate
-from tests.runs.conftest import make_dataset
+from tests.factories import make_qa_dataset
 
 
 def start_form(client, query: str) -> dict[str, object]:
@@ -36,7 +36,7 @@ def test_the_only_dataset_and_endpoint_are_preselected(
 
 @pytest.mark.django_db
 def test_with_several_the_last_runs_are_preselected(reviewer_client, dataset, endpoint, template):
-    other_dataset = make_dataset(dataset.task, 3, name="other")
+    other_dataset = make_qa_dataset(dataset.task, 3, name="other")
     Endpoint.objects.create(name="aaa-first", model="m", base_url=endpoint.base_url)
     create_generation_run(dataset, endpoint, template)
     chosen = start_form(reviewer_client, f"?task={dataset.task.slug}")
@@ -48,7 +48,7 @@ def test_with_several_the_last_runs_are_preselected(reviewer_client, dataset, en
 
 @pytest.mark.django_db
 def test_nothing_is_guessed_among_several_never_used(reviewer_client, dataset, endpoint, template):
-    make_dataset(dataset.task, 3, name="other")
+    make_qa_dataset(dataset.task, 3, name="other")
     Endpoint.objects.create(name="second", model="m", base_url=endpoint.base_url)
     chosen = start_form(reviewer_client, f"?task={dataset.task.slug}")
     assert (chosen["dataset"], chosen["endpoint"]) == (None, None)
@@ -110,7 +110,7 @@ def test_the_preview_opens_where_the_template_fits_then_where_it_last_ran(
     assert page.context["preview_dataset"] == dataset
     assert not page.context["preview"].missing
 
-    other = make_dataset(dataset.task, 2, name="zz-later")
+    other = make_qa_dataset(dataset.task, 2, name="zz-later")
     create_generation_run(other, endpoint, template)
     assert reviewer_client.get(template.get_absolute_url()).context["preview_dataset"] == other
 

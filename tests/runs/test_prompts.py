@@ -4,7 +4,7 @@ import pytest
 
 from apps.runs.models import PromptTemplate
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer, compile_template
-from tests.runs.conftest import make_dataset
+from tests.factories import make_qa_dataset
 
 
 def item(i: int = 1, **fields) -> ItemData:
@@ -87,7 +87,7 @@ def test_unknown_variables_are_reported_in_preview(task):
 
 @pytest.mark.django_db
 def test_fewshot_is_seeded_deterministic_and_never_the_item_itself(task):
-    dataset = make_dataset(task, 12)
+    dataset = make_qa_dataset(task, 12)
     template = PromptTemplate.objects.create(
         task=task,
         name="fs",
@@ -117,7 +117,7 @@ def test_fewshot_is_seeded_deterministic_and_never_the_item_itself(task):
 
 @pytest.mark.django_db
 def test_fewshot_goes_before_the_user_message_when_not_placed(task):
-    dataset = make_dataset(task, 2)
+    dataset = make_qa_dataset(task, 2)
     template = PromptTemplate.objects.create(
         task=task, name="fs", user_message="Now: {{ question }}", fewshot_k=5
     )

@@ -15,7 +15,7 @@ from apps.judges.models import Judge
 from apps.runs import engine
 from apps.runs.models import PromptTemplate, Run, failure_cause
 from tests.base import ROOT, subprocess_env
-from tests.judges.conftest import make_judge
+from tests.factories import make_judge
 
 # Where the crash below happens: a server path that only admins may see.
 MISSING = ROOT / "data" / "no-such-dir" / "evalsite.sqlite3"

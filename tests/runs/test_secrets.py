@@ -18,9 +18,9 @@ from apps.judges.models import Score
 from apps.runs.llm import LLM, SCRUBBED, LLMError, Scrubber, run_async, test_connection
 from apps.runs.models import Endpoint, Run
 from tests.base import ROOT, subprocess_env
-from tests.judges.conftest import make_judge, rubric_reply
+from tests.factories import make_judge, make_qa_dataset, rubric_reply
 from tests.llm_server import masked_key
-from tests.runs.conftest import SECRET, make_dataset
+from tests.runs.conftest import SECRET
 
 ENV_KEY = "sk-env-7Qx2LmP9vR4tZ8wK3c"
 
@@ -189,7 +189,7 @@ def test_an_echoed_key_is_nowhere_after_generation_and_judge_runs(
     from_env = Endpoint.objects.create(
         name="from-env", base_url=llm_server.base_url, model="test-model", max_retries=1
     )
-    dataset = make_dataset(task, 4)
+    dataset = make_qa_dataset(task, 4)
     make_judge(task, name="quality")
     worker = workers(OPENAI_API_KEY=ENV_KEY)
     outputs = []

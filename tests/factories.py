@@ -1,0 +1,381 @@
+"""The one place tests make rows: tasks, datasets and items, judges, runs, responses and
+scores, made directly with the ORM (the jobs that make them for real are tested on their own).
+
+`make_dataset` is the one way to make a dataset; the `make_*_dataset` helpers only name the
+shapes of rows that several test modules share (question/answer items for generation runs,
+items with a response column for judge runs, an empty dataset for review tests that add items
+one by one).
+"""
+
+import itertools
+import json
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from django.utils import timezone
+
+from apps.datasets.models import Dataset, Item, Task, tags_text
+from apps.judges.models import Judge, JudgeRound, Score
+from apps.runs.models import AttemptLog, Response, Run
+
+# A two-subject rubric on 1–5, the judge most tests need.
+SUBJECTS = [
+    {"name": "accuracy", "min": 1, "max": 5},
+    {"name": "clarity", "min": 1, "max": 5},
+]
+_seq = itertools.count(1)
+
+
+# ---- tasks and datasets ------------------------------------------------------------------------
+def make_task(slug: str | None = None) -> Task:
+    slug = slug or f"task-{next(_seq)}"
+    return Task.objects.create(slug=slug, name=slug.title())
+
+
+def make_dataset(
+    task: Task,
+    rows: Sequence[Mapping[str, Any]] = (),
+    *,
+    name: str | None = None,
+    columns: Sequence[str] = (),
+    mapping: Mapping[str, Any] | None = None,
+    format: str = Dataset.Format.CSV,
+) -> Dataset:
+    """A ready dataset with one item per row, in the order given.
+
+    rows: {"key", "fields", "tags" (optional), "reference" (optional)}; the columns default to
+    every field name seen.
+    """
+    columns = list(columns) or sorted({c for row in rows for c in row.get("fields", {})})
+    dataset = Dataset.objects.create(
+        task=task,
+        name=name or f"data-{next(_seq)}",
+        format=format,
+        status=Dataset.Status.READY,
+        columns=columns,
+        mapping=dict(mapping or {}),
+        row_count=len(rows),
+    )
+    items = []
+    counts: dict[str, int] = {}
+    for position, row in enumerate(rows):
+        fields = dict(row.get("fields", {}))
+        tags = list(row.get("tags", []))
+        for tag in tags:
+            counts[tag] = counts.get(tag, 0) + 1
+        items.append(
+            Item(
+                dataset=dataset,
+                position=position,
+                key=str(row["key"]),
+                fields=fields,
+                reference=row.get("reference", ""),
+                tags=tags,
+                tags_text=tags_text(tags),
+                search_text=json.dumps(fields).lower(),
+            )
+        )
+    Item.objects.bulk_create(items)
+    if counts:
+        dataset.tag_counts = counts
+        dataset.save(update_fields=["tag_counts"])
+    return dataset
+
+
+def make_items(
+    task: Task, n: int, tags: Sequence[Sequence[str]] = (), name: str = "set"
+) -> Dataset:
+    """n items "k0"… with one field, `question`, and the tags given per position."""
+    rows = [
+        {"key": f"k{i}", "fields": {"question": f"q{i}"}, "tags": tags[i] if i < len(tags) else []}
+        for i in range(n)
+    ]
+    return make_dataset(task, rows, name=name)
+
+
+def make_qa_dataset(task: Task, n: int, name: str = "questions") -> Dataset:
+    """Arithmetic questions for generation runs: item "q<i>" asks "What is i + i?" (answer 2i)."""
+    rows = [
+        {
+            "key": f"q{i}",
+            "fields": {"id": f"q{i}", "question": f"What is {i} + {i}?", "answer": str(2 * i)},
+            "reference": str(2 * i),
+        }
+        for i in range(n)
+    ]
+    mapping = {"id_column": "id", "input_columns": ["question"], "reference_column": "answer"}
+    return make_dataset(
+        task, rows, name=name, columns=["id", "question", "answer"], mapping=mapping
+    )
+
+
+def make_answers_dataset(
+    task: Task,
+    n: int,
+    *,
+    name: str = "answers",
+    reference: Callable[[int], str] = lambda i: f"gold {i}",
+    response: Callable[[int], Any] = lambda i: f"answer number {i}",
+    tags: Callable[[int], list[str]] = lambda i: ["even"] if i % 2 == 0 else ["odd"],
+) -> Dataset:
+    """Items with an answer already given (the `response` column, absent where `response`
+    gives None) for judge runs, a reference, and even/odd tags."""
+    rows = []
+    for i in range(n):
+        fields: dict[str, Any] = {
+            "id": f"q{i}",
+            "question": f"Question {i}?",
+            "gold": reference(i),
+            "tags": ",".join(tags(i)),
+        }
+        if (value := response(i)) is not None:
+            fields["response"] = value
+        rows.append({"key": f"q{i}", "fields": fields, "reference": reference(i), "tags": tags(i)})
+    mapping = {
+        "id_column": "id",
+        "input_columns": ["question"],
+        "reference_column": "gold",
+        "tags_column": "tags",
+        "response_columns": ["response"],
+    }
+    return make_dataset(
+        task,
+        rows,
+        name=name,
+        columns=["id", "question", "gold", "response", "tags"],
+        mapping=mapping,
+        format=Dataset.Format.JSONL,
+    )
+
+
+def make_review_dataset(task: Task, response_column: str = "answer") -> Dataset:
+    """An empty dataset with a response column; review tests add items with `make_item`."""
+    mapping = {
+        "id_column": "id",
+        "input_columns": ["question"],
+        "reference_column": "gold",
+        "tags_column": "tag",
+        "response_columns": [response_column],
+    }
+    columns = ["id", "question", "gold", response_column, "tag"]
+    return make_dataset(task, columns=columns, mapping=mapping)
+
+
+def make_item(
+    dataset: Dataset,
+    position: int,
+    question: str = "",
+    answer: str = "",
+    reference: str = "",
+    tags: list[str] | None = None,
+    key: str | None = None,
+) -> Item:
+    """One item of a `make_review_dataset` dataset."""
+    tags = tags or []
+    fields = {
+        "id": key or f"q{position}",
+        "question": question or f"Question {position}?",
+        "gold": reference or f"Gold {position}",
+        "answer": answer or f"Answer {position}",
+        "tag": ",".join(tags),
+    }
+    return Item.objects.create(
+        dataset=dataset,
+        position=position,
+        key=key or f"q{position}",
+        fields=fields,
+        reference=fields["gold"],
+        tags=tags,
+        tags_text=tags_text(tags),
+        search_text=" ".join(str(v) for v in fields.values()).lower(),
+    )
+
+
+# ---- judges and runs ---------------------------------------------------------------------------
+def make_judge(task: Task, kind: str = Judge.Kind.RUBRIC, **fields: Any) -> Judge:
+    """A judge of `kind` with the subjects such a judge has; `fields` override anything."""
+    defaults: dict[str, Any] = {"name": f"{kind.replace('_', '-')}-judge", "kind": kind}
+    if kind == Judge.Kind.RUBRIC:
+        defaults["subjects"] = SUBJECTS
+    elif kind in (Judge.Kind.MCQ, Judge.Kind.MCQ_RULE):
+        defaults["subjects"] = [{"name": "score", "min": 0, "max": 100}]
+    else:
+        defaults["metric"] = "exact_match"
+        defaults["subjects"] = [{"name": "exact_match", "min": 0, "max": 100}]
+    defaults.update(fields)
+    return Judge.objects.create(task=task, **defaults)
+
+
+def make_generation_run(
+    dataset: Dataset,
+    texts: Mapping[int | str, str | None],
+    *,
+    label: str = "model-a",
+    status: str = Run.Status.COMPLETED,
+) -> Run:
+    """A generation run that has ended, with a Response per entry of `texts` (keyed by item
+    position or item key): the text, or failed for None. Other items get no Response."""
+    run = Run.objects.create(
+        task=dataset.task, kind=Run.Kind.GENERATION, dataset=dataset, label=label, status=status
+    )
+    items = list(dataset.items.all())
+    by = {item.position: item for item in items} | {item.key: item for item in items}
+    Response.objects.bulk_create(
+        Response(
+            run=run,
+            item=by[where],
+            status=Response.Status.OK if text is not None else Response.Status.FAILED,
+            text=text or "",
+            error_kind="" if text is not None else "api_error",
+            error="" if text is not None else "the server failed (500): boom",
+            epoch=1,
+        )
+        for where, text in texts.items()
+    )
+    return run
+
+
+def make_judge_run(
+    dataset: Dataset,
+    judge: Judge | None = None,
+    *,
+    source_run: Run | None = None,
+    source_column: str | None = None,
+    label: str = "",
+    status: str = Run.Status.COMPLETED,
+) -> Run:
+    """A judge run of `judge` (by default a rubric judge of two rounds) over the generation
+    run `source_run`, else over the dataset's `source_column` ("answer" unless given)."""
+    if judge is None:
+        judge = make_judge(
+            dataset.task, name=f"judge-{next(_seq)}", n_iter=2, user_prompt="Rate {answer}"
+        )
+    if source_column is None:
+        source_column = "" if source_run else "answer"
+    return Run.objects.create(
+        task=dataset.task,
+        kind=Run.Kind.JUDGE,
+        dataset=dataset,
+        judge=judge,
+        source_run=source_run,
+        source_column=source_column,
+        label=label,
+        status=status,
+        finished_at=timezone.now() if status in Run.TERMINAL_STATUSES else None,
+    )
+
+
+# ---- what a judge run leaves behind ----------------------------------------------------------------
+def add_scores(run: Run, values: Mapping[str, Mapping[str, Any]]) -> list[Score]:
+    """values: item key -> subject -> value; None means the item failed on that subject.
+    One round per item, so no JudgeRound rows (judge_item writes those)."""
+    items = {i.key: i for i in run.dataset.items.all()}
+    scores = []
+    for key, subjects in values.items():
+        for subject, value in subjects.items():
+            failed = value is None
+            scores.append(
+                Score(
+                    run=run,
+                    item=items[key],
+                    subject=subject,
+                    status="failed" if failed else "ok",
+                    judge_value=None if failed else float(value),
+                    final_value=None if failed else float(value),
+                    round_values=[None] if failed else [float(value)],
+                    error_kind="unparseable" if failed else "",
+                    error="no JSON in the reply" if failed else "",
+                )
+            )
+    created = Score.objects.bulk_create(scores)
+    # What the judging job does after writing: move the run row (the summaries watch it).
+    run.add_progress(done=sum(v is not None for s in values.values() for v in s.values()))
+    run.refresh_from_db()
+    return created
+
+
+def score(run: Run, key: str, subject: str) -> Score:
+    return Score.objects.get(run=run, item__key=key, subject=subject)
+
+
+def judge_item(
+    run: Run,
+    item: Item,
+    rounds: list[dict[str, float] | None],
+    reasons: list[str] | None = None,
+    raw_replies: list[str] | None = None,
+) -> list[Score]:
+    """Record the judge's rounds for an item (None = a failed round) and the scores they give.
+
+    A subject is failed when no round gave a value for it.
+    """
+    reasons = reasons or [f"Reason of round {i}" for i in range(len(rounds))]
+    raw_replies = raw_replies or [f'{{"round": {i}}}' for i in range(len(rounds))]
+    for index, values in enumerate(rounds):
+        JudgeRound.objects.create(
+            run=run,
+            item=item,
+            round=index,
+            status=JudgeRound.Status.FAILED if values is None else JudgeRound.Status.OK,
+            values=values or {},
+            reason=reasons[index] if values is not None else "",
+            raw_reply=raw_replies[index],
+            error_kind="unparseable" if values is None else "",
+            error="Reply was not JSON" if values is None else "",
+        )
+    scores = []
+    assert run.judge is not None
+    for subject in run.judge.subject_names:
+        per_round: list[Any] = [None if v is None else v.get(subject) for v in rounds]
+        got = [v for v in per_round if v is not None]
+        judge_value = statistics.fmean(got) if got else None
+        scores.append(
+            Score.objects.create(
+                run=run,
+                item=item,
+                subject=subject,
+                status=Score.Status.OK if got else Score.Status.FAILED,
+                judge_value=judge_value,
+                round_values=per_round,
+                spread=(max(got) - min(got)) if got else 0.0,
+                final_value=judge_value,
+                error_kind="" if got else "unparseable",
+                error="" if got else "No round gave a value",
+            )
+        )
+    return scores
+
+
+def fail_item(run: Run, item: Item) -> list[Score]:
+    """Every round failed; the attempt log keeps the request and the raw reply."""
+    AttemptLog.objects.create(
+        run=run,
+        item=item,
+        round=0,
+        attempt=1,
+        ok=False,
+        request_messages=[{"role": "user", "content": f"Rate {item.key}"}],
+        raw_reply="not json at all",
+        error_kind="unparseable",
+        error="Reply was not JSON",
+    )
+    assert run.judge is not None
+    return judge_item(run, item, [None] * run.judge.n_iter)
+
+
+def scenario(n: int = 4, **run_kwargs: Any) -> tuple[Run, list[Item]]:
+    """A judge run over n items, all judged with agreeing rounds of 3 on every subject."""
+    dataset = make_review_dataset(make_task())
+    items = [make_item(dataset, i) for i in range(n)]
+    run_kwargs.setdefault("label", "model-a")
+    run = make_judge_run(dataset, **run_kwargs)
+    assert run.judge is not None
+    for item in items:
+        judge_item(run, item, [{"accuracy": 3, "clarity": 3}] * run.judge.n_iter)
+    return run, items
+
+
+def rubric_reply(accuracy: float, clarity: float, reason: str = "fine") -> str:
+    """What an LLM rubric judge answers, for the loopback server's scripted replies."""
+    return json.dumps({"reason": reason, "accuracy": accuracy, "clarity": clarity})
