@@ -7,6 +7,7 @@ and the `leaderboard` command all read the same `Board` and print the same numbe
 
 import functools
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,12 +18,15 @@ from apps.datasets.models import Dataset, Task
 from apps.judges.metrics import METRICS
 from apps.judges.models import Judge
 from apps.leaderboards import summaries
-from apps.leaderboards.stats import Interval, percentile_ci, resampled_column_means
+from apps.leaderboards.stats import Dist, Interval, percentile_ci, resampled_column_means
 from apps.runs.models import Run
 
 MODES = ("human", "judge")
 VALUE_VIEWS = ("both", "human", "judge")
-STATS = ("mean", "judge", "n", "failed", "missing", "overridden")
+# How failed and missing items count: at the worst value of the subject's range ("strict", so
+# failing never helps a model), or not at all ("answered", the mean over answered items).
+SCORINGS = ("strict", "answered")
+STATS = ("mean", "judge", "n", "failed", "missing", "overridden", "coverage", "answered_mean")
 TAG_CI_LIMIT = 200  # tag tables with more cells show means without intervals
 
 
@@ -43,6 +47,13 @@ class SubjectInfo:
     @property
     def direction(self) -> str:
         return "higher is better" if self.higher_is_better else "lower is better"
+
+    @property
+    def worst(self) -> float | None:
+        """The value a failed or missing item counts as in strict scoring (needs a range)."""
+        if not self.has_range:
+            return None
+        return self.low if self.higher_is_better else self.high
 
     @property
     def range_text(self) -> str:
@@ -152,12 +163,52 @@ def board_runs(task: Task, judge: Judge, dataset_id: int | None = None) -> list[
 # ---- the board --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Cell:
-    mean: float | None
+    """One subject of one model in one mode, scored the board's way (`Params.scoring`)."""
+
+    mean: float | None  # strict where the subject has a range, else over answered items
     ci: Interval | None
-    n: int  # items with a value, in the mean
-    failed: int  # items whose scoring failed: not in the mean, never silently
+    n: int  # items in the mean (strict: every item of the dataset)
+    failed: int  # items whose scoring failed
     missing: int  # items of the dataset without a score (not judged yet)
     overridden: int
+    answered_mean: float | None = None  # over the items with a value only
+    strict_mean: float | None = None  # failed and missing at the worst value; None: no range
+    coverage: float | None = None  # answered / (answered + failed + missing)
+    answered: int = 0  # items with a value
+
+
+def score_cell(
+    dist: Dist,
+    failed: int,
+    missing: int,
+    overridden: int,
+    info: SubjectInfo,
+    scoring: str,
+    with_ci: bool = True,
+) -> Cell:
+    """A cell from the answered values: strict adds the failed and missing items at the
+    subject's worst value, so a model never gains by failing an item it would have got wrong
+    (a subject without a range has no worst value: answered only, and the page says so)."""
+    unanswered = failed + missing
+    strict: Dist | None = None
+    if info.worst is not None:
+        strict = dist.copy()
+        if unanswered:
+            strict.add(info.worst, unanswered)
+    chosen = strict if scoring == "strict" and strict is not None else dist
+    total = dist.n + unanswered
+    return Cell(
+        mean=chosen.mean,
+        ci=chosen.ci() if with_ci else None,
+        n=chosen.n,
+        failed=failed,
+        missing=missing,
+        overridden=overridden,
+        answered_mean=dist.mean,
+        strict_mean=strict.mean if strict is not None else None,
+        coverage=dist.n / total if total else None,
+        answered=dist.n,
+    )
 
 
 @dataclass
@@ -192,6 +243,7 @@ class Params:
     weights: dict[str, float] = field(default_factory=dict)
     tag: str | None = None
     tag_subject: str | None = None
+    scoring: str = "strict"
 
     @property
     def mode(self) -> str:
@@ -211,6 +263,7 @@ class Params:
                 if number is not None and number >= 0:
                     weights[key[2:]] = number
         values = query.get("values") or "both"
+        scoring = query.get("scoring") or "strict"
         direction = query.get("dir")
         return cls(
             judge_id=integer("judge"),
@@ -221,6 +274,7 @@ class Params:
             weights=weights,
             tag=(query.get("tag") or "").strip() or None,
             tag_subject=query.get("tag_subject") or None,
+            scoring=scoring if scoring in SCORINGS else "strict",
         )
 
 
@@ -274,7 +328,12 @@ class Board:
             terms.append(
                 f"{info.name} {info.range_text}, {info.direction}, weight {weight:g}{left_out}"
             )
-        return f"Overall = {rule}. " + "; ".join(terms) + "."
+        scoring = (
+            "Failed and missing items count at each subject's worst value (strict)"
+            if self.params.scoring == "strict"
+            else "Failed and missing items are left out of the means (answered only)"
+        )
+        return f"Overall = {rule}. {scoring}. " + "; ".join(terms) + "."
 
     def natural_direction(self, key: str) -> str:
         stat, _, name = key.partition(":")
@@ -319,13 +378,13 @@ def build(task: Task, params: Params) -> Board:
             for mode in MODES:
                 dist = group.human if mode == "human" else group.judge
                 failed = group.human_failed if mode == "human" else group.judge_failed
-                cells[mode][info.name] = Cell(
-                    mean=dist.mean,
-                    ci=dist.ci(),
-                    n=dist.n,
-                    failed=failed,
-                    missing=max(items - scored, 0),
-                    overridden=group.overridden,
+                cells[mode][info.name] = score_cell(
+                    dist,
+                    failed,
+                    max(items - scored, 0),
+                    group.overridden,
+                    info,
+                    params.scoring,
                 )
         overall = {mode: weighted(cells[mode], board.subjects, board.weights) for mode in MODES}
         overall_ci = {
@@ -409,6 +468,8 @@ def overall_interval(
     counts = summaries.vectors_of(run_scores, mode, tag)
     if not counts or any(s.name not in run_scores.vector_subjects for s in active):
         return None
+    if board.params.scoring == "strict":
+        counts = strict_vectors(counts, run_scores, board, tag)
     # Sorted, so the seeded draw (and the cache below) does not depend on the order in which
     # the vectors were counted.
     ordered = sorted(
@@ -421,6 +482,31 @@ def overall_interval(
         tuple(board.subjects),
         tuple(sorted(board.weights.items())),
     )
+
+
+def strict_vectors(
+    counts: Counter[summaries.Vector],
+    run_scores: summaries.RunScores,
+    board: Board,
+    tag: str | None,
+) -> Counter[summaries.Vector]:
+    """The item vectors as strict scoring sees them: a subject without a value at its worst
+    value, and items with no score at all as vectors of worst values."""
+    worst = [
+        info.worst if (info := board.subject(name)) is not None else None
+        for name in run_scores.vector_subjects
+    ]
+    out: Counter[summaries.Vector] = Counter()
+    for vector, n in counts.items():
+        out[tuple(w if v is None else v for v, w in zip(vector, worst, strict=True))] += n
+    items = sum(
+        count
+        for tags_text, count in run_scores.item_counts.items()
+        if tag is None or f"|{tag}|" in tags_text
+    )
+    if (unscored := items - sum(counts.values())) > 0:
+        out[tuple(worst)] += unscored
+    return out
 
 
 @functools.lru_cache(maxsize=512)  # keys of up to 300 vectors: ~25 MB at worst
@@ -465,11 +551,16 @@ def tag_table(board: Board, scores: dict[int, summaries.RunScores]) -> None:
             group, items = summaries.merged(scores[row.run.pk], info.name, tag)
             dist = group.human if board.mode == "human" else group.judge
             failed = group.human_failed if board.mode == "human" else group.judge_failed
+            missing = max(items - group.judge.n - group.judge_failed, 0)
+            cell = score_cell(
+                dist, failed, missing, group.overridden, info, board.params.scoring, with_ci
+            )
             cells.append(
                 {
-                    "mean": dist.mean,
-                    "ci": dist.ci() if with_ci else None,
-                    "n": dist.n,
+                    "mean": cell.mean,
+                    "ci": cell.ci,
+                    "n": cell.n,
+                    "answered": cell.answered,
                     "failed": failed,
                     "items": items,
                 }

@@ -450,8 +450,27 @@ def _drain(buffer: io.StringIO) -> str:
 
 
 # ---- the leaderboard --------------------------------------------------------------------
-STAT_COLUMNS = ("mean", "ci_low", "ci_high", "ci_method", "n", "failed", "missing")
-ROUNDED = {"mean", "ci_low", "ci_high"}  # the board's numbers shown with BOARD_DIGITS
+STAT_COLUMNS = (
+    "mean",
+    "ci_low",
+    "ci_high",
+    "ci_method",
+    "strict_mean",
+    "answered_mean",
+    "coverage",
+    "n",
+    "failed",
+    "missing",
+)
+# Decimals of the board's numbers, as the page shows them (coverage as a percentage with one).
+ROUNDED = {
+    "mean": BOARD_DIGITS,
+    "ci_low": BOARD_DIGITS,
+    "ci_high": BOARD_DIGITS,
+    "strict_mean": BOARD_DIGITS,
+    "answered_mean": BOARD_DIGITS,
+    "coverage": 3,
+}
 
 
 def _judged(row: Row) -> dict[str, Any]:
@@ -474,7 +493,7 @@ def board_header(board: Board) -> list[str]:
         for mode in modes:
             header += [f"{info.name}.{mode}.{stat}" for stat in STAT_COLUMNS]
         header.append(f"{info.name}.overridden")
-    header += ["judge", "tag", "sort", "overall.formula"]
+    header += ["judge", "scoring", "tag", "sort", "overall.formula"]
     for info in board.subjects:
         header += [f"{info.name}.{c}" for c in ("weight", "min", "max", "direction")]
     return header
@@ -493,6 +512,9 @@ def board_records(board: Board) -> Iterator[dict[str, Any]]:
                     "ci_low": c.ci.low if c.ci else None,
                     "ci_high": c.ci.high if c.ci else None,
                     "ci_method": c.ci.method if c.ci else None,
+                    "strict_mean": c.strict_mean,
+                    "answered_mean": c.answered_mean,
+                    "coverage": c.coverage,
                     "n": c.n,
                     "failed": c.failed,
                     "missing": c.missing,
@@ -521,6 +543,7 @@ def board_meta(board: Board) -> dict[str, Any]:
         "judge": board.judge.name if board.judge else None,
         "judge_version": board.judge.version if board.judge else None,
         "values": board.params.values,
+        "scoring": board.params.scoring,
         "weights": board.weights,
         "tag": board.params.tag,
         "sort": board.sort,
@@ -537,7 +560,13 @@ def board_csv(board: Board) -> Iterable[str]:
     modes = board.modes_shown
     meta = board_meta(board)
     judge = f"{meta['judge']} v{meta['judge_version']}"
-    built_with = [judge, meta["tag"], f"{board.sort} ({board.direction})", board.overall_formula]
+    built_with = [
+        judge,
+        meta["scoring"],
+        meta["tag"],
+        f"{board.sort} ({board.direction})",
+        board.overall_formula,
+    ]
     for info in board.subjects:
         built_with += [board.weights.get(info.name, 1.0), info.low, info.high, info.direction]
     buffer = io.StringIO()
@@ -562,7 +591,7 @@ def board_csv(board: Board) -> Iterable[str]:
             entry = record["subjects"][info.name]
             for mode in modes:
                 row += [
-                    _rounded(entry[mode][stat], BOARD_DIGITS)
+                    _rounded(entry[mode][stat], ROUNDED[stat])
                     if stat in ROUNDED
                     else cell(entry[mode][stat])
                     for stat in STAT_COLUMNS

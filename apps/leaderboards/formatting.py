@@ -2,12 +2,27 @@
 
 from dataclasses import dataclass
 
-from apps.leaderboards.boards import Board, Row
+from apps.leaderboards.boards import Board, Cell, Row
 from apps.leaderboards.stats import Interval
 
 
 def number(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
+
+
+def percent(share: float | None) -> str:
+    return "—" if share is None else f"{share * 100:.1f}%"
+
+
+SCORING_TEXT = {
+    "strict": "strict: failed and missing items count at the subject's worst value",
+    "answered": "answered only: failed and missing items left out of the means",
+}
+
+
+def other_mean(cell: Cell, board: Board) -> float | None:
+    """The mean the board does not rank by, shown beside the one it does."""
+    return cell.answered_mean if board.params.scoring == "strict" else cell.strict_mean
 
 
 def interval(ci: Interval | None) -> str:
@@ -21,7 +36,7 @@ def interval(ci: Interval | None) -> str:
 class Column:
     subject: str
     mode: str
-    stat: str  # mean | ci | n | failed | missing | overridden
+    stat: str  # mean | other_mean | coverage | ci | n | failed | missing | overridden
     label: str
     sort: str | None  # the board's sort key, if the column sorts
 
@@ -35,6 +50,7 @@ class Shown:
 
 
 STAT_LABELS = {
+    "coverage": "cover.",
     "ci": "95% CI",
     "n": "n",
     "failed": "failed",
@@ -56,6 +72,9 @@ def columns(board: Board) -> list[tuple[str, list[Column]]]:
         else:
             cols.append(Column(name, mode, "mean", "mean", f"mean:{name}"))
         cols.append(Column(name, mode, "ci", STAT_LABELS["ci"], None))
+        other = "answered" if board.params.scoring == "strict" else "strict"
+        cols.append(Column(name, mode, "other_mean", other, None))
+        cols.append(Column(name, mode, "coverage", STAT_LABELS["coverage"], f"coverage:{name}"))
         for stat in ("n", "failed"):
             cols.append(Column(name, mode, stat, STAT_LABELS[stat], f"{stat}:{name}"))
         if any(row.cells[mode][name].missing for row in board.rows):
@@ -67,7 +86,7 @@ def columns(board: Board) -> list[tuple[str, list[Column]]]:
     return groups
 
 
-def shown(row: Row, column: Column) -> Shown:
+def shown(board: Board, row: Row, column: Column) -> Shown:
     cell = row.cells[column.mode][column.subject]
     other = row.cells["judge" if column.mode == "human" else "human"][column.subject]
     if column.stat == "mean":
@@ -78,6 +97,21 @@ def shown(row: Row, column: Column) -> Shown:
             else f"human-corrected {number(other.mean)}"
         )
         return Shown(column, text, title, cell.mean != other.mean)
+    if column.stat == "other_mean":
+        value = other_mean(cell, board)
+        title = (
+            "mean over answered items only"
+            if board.params.scoring == "strict"
+            else "strict mean: failed and missing items at the worst value"
+        )
+        return Shown(column, number(value), title, False)
+    if column.stat == "coverage":
+        return Shown(
+            column,
+            percent(cell.coverage),
+            f"{cell.answered} answered of {cell.answered + cell.failed + cell.missing} items",
+            cell.coverage != other.coverage,
+        )
     if column.stat == "ci":
         method = cell.ci.method if cell.ci else "no values"
         return Shown(column, interval(cell.ci), f"95% CI, {method}", cell.ci != other.ci)
@@ -93,4 +127,4 @@ def shown(row: Row, column: Column) -> Shown:
 
 def table(board: Board) -> list[tuple[Row, list[Shown]]]:
     cols = [c for _, group in columns(board) for c in group]
-    return [(row, [shown(row, c) for c in cols]) for row in board.rows]
+    return [(row, [shown(board, row, c) for c in cols]) for row in board.rows]

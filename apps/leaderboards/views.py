@@ -14,6 +14,10 @@ from apps.leaderboards.compare import compare as compare_runs
 from apps.runs.models import Run
 
 VALUE_VIEWS = [("both", "Side by side"), ("human", "Human-corrected"), ("judge", "Judge only")]
+SCORING_VIEWS = [
+    ("strict", "Strict (failed = worst value)"),
+    ("answered", "Answered items only"),
+]
 
 
 def _format(request: AppRequest) -> str:
@@ -50,6 +54,7 @@ def board(request: AppRequest, slug: str) -> HttpResponse:
         "table": formatting.table(built),
         "chart": boards.chart(built),
         "value_views": VALUE_VIEWS,
+        "scoring_views": SCORING_VIEWS,
     }
     template = "leaderboards/board.html#board" if request.htmx else "leaderboards/board.html"
     return render(request, template, context)

@@ -43,9 +43,10 @@ def test_export_results_unknown_run(db):
 
 
 def test_leaderboard_table_reports_failed_items(board_data):
-    text = run_command("leaderboard", "demo")
+    text = run_command("leaderboard", "demo", "--scoring", "answered")
     lines = text.splitlines()
     assert "judge quality v1" in lines[0] and "human-corrected" in lines[0]
+    assert "answered only" in lines[0]
     assert lines[1].startswith("Overall = weighted mean of the subjects' means")
     assert lines[2].split()[:7] == ["#", "model", "overall", "(0–100)", "95%", "CI", "accuracy"]
     model_a = next(line for line in lines if line.startswith("1 ")).split()
@@ -64,8 +65,9 @@ def test_leaderboard_csv_matches_the_web_export(board_data, viewer_client, capsy
         reverse("leaderboards:task-export", args=["demo"]), {"format": "csv", "values": "human"}
     )
     assert printed == web.content.decode()
-    rows = list(csv.DictReader(io.StringIO(printed)))
-    assert rows[0]["accuracy.human.failed"] == "1"
+    rows = {row["model"]: row for row in csv.DictReader(io.StringIO(printed))}
+    assert rows["model-a"]["accuracy.human.failed"] == "1"
+    assert rows["model-a"]["scoring"] == "strict"
 
 
 def test_leaderboard_judge_values_and_tag(board_data, reviewer_user):

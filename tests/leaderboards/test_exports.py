@@ -194,10 +194,19 @@ def test_board_csv_says_what_the_page_shows(board_data, reviewer_user, viewer_cl
             for stat in ("n", "failed"):
                 assert shown[(run, subject, "human", stat)] == row[f"{subject}.human.{stat}"]
             assert shown[(run, subject, "human", "overridden")] == row[f"{subject}.overridden"]
+            answered = float(row[f"{subject}.human.answered_mean"])
+            assert shown[(run, subject, "human", "other_mean")] == f"{answered:.2f}"
+            coverage = float(row[f"{subject}.human.coverage"])
+            assert shown[(run, subject, "human", "coverage")] == f"{coverage * 100:.1f}%"
     assert checked == 8
     run_a = next(r for r in rows if int(r["run_id"]) == board_data["run_a"].pk)
-    assert (run_a["accuracy.judge.n"], run_a["accuracy.judge.failed"]) == ("5", "1")
+    # Strict (the default): all six items are in the mean, k3's failure at the worst value 1.
+    assert (run_a["accuracy.judge.n"], run_a["accuracy.judge.failed"]) == ("6", "1")
+    assert run_a["accuracy.judge.strict_mean"] == run_a["accuracy.judge.mean"] == "3.33"
+    assert run_a["accuracy.judge.answered_mean"] == "3.8"
+    assert run_a["accuracy.judge.coverage"] == "0.833"
     assert (run_a["accuracy.human.n"], run_a["accuracy.human.failed"]) == ("6", "0")
+    assert run_a["accuracy.human.coverage"] == "1.0"
 
 
 def test_board_csv_neutralises_model_names(board_data, viewer_client):
@@ -214,12 +223,15 @@ def test_board_jsonl(board_data, viewer_client):
     response = viewer_client.get(
         reverse("leaderboards:task-export", args=["demo"]), {"format": "jsonl", "tag": "easy"}
     )
-    records = [json.loads(line) for line in response.content.decode().splitlines()]
-    assert [r["model"] for r in records] == ["model-a", "model-b"]
-    a = records[0]
-    assert a["tag"] == "easy" and a["judge"] == "quality"
+    records = {r["model"]: r for r in map(json.loads, response.content.decode().splitlines())}
+    a = records["model-a"]
+    assert a["tag"] == "easy" and a["judge"] == "quality" and a["scoring"] == "strict"
     assert a["subjects"]["accuracy"]["judge"]["mean"] == pytest.approx(11 / 3)
     assert a["subjects"]["accuracy"]["judge"]["n"] == 3
+    # k5 has no clarity score: strict counts it at 1, answered-only leaves it out.
+    clarity = a["subjects"]["clarity"]["judge"]
+    assert clarity["mean"] == clarity["strict_mean"] == pytest.approx((4 + 4 + 1) / 3)
+    assert clarity["answered_mean"] == 4.0 and clarity["coverage"] == pytest.approx(2 / 3)
 
 
 # ---- each export says what it is (issue #11.7) ---------------------------------------------
@@ -248,7 +260,9 @@ def test_board_csv_names_what_each_judge_run_judged(board_data, viewer_client):
 
 def test_each_view_exports_what_it_shows(board_data, reviewer_user, viewer_client):
     f.score(board_data["run_a"], "k3", "accuracy").override(4, reviewer_user, "judge failed")
-    both, human, judge = (board_rows(viewer_client, values=v) for v in ("both", "human", "judge"))
+    both, human, judge = (
+        board_rows(viewer_client, values=v, scoring="answered") for v in ("both", "human", "judge")
+    )
     assert len({tuple(both[0]), tuple(human[0]), tuple(judge[0])}) == 3
     assert "accuracy.judge.mean" in both[0] and "accuracy.human.mean" in both[0]
     assert not any(".judge." in c or c == "overall.judge" for c in human[0])
@@ -269,7 +283,7 @@ def test_board_csv_records_the_judge_and_weights_it_was_built_with(board_data, v
 
 
 def test_board_csv_rounds_to_what_the_page_shows(board_data, viewer_client):
-    rows = board_rows(viewer_client)
+    rows = board_rows(viewer_client, scoring="answered")
     a = next(r for r in rows if r["run_id"] == str(board_data["run_a"].pk))
     # accuracy, human = judge values here: 19/5 = 3.8 exactly; overall 72.5; the CI ends
     # have at most two decimals, like the page's "[3.00, 4.60]".

@@ -73,15 +73,27 @@ def mixed_rows(n: int, seed: int = 3) -> list[tuple[float | None, float | None]]
 def test_the_overall_ci_is_the_item_bootstrap_of_the_weighted_score(db):
     rows = mixed_rows(120)
     task, _ = scenario(rows)
-    value, ci = overall(task)
+    value, ci = overall(task, scoring="answered")
     accuracy = np.nanmean([np.nan if a is None else a for a, _ in rows])
     clarity = np.mean([c for _, c in rows])
     assert value == pytest.approx(((accuracy - 1) / 4 + (clarity - 1) / 4) / 2 * 100)
     assert_close(ci, direct_ci(rows))
     assert ci.low < value < ci.high
     # Weights move it the same way as the score.
-    value, ci = overall(task, weights={"accuracy": 3.0, "clarity": 1.0})
+    value, ci = overall(task, weights={"accuracy": 3.0, "clarity": 1.0}, scoring="answered")
     assert_close(ci, direct_ci(rows, weights=(3.0, 1.0)))
+
+
+def test_the_strict_overall_ci_resamples_failed_items_at_the_worst_value(db):
+    rows = mixed_rows(120)
+    task, _ = scenario(rows)
+    value, ci = overall(task)  # strict by default
+    strict_rows = [(1 if a is None else a, c) for a, c in rows]
+    accuracy = np.mean([a for a, _ in strict_rows])
+    clarity = np.mean([c for _, c in strict_rows])
+    assert value == pytest.approx(((accuracy - 1) / 4 + (clarity - 1) / 4) / 2 * 100)
+    assert_close(ci, direct_ci(strict_rows))
+    assert ci.low < value < ci.high
 
 
 def test_subjects_of_one_item_are_resampled_together(db):

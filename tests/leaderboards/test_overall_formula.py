@@ -15,6 +15,7 @@ from tests import factories as f
 FORMULA = (
     "Overall = weighted mean of the subjects' means, each rescaled to 0–100 by its range: "
     "(mean − min) / (max − min) × 100, or 100 minus that where lower is better. "
+    "Failed and missing items count at each subject's worst value (strict). "
     "accuracy 1–5, higher is better, weight 2; clarity 1–5, higher is better, weight 1."
 )
 
@@ -24,17 +25,26 @@ def board_page(client, **query) -> str:
 
 
 def test_the_overall_is_the_weighted_mean_of_rescaled_means_by_hand(board_data):
-    board = boards.build(board_data["task"], boards.Params(values="judge"))
+    answered = boards.Params(values="judge", scoring="answered")
+    board = boards.build(board_data["task"], answered)
     row = next(r for r in board.rows if r.run == board_data["run_a"])
-    # model-a, judge-only: accuracy (5+4+3+5+2)/5 = 3.8 -> (3.8-1)/4*100 = 70;
+    # model-a, judge-only, answered items: accuracy (5+4+3+5+2)/5 = 3.8 -> (3.8-1)/4*100 = 70;
     # clarity 4 on all five scored items -> 75; equal weights -> 72.5.
     assert row.overall["judge"] == pytest.approx(72.5)
-    weighted = boards.build(
-        board_data["task"], boards.Params(values="judge", weights={"accuracy": 2})
-    )
+    answered.weights = {"accuracy": 2}
+    weighted = boards.build(board_data["task"], answered)
     row = next(r for r in weighted.rows if r.run == board_data["run_a"])
     assert row.overall["judge"] == pytest.approx((2 * 70 + 75) / 3)
-    assert weighted.overall_formula == FORMULA
+    assert weighted.overall_formula == FORMULA.replace(
+        "count at each subject's worst value (strict)",
+        "are left out of the means (answered only)",
+    )
+    # Strict (the default): k3's failed accuracy counts as 1, k5's missing clarity as 1:
+    # accuracy 20/6 -> 58.33, clarity 21/6 -> 62.5.
+    strict = boards.build(board_data["task"], boards.Params(values="judge", weights={"accuracy": 2}))
+    row = next(r for r in strict.rows if r.run == board_data["run_a"])
+    assert row.overall["judge"] == pytest.approx((2 * (20 / 6 - 1) / 4 * 100 + 62.5) / 3)
+    assert strict.overall_formula == FORMULA
 
 
 def test_the_page_shows_the_formula_and_the_scale(board_data, viewer_client):

@@ -2,7 +2,11 @@
 and how many items failed or are missing, since a mean that drops them silently misleads.
 
     python manage.py leaderboard TASK [--judge NAME] [--judge-version N] [--values human|judge]
-                                      [--tag TAG] [--format table|csv|jsonl]
+                                      [--scoring strict|answered] [--tag TAG]
+                                      [--format table|csv|jsonl]
+
+Strict scoring (the default) counts a failed or missing item at its subject's worst value, so
+a model never ranks higher by failing; `--scoring answered` ranks by the answered items only.
 """
 
 import sys
@@ -24,6 +28,13 @@ class Command(BaseCommand):
             "--judge-version", type=int, help="judge version (default: the newest with runs)"
         )
         parser.add_argument("--values", choices=["human", "judge"], default="human")
+        parser.add_argument(
+            "--scoring",
+            choices=boards.SCORINGS,
+            default="strict",
+            help="strict: failed and missing items count at the worst value (default); "
+            "answered: the mean over answered items only",
+        )
         parser.add_argument("--tag", help="only items with this tag")
         parser.add_argument("--format", choices=["table", "csv", "jsonl"], default="table")
 
@@ -36,6 +47,7 @@ class Command(BaseCommand):
             judge_version=options["judge_version"],
             values=options["values"],
             tag=options["tag"],
+            scoring=options["scoring"],
         )
         board = boards.build(task, params)
         if board.judge is None:
@@ -57,7 +69,8 @@ def table(board: boards.Board) -> str:
     mode = board.mode
     header = ["#", "model", "overall (0–100)" if board.normalised else "overall", "95% CI"]
     for info in board.subjects:
-        header += [f"{info.name} mean", "95% CI", "n", "failed", "missing"]
+        other = "answered only" if board.params.scoring == "strict" else "strict"
+        header += [f"{info.name} mean", "95% CI", other, "coverage", "failed", "missing"]
     lines = [header]
     for rank, row in enumerate(board.rows, start=1):
         line = [
@@ -71,7 +84,8 @@ def table(board: boards.Board) -> str:
             line += [
                 formatting.number(c.mean),
                 formatting.interval(c.ci),
-                str(c.n),
+                formatting.number(formatting.other_mean(c, board)),
+                formatting.percent(c.coverage),
                 str(c.failed),
                 str(c.missing),
             ]
@@ -83,7 +97,8 @@ def table(board: boards.Board) -> str:
     judge = board.judge
     notes = [
         f"{board.task.slug} · judge {judge.name} v{judge.version} · "  # type: ignore[union-attr]
-        f"{'human-corrected' if mode == 'human' else 'judge-only'} values"
+        f"{'human-corrected' if mode == 'human' else 'judge-only'} values · "
+        f"{formatting.SCORING_TEXT[board.params.scoring]}"
         + (f" · items tagged {board.params.tag}" if board.params.tag else ""),
         # The overall sits beside subject means on other scales: say how it is formed.
         board.overall_formula,
@@ -95,7 +110,8 @@ def table(board: boards.Board) -> str:
             if (c := row.cells[mode][info.name]).failed or c.missing
         ]
         if left_out:
-            notes.append(f"Not in the means of {row.label}: " + "; ".join(left_out))
+            how = "At the worst value in" if board.params.scoring == "strict" else "Not in"
+            notes.append(f"{how} the means of {row.label}: " + "; ".join(left_out))
     return (
         "\n".join(notes[:2])
         + "\n"
