@@ -46,6 +46,11 @@ class Task(models.Model):
         self.save(update_fields=["last_mapping"])
 
 
+class Frozen(Exception):
+    """Raised when something would change what a run has used: a dataset's items, or a prompt
+    template or judge version in place. Those change only by a new version."""
+
+
 class Versioned(models.Model):
     """A named thing of a task that is never edited in place: an edit is saved as the next
     version, and whatever used an earlier version (a run) keeps pointing at it exactly.
@@ -66,12 +71,33 @@ class Versioned(models.Model):
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding and self.is_used:
+            raise Frozen(
+                f"{self} is used by a run, so it is kept as it is. Save your changes as a new "
+                "version instead."
+            )
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        if self.is_used:
+            raise Frozen(f"{self} is used by a run, so it is kept.")
+        return super().delete(*args, **kwargs)
+
     def versions(self) -> models.QuerySet[Any]:
         # `task` is each subclass's own foreign key (its related_name differs).
         return type(self)._default_manager.filter(**{"task_id": self.task_id, "name": self.name})
 
     def is_latest(self) -> bool:
         return not self.versions().filter(version__gt=self.version).exists()
+
+    @property
+    def is_used(self) -> bool:
+        """A run points at this version: it is kept exactly as that run used it."""
+        if self.pk is None:
+            return False
+        # `runs` is the reverse name of Run's foreign key on each concrete model.
+        return type(self)._default_manager.filter(pk=self.pk, **{"runs__isnull": False}).exists()
 
     def save_as_new_version(self, user: Any) -> Self:
         """Store this (edited, unsaved) copy as the next version; earlier versions never change."""
@@ -94,10 +120,6 @@ class Versioned(models.Model):
 
     def after_new_version(self, previous_pk: int | None) -> None:
         """Called inside the saving transaction, with the replaced latest version's pk."""
-
-
-class DatasetFrozen(Exception):
-    """Raised when something would change the items of a dataset that a run has used."""
 
 
 class DatasetQuerySet(models.QuerySet["Dataset"]):
@@ -227,7 +249,7 @@ class Dataset(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         if self.is_frozen:
-            raise DatasetFrozen(
+            raise Frozen(
                 f"{self} is used by a run, so it is kept as it is. Upload a corrected file "
                 "to make a new version instead."
             )
@@ -258,6 +280,14 @@ def tags_text(tags: list[str]) -> str:
 
 
 class ItemQuerySet(models.QuerySet["Item"]):
+    def delete(self) -> tuple[int, dict[str, int]]:
+        """Items of a dataset a run used are its results' ground: never deleted (the admin's
+        bulk delete comes here too)."""
+        used = Dataset.objects.filter(pk__in=self.values("dataset_id"), runs__isnull=False)
+        if frozen := used.first():
+            raise Frozen(f"Items of {frozen} are used by a run, so they are kept.")
+        return super().delete()
+
     def search(self, text: str) -> Self:
         text = text.strip().lower()
         return self.filter(search_text__contains=text) if text else self
@@ -309,6 +339,11 @@ class Item(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dataset_id}:{self.key}"
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        if self.dataset.is_frozen:
+            raise Frozen(f"Items of {self.dataset} are used by a run, so they are kept.")
+        return super().delete(*args, **kwargs)
 
     def field(self, name: str, default: Any = "") -> Any:
         return self.fields.get(name, default)

@@ -16,7 +16,7 @@ from apps.datasets.browse import item_page, item_view_fields
 from apps.datasets.forms import MappingForm, TaskForm, UploadForm
 from apps.datasets.importing import Mapping, import_dataset, import_progress
 from apps.datasets.jobs import import_job_lost, start_background_import
-from apps.datasets.models import Dataset, DatasetFrozen, Item, Task
+from apps.datasets.models import Dataset, Frozen, Item, Task
 from apps.datasets.readers import DatasetError, human_size
 from apps.datasets.uploads import StagedUpload
 from apps.datasets.values import as_text
@@ -231,7 +231,7 @@ def dataset_delete(request: AppRequest, pk: int) -> HttpResponse:
     dataset = get_object_or_404(Dataset.objects.select_related("task"), pk=pk)
     try:
         dataset.delete()
-    except DatasetFrozen as exc:
+    except Frozen as exc:
         messages.error(request, str(exc))
         return redirect(dataset)
     if dataset.upload_path:

@@ -1,11 +1,12 @@
 from django.contrib import admin
 from django.http import HttpRequest
 
+from apps.datasets.admin import FrozenOnceUsedAdmin
 from apps.judges.models import ArchivedRound, Judge, JudgeRound, Score, ScoreEvent
 
 
 @admin.register(Judge)
-class JudgeAdmin(admin.ModelAdmin):
+class JudgeAdmin(FrozenOnceUsedAdmin):
     list_display = ("name", "version", "task", "kind", "n_iter", "aggregation", "created_at")
     list_filter = ("kind", "task")
     search_fields = ("name",)

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from apps.datasets.admin import FrozenOnceUsedAdmin
 from apps.runs.models import AttemptLog, Endpoint, PromptTemplate, Response, Run, WorkerCheck
 
 
@@ -15,7 +16,7 @@ class EndpointAdmin(admin.ModelAdmin):
 
 
 @admin.register(PromptTemplate)
-class PromptTemplateAdmin(admin.ModelAdmin):
+class PromptTemplateAdmin(FrozenOnceUsedAdmin):
     list_display = ("name", "version", "task", "fewshot_k", "created_at")
     list_filter = ("task",)
     raw_id_fields = ("task", "fewshot_dataset", "created_by")

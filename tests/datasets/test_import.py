@@ -6,7 +6,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.datasets import importing
 from apps.datasets.importing import Mapping, import_dataset, split_tags
-from apps.datasets.models import Dataset, DatasetFrozen, Item, Task
+from apps.datasets.models import Dataset, Frozen, Item, Task
 from apps.datasets.readers import DatasetError
 from apps.runs.models import Run
 from tests.datasets import samples
@@ -212,7 +212,7 @@ def test_a_dataset_is_frozen_once_a_run_uses_it(task):
     assert not dataset.is_frozen
     Run.objects.create(task=task, kind=Run.Kind.GENERATION, dataset=dataset)
     assert dataset.is_frozen
-    with pytest.raises(DatasetFrozen, match="Upload a corrected file"):
+    with pytest.raises(Frozen, match="Upload a corrected file"):
         dataset.delete()
     assert dataset.items.count() == 3
     newer = import_dataset(task, "mmlu", samples.MMLU_CSV, {"reference_column": "answer"})

@@ -41,7 +41,9 @@ def test_the_overall_is_the_weighted_mean_of_rescaled_means_by_hand(board_data):
     )
     # Strict (the default): k3's failed accuracy counts as 1, k5's missing clarity as 1:
     # accuracy 20/6 -> 58.33, clarity 21/6 -> 62.5.
-    strict = boards.build(board_data["task"], boards.Params(values="judge", weights={"accuracy": 2}))
+    strict = boards.build(
+        board_data["task"], boards.Params(values="judge", weights={"accuracy": 2})
+    )
     row = next(r for r in strict.rows if r.run == board_data["run_a"])
     assert row.overall["judge"] == pytest.approx((2 * (20 / 6 - 1) / 4 * 100 + 62.5) / 3)
     assert strict.overall_formula == FORMULA
