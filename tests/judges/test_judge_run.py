@@ -299,7 +299,7 @@ def test_structured_output_is_asked_for_only_where_supported(task, endpoint, llm
     endpoint.supports_structured_output = True
     endpoint.save()
     judge.use_structured_output = False
-    judge.save()
+    judge = judge.save_as_new_version(None)  # the judge's v1 was used: edits make v2
     start(judge, endpoint=endpoint, dataset=dataset, source_column="response")
     work()
     assert all("response_format" not in e["params"] for e in llm_server.stats()["log"])
