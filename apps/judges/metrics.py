@@ -13,8 +13,8 @@ with a message naming the problem; a metric never fails because of what a model 
 
 from __future__ import annotations
 
+import functools
 import json
-import math
 import re
 import string
 import unicodedata
@@ -22,6 +22,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from sacrebleu.metrics import BLEU
 
 from apps.judges.parsing import JudgeReplyError, parse_mcq_choice
 
@@ -136,6 +138,11 @@ def validate_options(name: str, options: Mapping[str, Any] | None) -> dict[str, 
         max_n = merged["max_n"]
         if isinstance(max_n, bool) or not isinstance(max_n, int) or not 1 <= max_n <= 9:
             raise MetricError(f"Option 'max_n' of bleu must be 1–9, not {merged['max_n']!r}.")
+        if merged["tokenize"] not in _BLEU_TOKENIZERS:
+            raise MetricError(
+                f"Option 'tokenize' of bleu must be one of {', '.join(_BLEU_TOKENIZERS)}, "
+                f"not {merged['tokenize']!r}."
+            )
     if name == "accuracy" and merged["match"] not in ("exact", "contains"):
         raise MetricError(
             f"Option 'match' of accuracy must be exact or contains, not {merged['match']!r}."
@@ -324,90 +331,41 @@ def token_f1(prediction: str, references: list[str], options: dict[str, Any]) ->
     )
 
 
-_BLEU_TOKEN = re.compile(rf"[{_CJK}]|\w+|[^\w\s]")
 _SMOOTHING = ("exp", "floor", "add-k", "none")
+# sacrebleu's tokenizers that need no extra package; "auto" picks "zh" (each CJK character a
+# token, 13a for the rest) when the prediction or a reference has CJK text, else "13a".
+_BLEU_TOKENIZERS = ("auto", "13a", "intl", "zh", "char", "none")
+_HAS_CJK = re.compile(rf"[{_CJK}]")
 
 
-def bleu_tokens(text: str, lowercase: bool = False) -> list[str]:
-    """Words, each punctuation mark, and each CJK character as tokens."""
-    text = unicodedata.normalize("NFKC", text)
-    return _BLEU_TOKEN.findall(text.lower() if lowercase else text)
-
-
-def _ngrams(tokens: list[str], n: int) -> Counter[tuple[str, ...]]:
-    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
-
-
-def sentence_bleu(
-    hypothesis: list[str],
-    references: list[list[str]],
-    max_n: int = 4,
-    smooth: str = "exp",
-    smooth_value: float | None = None,
-    effective_order: bool = True,
-) -> float:
-    """Sentence BLEU (0–100) over tokens, multi-reference, as sacrebleu's sentence_bleu does it.
-
-    N-gram counts are clipped by their most frequent occurrence in any reference; the brevity
-    penalty uses the reference length closest to the hypothesis (the shorter on a tie).
-    Smoothing: "exp" halves the credit for each successive order with no match (sacrebleu's
-    default), "floor" gives `smooth_value` (0.1) matches, "add-k" adds `smooth_value` (1) to
-    orders ≥ 2, "none" gives 0 as soon as an order has no match. With `effective_order`,
-    orders longer than the hypothesis are left out, so short sentences are not zeroed.
-    """
-    if not hypothesis or not references:
-        return 0.0
-    hyp_len = len(hypothesis)
-    ref_len = min((abs(len(ref) - hyp_len), len(ref)) for ref in references)[1]
-    counts: list[tuple[float, float]] = []  # (clipped matches, hypothesis n-grams) per order
-    for n in range(1, max_n + 1):
-        hyp_counts = _ngrams(hypothesis, n)
-        max_ref: Counter[tuple[str, ...]] = Counter()
-        for ref in references:
-            max_ref |= _ngrams(ref, n)
-        matched = sum(min(count, max_ref[gram]) for gram, count in hyp_counts.items())
-        counts.append((float(matched), float(sum(hyp_counts.values()))))
-    if not any(correct for correct, _ in counts):
-        return 0.0  # no word in common: smoothing must not invent a score
-    precisions: list[float] = []
-    halving = 1.0
-    for n, (correct, total) in enumerate(counts, start=1):
-        if smooth == "add-k" and n > 1:
-            k = 1.0 if smooth_value is None else smooth_value
-            correct, total = correct + k, total + k
-        if total == 0:
-            if effective_order:
-                break
-            precisions.append(0.0)
-        elif correct > 0:
-            precisions.append(correct / total)
-        elif smooth == "exp":
-            halving *= 2
-            precisions.append(1.0 / (halving * total))
-        elif smooth == "floor":
-            precisions.append((0.1 if smooth_value is None else smooth_value) / total)
-        else:
-            precisions.append(0.0)
-    if not precisions or min(precisions) <= 0:
-        return 0.0
-    penalty = 1.0 if hyp_len >= ref_len else math.exp(1 - ref_len / hyp_len)
-    return 100.0 * penalty * math.exp(sum(math.log(p) for p in precisions) / len(precisions))
+@functools.lru_cache(maxsize=64)
+def _bleu_scorer(lowercase: bool, max_n: int, smooth: str, tokenize: str) -> BLEU:
+    return BLEU(
+        lowercase=lowercase,
+        max_ngram_order=max_n,
+        smooth_method=smooth,
+        tokenize=tokenize,
+        effective_order=True,  # sentence level: orders longer than the sentence left out
+    )
 
 
 @register(
     "bleu",
     display_name="BLEU",
     unit="BLEU",
-    options={"lowercase": False, "max_n": 4, "smooth": "exp"},
-    description="Sentence BLEU (0–100), up to 4-grams, exponential smoothing; CJK by character.",
+    options={"lowercase": False, "max_n": 4, "smooth": "exp", "tokenize": "auto"},
+    description="Sentence BLEU (0–100) by sacrebleu: up to 4-grams, exponential smoothing, "
+    "13a tokens (CJK text by character).",
 )
 def bleu(prediction: str, references: list[str], options: dict[str, Any]) -> float:
-    return sentence_bleu(
-        bleu_tokens(prediction, options["lowercase"]),
-        [bleu_tokens(ref, options["lowercase"]) for ref in references],
-        max_n=options["max_n"],
-        smooth=options["smooth"],
-    )
+    """sacrebleu's own sentence BLEU, so scores are the ones papers report (its tokeniser keeps
+    "don't" and "3.5" whole where a word regex would split them)."""
+    tokenize = options["tokenize"]
+    if tokenize == "auto":
+        texts = [prediction, *references]
+        tokenize = "zh" if any(_HAS_CJK.search(text) for text in texts) else "13a"
+    scorer = _bleu_scorer(options["lowercase"], options["max_n"], options["smooth"], tokenize)
+    return float(scorer.sentence_score(prediction, list(references)).score)
 
 
 def _compile_pattern(options: Mapping[str, Any]) -> re.Pattern[str]:
