@@ -8,7 +8,7 @@ import numpy as np
 from django.urls import NoReverseMatch, reverse
 
 from apps.judges.models import Score
-from apps.leaderboards.stats import Paired, paired
+from apps.leaderboards.stats import Paired, items_needed, paired
 from apps.runs.models import Run
 
 TOP = 10
@@ -66,6 +66,14 @@ class SubjectComparison:
     only_b: int
     neither: int
     largest: list[Difference] = field(default_factory=list)
+    wanted: float | None = None  # a difference the user wants to be able to detect
+
+    @property
+    def items_needed(self) -> int | None:
+        """Paired items needed to detect `wanted` (at the observed spread of differences)."""
+        if self.wanted is None or self.result.sd_diff is None:
+            return None
+        return items_needed(self.result.sd_diff, self.wanted)
 
 
 def compare(

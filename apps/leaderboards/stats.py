@@ -208,6 +208,47 @@ class Paired:
     ci: Interval | None
     wilcoxon_p: float | None
     sign_p: float | None
+    sd_diff: float | None = None  # sample standard deviation of a − b (n − 1)
+
+    @property
+    def detectable(self) -> float | None:
+        """The smallest |mean difference| this many paired items detect with POWER (see
+        `minimum_detectable_difference`)."""
+        if self.sd_diff is None:
+            return None
+        return minimum_detectable_difference(self.sd_diff, self.n)
+
+
+# ---- how many items -----------------------------------------------------------------------
+ALPHA = 0.05  # two-sided
+POWER = 0.80
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    return float(scipy_stats.norm.ppf(1 - alpha / 2) + scipy_stats.norm.ppf(power))
+
+
+def minimum_detectable_difference(
+    sd_diff: float, n: int, alpha: float = ALPHA, power: float = POWER
+) -> float | None:
+    """The mean paired difference a two-sided test at `alpha` finds with probability `power`
+    on n paired items whose differences have standard deviation sd_diff (normal approximation
+    of the paired t-test): (z₁₋α/₂ + z_power) · sd / √n. None below two items."""
+    if n < 2:
+        return None
+    return _z_sum(alpha, power) * sd_diff / math.sqrt(n)
+
+
+def items_needed(
+    sd_diff: float, difference: float, alpha: float = ALPHA, power: float = POWER
+) -> int | None:
+    """Paired items needed to detect a mean difference of `difference` (the inverse of
+    `minimum_detectable_difference`, rounded up); None for a difference of 0."""
+    if difference == 0:
+        return None
+    if sd_diff == 0:
+        return 2  # no spread: any difference shows at once (and two items give an sd)
+    return max(2, math.ceil((_z_sum(alpha, power) * sd_diff / abs(difference)) ** 2))
 
 
 def paired(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> Paired:
@@ -232,6 +273,7 @@ def paired(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> 
         ci=mean_ci(diff),
         wilcoxon_p=wilcoxon_p(diff),
         sign_p=sign_test_p(wins, losses),
+        sd_diff=float(diff.std(ddof=1)) if n > 1 else None,
     )
 
 

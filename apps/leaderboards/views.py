@@ -1,3 +1,4 @@
+import math
 from collections.abc import Iterable
 
 from django.db.models import Count, Q
@@ -93,6 +94,9 @@ def compare(request: AppRequest, slug: str) -> HttpResponse:
     a, b = _run_param(request, "a", by_id), _run_param(request, "b", by_id)
     mode = "judge" if request.GET.get("values") == "judge" else "human"
     comparisons = compare_runs(a, b, mode) if a and b and a != b else []
+    wanted = _difference(request.GET.get("detect", ""))
+    for comparison in comparisons:
+        comparison.wanted = wanted
     context = {
         "task": task,
         "runs": [(run, boards.model_label(run)) for run in runs],
@@ -102,8 +106,19 @@ def compare(request: AppRequest, slug: str) -> HttpResponse:
         "comparisons": comparisons,
         "label_a": boards.model_label(a) if a else "",
         "label_b": boards.model_label(b) if b else "",
+        "detect": request.GET.get("detect", ""),
+        "wanted": wanted,
     }
     return render(request, "leaderboards/compare.html", context)
+
+
+def _difference(raw: str) -> float | None:
+    """The difference typed into "detect a difference of", if it is a finite non-zero number."""
+    try:
+        value = abs(float(raw))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
 
 
 def _run_param(request: AppRequest, name: str, runs: dict[int, Run]) -> Run | None:
