@@ -53,6 +53,12 @@ class Agreement:
     categories: list[float] | None = None
     matrix: list[list[int]] = field(default_factory=list)  # rows: judge, columns: human
     mean_abs_diff: float | None = None
+    # Made while seeing the judge's value (confirmations always agree, so these read high)…
+    anchored: int = 0
+    anchored_exact: float | None = None
+    # …and made blind (unanchored): each blind entry against the judge's value.
+    blind_kappa: float | None = None
+    anchored_agreeing: int = 0
 
     @property
     def blind_exact(self) -> float | None:
@@ -79,6 +85,7 @@ def agreement(task: Task) -> list[Agreement]:
     judges = {j.pk: j for j in Judge.objects.filter(Q(task=task) | Q(runs__task=task)).distinct()}
     blind = blind_values(task)
     pairs: dict[tuple[int, str], list[tuple[float, float]]] = {}
+    blind_pairs: dict[tuple[int, str], list[tuple[float, float]]] = {}
     counts: dict[tuple[int, str], Agreement] = {}
     rows = (
         Score.objects.filter(run__task=task, run__kind=Run.Kind.JUDGE)
@@ -106,6 +113,7 @@ def agreement(task: Task) -> list[Agreement]:
         if judged is not None:
             entry.blind_compared += len(entered)
             entry.blind_agreeing += sum(1 for v in entered if v == judge_value)
+            blind_pairs.setdefault(key, []).extend((judged, v) for v in entered)
         human: float | None
         if override is not None:
             entry.overridden += 1
@@ -122,9 +130,17 @@ def agreement(task: Task) -> list[Agreement]:
             entry.unsettled += 1
         else:
             pairs.setdefault(key, []).append((judged, float(human)))
+            if override is not None or confirmed_at is not None:
+                entry.anchored += 1
+                entry.anchored_agreeing += judged == human
     for key, entry in counts.items():
         values = pairs.get(key, [])
         entry.compared = len(values)
+        if entry.anchored:
+            entry.anchored_exact = entry.anchored_agreeing / entry.anchored
+        spec = entry.judge.subject(entry.subject) or {}
+        if entered_pairs := blind_pairs.get(key):
+            entry.blind_kappa = _kappa(entered_pairs, spec)
         if not values:
             continue
         judge_side = [j for j, _ in values]
@@ -138,3 +154,13 @@ def agreement(task: Task) -> list[Agreement]:
             entry.matrix = matrix.tolist()
             entry.kappa = weighted_kappa(matrix, entry.categories)
     return sorted(counts.values(), key=lambda a: (a.judge.name, -a.judge.version, a.subject))
+
+
+def _kappa(pairs: list[tuple[float, float]], spec: dict) -> float | None:
+    """Quadratic-weighted κ of (judge, human) pairs on the subject's categories."""
+    judge_side = [j for j, _ in pairs]
+    human_side = [h for _, h in pairs]
+    categories = categories_for(judge_side + human_side, spec.get("min"), spec.get("max"))
+    if not categories:
+        return None
+    return weighted_kappa(confusion(judge_side, human_side, categories), categories)

@@ -107,3 +107,22 @@ def test_agreement_page(reviewed, viewer_client):
     assert "compared = reviewed − judge failed − unsettled" in definitions
     assert "quadratic" in html
     assert "Confusion matrix" in html
+
+
+def test_blind_entries_are_reported_apart_from_what_was_seen(reviewed):
+    [row] = agreement(reviewed["task"])
+    # Seen the judge: confirmations k0 k2 k3 k4 (always agree), overrides k1 and k5 (disagree);
+    # k7's override has no judge value to compare with.
+    assert (row.anchored, row.anchored_exact) == (6, pytest.approx(4 / 6))
+    # Blind (judge, entry) pairs: k0 (1,1) k5 (3,1) k6 (2,3) (2,3) k8 (1,1) (1,2) k9 (3,3).
+    assert row.blind_exact == pytest.approx(3 / 7)
+    # Confusion (rows judge 1–3, columns blind 1–3): [[2,1,0],[0,0,2],[1,0,1]]; rows 3 2 2,
+    # columns 3 1 3, N = 7. Σ w·O = ¼·1 + ¼·2 + 1·1 = 1.75; Σ w·r·c / N = 19.25 / 7 = 2.75.
+    assert row.blind_kappa == pytest.approx(1 - 1.75 / 2.75)
+
+
+def test_the_page_shows_both(reviewed, viewer_client):
+    html = viewer_client.get(reverse("leaderboards:agreement", args=["demo"])).content.decode()
+    assert re.search(r'data-stat="anchored_exact"[^>]*>66\.7%<', html)
+    assert re.search(r'data-stat="blind_kappa">0\.36<', html)
+    assert "A confirmation always agrees" in html
