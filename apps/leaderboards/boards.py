@@ -294,6 +294,8 @@ class Board:
     tag_rows: list[dict[str, Any]] = field(default_factory=list)
     sort: str = "overall"
     direction: str = "desc"
+    # run id → 1 + models significantly better (set by pairs.build; empty until then)
+    tied_ranks: dict[int, int] = field(default_factory=dict)
 
     @property
     def mode(self) -> str:

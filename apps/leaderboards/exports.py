@@ -37,6 +37,7 @@ from apps.datasets.csvsafe import cell, neutralise
 from apps.datasets.models import Item
 from apps.judges.models import JudgeRound, judge_of
 from apps.leaderboards.boards import Board, Row
+from apps.leaderboards.pairs import Pairs
 from apps.review.models import BlindEntry
 from apps.runs.models import Response, Run
 
@@ -486,7 +487,8 @@ def board_header(board: Board) -> list[str]:
     what the board was built with: judge, tag, sort, the overall's formula, and each
     subject's weight, range and direction (the same in every row, so each row stands alone)."""
     modes = board.modes_shown
-    header = ["rank", "model", "run_id", "judged_run_id", "judged_column", "dataset", "run_status"]
+    header = ["rank", "tied_rank", "model", "run_id", "judged_run_id", "judged_column", "dataset"]
+    header.append("run_status")
     header += [f"overall.{mode}" for mode in modes]
     header += [f"overall.{mode}.{end}" for mode in modes for end in ("ci_low", "ci_high")]
     for info in board.subjects:
@@ -523,6 +525,7 @@ def board_records(board: Board) -> Iterator[dict[str, Any]]:
             subjects[info.name] = entry
         yield {
             "rank": rank,
+            "tied_rank": board.tied_ranks.get(row.run.pk),
             "model": row.label,
             "run_id": row.run.pk,
             **_judged(row),
@@ -576,6 +579,7 @@ def board_csv(board: Board) -> Iterable[str]:
     for record in board_records(board):
         row = [
             record["rank"],
+            record["tied_rank"],
             cell(record["model"]),
             record["run_id"],
             record["judged_run_id"],
@@ -598,6 +602,50 @@ def board_csv(board: Board) -> Iterable[str]:
                 ]
             row.append(entry["overridden"])
         writer.writerow(row + [cell(value) for value in built_with])
+    return [buffer.getvalue()]
+
+
+PAIR_HEADER = [
+    "model_a",
+    "model_b",
+    "run_a",
+    "run_b",
+    "compared_on",
+    "n",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "p",
+    "p_adjusted",
+    "correction",
+    "significantly_better",
+]
+
+
+def pairs_csv(board: Board, table: Pairs) -> Iterable[str]:
+    """Every pair of the board's models: difference (A − B), its CI, raw and adjusted p."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    buffer.write(BOM)
+    writer.writerow(PAIR_HEADER)
+    for pair in table.pairs:
+        writer.writerow(
+            [
+                cell(pair.a.label),
+                cell(pair.b.label),
+                pair.a.run.pk,
+                pair.b.run.pk,
+                cell(table.key),
+                pair.n,
+                _rounded(pair.mean_diff, BOARD_DIGITS),
+                _rounded(pair.ci.low if pair.ci else None, BOARD_DIGITS),
+                _rounded(pair.ci.high if pair.ci else None, BOARD_DIGITS),
+                _rounded(pair.p, 6),
+                _rounded(pair.p_adjusted, 6),
+                table.correction,
+                cell(pair.better.label) if pair.better else "",
+            ]
+        )
     return [buffer.getvalue()]
 
 

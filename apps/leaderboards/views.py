@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 from apps.accounts.access import AppRequest
 from apps.datasets.models import Task
 from apps.leaderboards import agreement as agreement_mod
-from apps.leaderboards import boards, exports, formatting
+from apps.leaderboards import boards, exports, formatting, pairs
 from apps.leaderboards.compare import compare as compare_runs
 from apps.runs.models import Run
 
@@ -48,9 +48,12 @@ def index(request: AppRequest) -> HttpResponse:
 def board(request: AppRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     built = boards.build(task, boards.Params.from_query(request.GET))
+    matrix = pairs.build(built, request.GET.get("correction", "holm"))
     context = {
         "task": task,
         "board": built,
+        "pairs": matrix,
+        "corrections": pairs.CORRECTIONS,
         "columns": formatting.columns(built),
         "table": formatting.table(built),
         "chart": boards.chart(built),
@@ -68,8 +71,11 @@ def board_export(request: AppRequest, slug: str) -> HttpResponseBase:
     built = boards.build(task, boards.Params.from_query(request.GET))
     if built.judge is None:
         raise Http404("This task has no judged runs yet.")
-    chunks = exports.board_csv(built) if fmt == "csv" else exports.board_jsonl(built)
+    matrix = pairs.build(built, request.GET.get("correction", "holm"))
     name = f"{task.slug}-{built.judge.name}-v{built.judge.version}-leaderboard"
+    if request.GET.get("pairs") == "1" and fmt == "csv":
+        return _download(exports.pairs_csv(built, matrix), fmt, f"{name}-pairs", stream=False)
+    chunks = exports.board_csv(built) if fmt == "csv" else exports.board_jsonl(built)
     return _download(chunks, fmt, name, stream=False)
 
 

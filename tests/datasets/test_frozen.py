@@ -27,7 +27,7 @@ def used():
 
 
 def test_used_versions_change_only_by_a_new_version(used) -> None:
-    dataset, judge, template = used
+    _dataset, judge, template = used
     judge.user_prompt = "Rate it differently"
     with pytest.raises(Frozen, match="new version"):
         judge.save()

@@ -48,10 +48,20 @@ def test_leaderboard_table_reports_failed_items(board_data):
     assert "judge quality v1" in lines[0] and "human-corrected" in lines[0]
     assert "answered only" in lines[0]
     assert lines[1].startswith("Overall = weighted mean of the subjects' means")
-    assert lines[2].split()[:7] == ["#", "model", "overall", "(0–100)", "95%", "CI", "accuracy"]
+    assert lines[2].split()[:8] == [
+        "#",
+        "tied",
+        "model",
+        "overall",
+        "(0–100)",
+        "95%",
+        "CI",
+        "accuracy",
+    ]
     model_a = next(line for line in lines if line.startswith("1 ")).split()
-    assert model_a[1:3] == ["model-a", "72.50"] and model_a[5] == "3.80"
-    assert re.fullmatch(r"\[\d+\.\d\d,", model_a[3]) and re.fullmatch(r"\d+\.\d\d\]", model_a[4])
+    assert model_a[2:4] == ["model-a", "72.50"] and model_a[6] == "3.80"
+    assert re.fullmatch(r"\[\d+\.\d\d,", model_a[4]) and re.fullmatch(r"\d+\.\d\d\]", model_a[5])
+    assert model_a[1] == "1"  # six items: model-b is not told apart from it
     assert (
         "Not in the means of model-a: accuracy: 1 failed, 0 not scored; clarity: 0 failed, 1 not scored"
         in text

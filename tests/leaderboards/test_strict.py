@@ -73,8 +73,9 @@ def test_the_failing_model_ranks_lower_by_default(same_answers, viewer_client, c
     # The CLI.
     call_command("leaderboard", task.slug)
     out = capsys.readouterr().out
-    ranked = [line.split()[:2] for line in out.splitlines() if re.match(r"\d+ ", line)]
-    assert ranked == [["1", "steady"], ["2", "flaky"]]
+    ranked = [line.split()[:3] for line in out.splitlines() if re.match(r"\d+ ", line)]
+    # Position, tied rank, model: the 8 items steady scored 2 and flaky failed tell them apart.
+    assert ranked == [["1", "1", "steady"], ["2", "2", "flaky"]]
     assert "At the worst value in the means of flaky: accuracy: 8 failed" in out
 
 

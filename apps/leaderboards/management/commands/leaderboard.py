@@ -3,6 +3,7 @@ and how many items failed or are missing, since a mean that drops them silently 
 
     python manage.py leaderboard TASK [--judge NAME] [--judge-version N] [--values human|judge]
                                       [--scoring strict|answered] [--tag TAG]
+                                      [--pairs [--correction holm|bh]]
                                       [--format table|csv|jsonl]
 
 Strict scoring (the default) counts a failed or missing item at its subject's worst value, so
@@ -15,7 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.datasets.models import Task
-from apps.leaderboards import boards, exports, formatting
+from apps.leaderboards import boards, exports, formatting, pairs
 
 
 class Command(BaseCommand):
@@ -36,6 +37,12 @@ class Command(BaseCommand):
             "answered: the mean over answered items only",
         )
         parser.add_argument("--tag", help="only items with this tag")
+        parser.add_argument(
+            "--pairs",
+            action="store_true",
+            help="every pair of models instead: difference, CI, raw and adjusted p-values",
+        )
+        parser.add_argument("--correction", choices=list(pairs.CORRECTIONS), default="holm")
         parser.add_argument("--format", choices=["table", "csv", "jsonl"], default="table")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -57,7 +64,12 @@ class Command(BaseCommand):
             raise CommandError(f"No judge{wanted} has judged anything in {task.slug}.{hint}")
         if options["tag"] and options["tag"] not in board.tags:
             raise CommandError(f"No item of {task.slug} has the tag {options['tag']!r}.")
-        if options["format"] == "csv":
+        matrix = pairs.build(board, options["correction"])
+        if options["pairs"]:
+            if options["format"] != "csv":
+                raise CommandError("--pairs prints CSV: add --format csv.")
+            sys.stdout.writelines(exports.pairs_csv(board, matrix))
+        elif options["format"] == "csv":
             sys.stdout.writelines(exports.board_csv(board))
         elif options["format"] == "jsonl":
             sys.stdout.writelines(exports.board_jsonl(board))
@@ -67,7 +79,7 @@ class Command(BaseCommand):
 
 def table(board: boards.Board) -> str:
     mode = board.mode
-    header = ["#", "model", "overall (0–100)" if board.normalised else "overall", "95% CI"]
+    header = ["#", "tied", "model", "overall (0–100)" if board.normalised else "overall", "95% CI"]
     for info in board.subjects:
         other = "answered only" if board.params.scoring == "strict" else "strict"
         header += [f"{info.name} mean", "95% CI", other, "coverage", "failed", "missing"]
@@ -75,6 +87,7 @@ def table(board: boards.Board) -> str:
     for rank, row in enumerate(board.rows, start=1):
         line = [
             str(rank),
+            str(board.tied_ranks.get(row.run.pk, "")),
             row.label,
             formatting.number(row.overall[mode]),
             formatting.interval(row.overall_ci.get(mode)),
