@@ -12,22 +12,22 @@ told apart.
 """
 
 import itertools
-import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats as scipy_stats
 
+from apps.datasets.models import Dataset, Item
 from apps.judges.models import Score
 from apps.leaderboards.boards import Board, Row, SubjectInfo, combine
-from apps.leaderboards.stats import Interval, mean_ci
+from apps.leaderboards.stats import Interval, mean_ci, normal_ci
 from apps.leaderboards.summaries import fingerprint
 from apps.review.queue import last_event_id
 
 ALPHA = 0.05
+BOOTSTRAP_LIMIT = 5000
 CORRECTIONS = {"holm": "Holm", "bh": "Benjamini–Hochberg"}
-_CACHE_SIZE = 64  # per process: (run, results state, mode) → item values
 
 
 @dataclass(frozen=True)
@@ -55,69 +55,88 @@ class Pairs:
 
 
 # ---- per-item values ------------------------------------------------------------------------
-_item_cache: "OrderedDict[tuple, dict[str, dict[str, float | None]]]" = OrderedDict()
+# Per process, least recently used first out. A dataset's items never change once a run used
+# it (Frozen), so its keys are cached by id; a run's values by the state of its results.
+_CACHE_SIZE = 64
+_datasets: "OrderedDict[tuple, tuple[np.ndarray, dict[int, int]]]" = OrderedDict()
+_values: "OrderedDict[tuple, dict[str, np.ndarray]]" = OrderedDict()
 
 
-def item_values(row: Row, mode: str) -> dict[str, dict[str, float | None]]:
-    """subject → item key → the value in `mode` (None: failed), for every scored item. Cached
-    per process while the run's results do not change."""
+def _remember(cache: OrderedDict, key: object, value: object) -> None:
+    cache[key] = value
+    while len(cache) > _CACHE_SIZE:
+        cache.popitem(last=False)
+
+
+def dataset_items(dataset: Dataset) -> tuple[np.ndarray, dict[int, int]]:
+    """The dataset's item keys in position order, and item id → index into them."""
+    # created_at keeps a reused primary key (a new database, a rolled-back test) apart.
+    cache_key = (dataset.pk, dataset.created_at)
+    if cache_key in _datasets:
+        _datasets.move_to_end(cache_key)
+        return _datasets[cache_key]
+    rows = list(
+        Item.objects.filter(dataset_id=dataset.pk).order_by("position").values_list("pk", "key")
+    )
+    found = (
+        np.array([key for _, key in rows], dtype=object),
+        {pk: i for i, (pk, _) in enumerate(rows)},
+    )
+    _remember(_datasets, cache_key, found)
+    return found
+
+
+def item_values(row: Row, mode: str) -> dict[str, np.ndarray]:
+    """subject → each item's value in `mode`, in the dataset's item order; NaN where the item
+    failed or has no score."""
     run = row.run
     # Overrides change human values without touching the run's fingerprint: the last review
     # event keys them in.
     key = (run.pk, fingerprint(run), mode, last_event_id() if mode == "human" else 0)
-    if key in _item_cache:
-        _item_cache.move_to_end(key)
-        return _item_cache[key]
-    out: dict[str, dict[str, float | None]] = {}
+    if key in _values:
+        _values.move_to_end(key)
+        return _values[key]
+    keys, index = dataset_items(run.dataset)
+    out: dict[str, np.ndarray] = {}
     rows = Score.objects.filter(run_id=run.pk).values_list(
-        "subject", "item__key", "status", "judge_value", "override_value"
+        "subject", "item_id", "status", "judge_value", "override_value"
     )
-    for subject, item_key, status, judge, override in rows.iterator(chunk_size=10000):
+    for subject, item_id, status, judge, override in rows.iterator(chunk_size=10000):
         value = judge if status == Score.Status.OK else None
         if mode == "human" and override is not None:
             value = override
-        out.setdefault(subject, {})[item_key] = value
-    _item_cache[key] = out
-    while len(_item_cache) > _CACHE_SIZE:
-        _item_cache.popitem(last=False)
+        column = out.get(subject)
+        if column is None:
+            column = out[subject] = np.full(len(keys), np.nan)
+        if value is not None and item_id in index:
+            column[index[item_id]] = value
+    _remember(_values, key, out)
     return out
 
 
-def _dataset_keys(row: Row) -> list[str]:
-    return list(row.run.dataset.items.order_by("position").values_list("key", flat=True))
-
-
-def board_values(board: Board, row: Row, key: str) -> dict[str, float]:
-    """Item key → the model's value of the board's leading number on that item (strict fills
-    failed and missing items with the worst value; answered leaves them out)."""
+def board_values(board: Board, row: Row, key: str) -> np.ndarray:
+    """The model's value of the board's leading number per item of its dataset (strict: a
+    failed or missing item at the worst value; answered: NaN, left out)."""
+    keys, _ = dataset_items(row.run.dataset)
     values = item_values(row, board.mode)
     strict = board.params.scoring == "strict"
-    keys = _dataset_keys(row) if strict else None
     infos: list[SubjectInfo] = (
         [s for s in board.subjects if board.weights.get(s.name, 1.0) != 0]
         if key == "overall"
         else [s for s in board.subjects if s.name == key]
     )
-    if not infos:
-        return {}
-    item_keys = (
-        keys if keys is not None else sorted(set().union(*(values.get(i.name, {}) for i in infos)))
-    )
     columns: dict[str, np.ndarray] = {}
     for info in infos:
-        by_item = values.get(info.name, {})
-        fill = info.worst if strict and info.worst is not None else math.nan
-        columns[info.name] = np.array(
-            [v if (v := by_item.get(k)) is not None else fill for k in item_keys], dtype=float
-        )
-    if key == "overall":
-        combined = combine(columns, board.subjects, board.weights)
-        if combined is None:
-            return {}
-        per_item = np.asarray(combined, dtype=float)
-    else:
-        per_item = columns[key]
-    return {k: float(v) for k, v in zip(item_keys, per_item, strict=True) if not math.isnan(v)}
+        column = values.get(info.name, np.full(len(keys), np.nan))
+        if strict and info.worst is not None:
+            column = np.where(np.isnan(column), info.worst, column)
+        columns[info.name] = column
+    if not columns:
+        return np.full(len(keys), np.nan)
+    if key != "overall":
+        return columns[key]
+    combined = combine(columns, board.subjects, board.weights)
+    return np.full(len(keys), np.nan) if combined is None else np.asarray(combined, dtype=float)
 
 
 # ---- corrections ------------------------------------------------------------------------------
@@ -142,19 +161,64 @@ def adjust(p_values: list[float], correction: str) -> list[float]:
 
 
 # ---- the matrix ------------------------------------------------------------------------------
-def compare_pair(a: Row, b: Row, values_a: dict[str, float], values_b: dict[str, float]) -> Pair:
-    common = sorted(set(values_a) & set(values_b))
-    n = len(common)
+def compare_pair(a: Row, b: Row, values_a: np.ndarray, values_b: np.ndarray) -> Pair:
+    """a − b on the items both have a value for (paired by item key across datasets)."""
+    if a.run.dataset_id != b.run.dataset_id:
+        keys_a, _ = dataset_items(a.run.dataset)
+        keys_b, _ = dataset_items(b.run.dataset)
+        _, at_a, at_b = np.intersect1d(
+            keys_a.astype(str), keys_b.astype(str), assume_unique=True, return_indices=True
+        )
+        values_a, values_b = values_a[at_a], values_b[at_b]
+    both = ~np.isnan(values_a) & ~np.isnan(values_b)
+    diff = values_a[both] - values_b[both]
+    n = int(diff.size)
     if n == 0:
         return Pair(a, b, 0, None, None, None)
-    diff = np.array([values_a[k] - values_b[k] for k in common], dtype=float)
     if n < 2:
         p = None
     elif not np.any(diff != diff[0]):  # every difference the same: no spread to test with
         p = 1.0 if diff[0] == 0 else 0.0
     else:
         p = float(scipy_stats.ttest_1samp(diff, 0.0).pvalue)
-    return Pair(a, b, n, float(diff.mean()), mean_ci(diff), p)
+    mean = float(diff.mean())
+    # Up to BOOTSTRAP_LIMIT items the bootstrap; beyond, the normal interval it converges to
+    # (the page marks it ≈): 45 pairs of 100k items stay within the board's time budget.
+    ci = mean_ci(diff) if n <= BOOTSTRAP_LIMIT else normal_ci(n, mean, float(diff.var(ddof=1)))
+    return Pair(a, b, n, mean, ci, p)
+
+
+_compared_cache: "OrderedDict[tuple, list[tuple]]" = OrderedDict()
+
+
+def _compared(board: Board, key: str) -> list[Pair]:
+    """Every pair compared (unadjusted). Cached per state of the runs' results and the board's
+    settings, so a warm board does not redo 45 tests over 100k items on every request."""
+    state = (
+        tuple((row.run.pk, fingerprint(row.run)) for row in board.rows),
+        board.mode,
+        last_event_id() if board.mode == "human" else 0,
+        board.params.scoring,
+        key,
+        tuple(sorted(board.weights.items())),
+    )
+    cached = _compared_cache.get(state)
+    if cached is None:
+        values = {row.run.pk: board_values(board, row, key) for row in board.rows}
+        cached = [
+            (pair.n, pair.mean_diff, pair.ci, pair.p)
+            for pair in (
+                compare_pair(a, b, values[a.run.pk], values[b.run.pk])
+                for a, b in itertools.combinations(board.rows, 2)
+            )
+        ]
+        _remember(_compared_cache, state, cached)
+    else:
+        _compared_cache.move_to_end(state)
+    return [
+        Pair(a, b, *numbers)
+        for (a, b), numbers in zip(itertools.combinations(board.rows, 2), cached, strict=True)
+    ]
 
 
 def build(board: Board, correction: str = "holm") -> Pairs:
@@ -164,11 +228,7 @@ def build(board: Board, correction: str = "holm") -> Pairs:
         key = "overall"
     correction = correction if correction in CORRECTIONS else "holm"
     result = Pairs(key=key, correction=correction)
-    values = {row.run.pk: board_values(board, row, key) for row in board.rows}
-    raw = [
-        compare_pair(a, b, values[a.run.pk], values[b.run.pk])
-        for a, b in itertools.combinations(board.rows, 2)
-    ]
+    raw = _compared(board, key)
     tested = [i for i, pair in enumerate(raw) if pair.p is not None]
     adjusted = dict(zip(tested, adjust([raw[i].p for i in tested], correction), strict=True))  # type: ignore[misc]
     higher = True if key == "overall" else board.subject(key).higher_is_better  # type: ignore[union-attr]

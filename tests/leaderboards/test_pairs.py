@@ -130,3 +130,20 @@ def test_the_board_page_shows_tied_ranks_and_every_pair(three_models, viewer_cli
         reverse("leaderboards:task", args=[task.slug]), {"correction": "bh"}
     ).content.decode()
     assert '<strong id="correction-bh">' in bh
+
+
+def by_models(board) -> dict[frozenset, pairs.Pair]:
+    return {frozenset((p.a.label, p.b.label)): p for p in pairs.build(board).pairs}
+
+
+def test_an_override_reaches_the_pairs_at_once(three_models, reviewer_user) -> None:
+    task, runs = three_models
+    top_close = frozenset(("top", "close"))
+    before = by_models(boards.build(task, Params()))[top_close]
+    assert abs(before.mean_diff) > 0
+    for key in ("k0", "k1"):  # close's two 4s become 5s: now it equals top on every item
+        f.score(runs["close"], key, "accuracy").override(5, reviewer_user, "fine after all")
+    after = by_models(boards.build(task, Params()))[top_close]
+    assert after.mean_diff == 0 and after.p == 1.0
+    judge_only = by_models(boards.build(task, Params(values="judge")))[top_close]
+    assert abs(judge_only.mean_diff) == pytest.approx(abs(before.mean_diff))
