@@ -19,7 +19,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from apps.datasets.models import Dataset, Item
-from apps.judges.models import Score
+from apps.judges.models import Score, ScoreEvent
 from apps.leaderboards.boards import Board, Row, SubjectInfo, combine
 from apps.leaderboards.stats import Interval, mean_ci, normal_ci
 from apps.leaderboards.summaries import fingerprint
@@ -88,30 +88,45 @@ def dataset_items(dataset: Dataset) -> tuple[np.ndarray, dict[int, int]]:
 
 def item_values(row: Row, mode: str) -> dict[str, np.ndarray]:
     """subject → each item's value in `mode`, in the dataset's item order; NaN where the item
-    failed or has no score."""
+    failed or has no score. Human values are the judge's with the current overrides laid over
+    them, so an override costs one small query, not a reload of the run."""
     run = row.run
-    # Overrides change human values without touching the run's fingerprint: the last review
-    # event keys them in.
-    key = (run.pk, fingerprint(run), mode, last_event_id() if mode == "human" else 0)
-    if key in _values:
-        _values.move_to_end(key)
-        return _values[key]
-    keys, index = dataset_items(run.dataset)
-    out: dict[str, np.ndarray] = {}
-    rows = Score.objects.filter(run_id=run.pk).values_list(
-        "subject", "item_id", "status", "judge_value", "override_value"
-    )
-    for subject, item_id, status, judge, override in rows.iterator(chunk_size=10000):
-        value = judge if status == Score.Status.OK else None
-        if mode == "human" and override is not None:
-            value = override
-        column = out.get(subject)
-        if column is None:
-            column = out[subject] = np.full(len(keys), np.nan)
-        if value is not None and item_id in index:
-            column[index[item_id]] = value
-    _remember(_values, key, out)
-    return out
+    judge_key = (run.pk, fingerprint(run), "judge")
+    if judge_key in _values:
+        _values.move_to_end(judge_key)
+        judged = _values[judge_key]
+    else:
+        keys, index = dataset_items(run.dataset)
+        judged = {}
+        rows = Score.objects.filter(run_id=run.pk).values_list(
+            "subject", "item_id", "status", "judge_value"
+        )
+        for subject, item_id, status, value in rows.iterator(chunk_size=10000):
+            column = judged.get(subject)
+            if column is None:
+                column = judged[subject] = np.full(len(keys), np.nan)
+            if status == Score.Status.OK and value is not None and item_id in index:
+                column[index[item_id]] = value
+        _remember(_values, judge_key, judged)
+    if mode != "human":
+        return judged
+    human_key = (run.pk, fingerprint(run), "human", last_event_id())
+    if human_key in _values:
+        _values.move_to_end(human_key)
+        return _values[human_key]
+    _, index = dataset_items(run.dataset)
+    human = {subject: column.copy() for subject, column in judged.items()}
+    # As summaries.human_overlay: only scores with an override event can differ now.
+    overridden = Score.objects.filter(
+        run_id=run.pk,
+        pk__in=ScoreEvent.objects.filter(kind=ScoreEvent.Kind.OVERRIDE).values("score_id"),
+        override_value__isnull=False,
+    ).values_list("subject", "item_id", "override_value")
+    for subject, item_id, value in overridden:
+        if subject in human and item_id in index:
+            human[subject][index[item_id]] = value
+    _remember(_values, human_key, human)
+    return human
 
 
 def board_values(board: Board, row: Row, key: str) -> np.ndarray:
