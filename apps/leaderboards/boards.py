@@ -17,8 +17,14 @@ import numpy as np
 from apps.datasets.models import Dataset, Task
 from apps.judges.metrics import METRICS
 from apps.judges.models import Judge
-from apps.leaderboards import summaries
-from apps.leaderboards.stats import Dist, Interval, percentile_ci, resampled_column_means
+from apps.leaderboards import items, summaries
+from apps.leaderboards.stats import (
+    Dist,
+    Interval,
+    mean_ci,
+    percentile_ci,
+    resampled_column_means,
+)
 from apps.runs.models import Run
 
 MODES = ("human", "judge")
@@ -244,6 +250,7 @@ class Params:
     tag: str | None = None
     tag_subject: str | None = None
     scoring: str = "strict"
+    common: bool = False  # only the items every model on the board has (see common_items)
 
     @property
     def mode(self) -> str:
@@ -275,6 +282,7 @@ class Params:
             tag=(query.get("tag") or "").strip() or None,
             tag_subject=query.get("tag_subject") or None,
             scoring=scoring if scoring in SCORINGS else "strict",
+            common=query.get("common") == "1",
         )
 
 
@@ -296,6 +304,9 @@ class Board:
     direction: str = "desc"
     # run id → 1 + models significantly better (set by pairs.build; empty until then)
     tied_ranks: dict[int, int] = field(default_factory=dict)
+    # Models that cover different items (dataset versions, or failures when answered only):
+    # (label, items in play) per model, and how many all of them have. None: all the same.
+    coverage: "Coverage | None" = None
 
     @property
     def mode(self) -> str:
@@ -404,9 +415,169 @@ def build(task: Task, params: Params) -> Board:
                 overall_ci=overall_ci,
             )
         )
+    board.coverage = item_coverage(board)
+    if params.common and board.coverage is not None:
+        common_items(board, tag)
     sort_rows(board)
-    tag_table(board, scores)
+    if board.coverage is not None:  # listed in the board's order
+        by_run = board.coverage.by_run
+        board.coverage = Coverage(
+            [(row.label, by_run[row.run.pk]) for row in board.rows], board.coverage.common, by_run
+        )
+    if params.common and board.coverage is not None:
+        common_tag_table(board)
+    else:
+        tag_table(board, scores)
     return board
+
+
+# ---- the same items ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Coverage:
+    counts: list[tuple[str, int]]  # model → items in play
+    common: int  # items every model has
+    by_run: dict[int, int] = field(default_factory=dict, compare=False)
+
+
+def _active(board: Board) -> list[SubjectInfo]:
+    return [s for s in board.subjects if board.weights.get(s.name, 1.0) != 0]
+
+
+def _aligned(board: Board, mode: str) -> list[dict[str, np.ndarray]]:
+    """Per row, subject → values on the items every row's dataset has, lined up by item."""
+    positions = items.common_positions([row.run.dataset for row in board.rows])
+    out = []
+    for row, at in zip(board.rows, positions, strict=True):
+        values = items.item_values(row.run, mode)
+        out.append(
+            {s.name: values.get(s.name, np.full(len(at), np.nan))[at] for s in board.subjects}
+        )
+    return out
+
+
+def _in_play(board: Board, values: dict[str, np.ndarray], subjects: list[SubjectInfo]) -> Any:
+    """Items that count for a model: all of them when strict, else those with every value."""
+    size = len(next(iter(values.values()))) if values else 0
+    mask = np.ones(size, dtype=bool)
+    if board.params.scoring == "answered":
+        for info in subjects:
+            mask &= ~np.isnan(values[info.name])
+    return mask
+
+
+def item_coverage(board: Board) -> Coverage | None:
+    """Whether the models cover different items; None when they all have the same ones."""
+    if len(board.rows) < 2 or not board.subjects:
+        return None
+    active = _active(board) or board.subjects
+    counts, masks = [], []
+    strict = board.params.scoring == "strict"
+    for row in board.rows:
+        own = items.dataset_items(row.run.dataset)
+        if strict:
+            counts.append((row.label, len(own.keys)))
+        else:
+            values = items.item_values(row.run, board.mode)
+            own_values = {
+                s.name: values.get(s.name, np.full(len(own.keys), np.nan)) for s in active
+            }
+            counts.append((row.label, int(_in_play(board, own_values, active).sum())))
+    if strict:  # every item of a dataset counts: the shared keys are what is in common
+        common = len(items.common_positions([row.run.dataset for row in board.rows])[0])
+    else:
+        for values in _aligned(board, board.mode):
+            masks.append(_in_play(board, values, active))
+        common = int(np.logical_and.reduce(masks).sum()) if masks else 0
+    if all(count == common for _, count in counts):
+        return None
+    by_run = {row.run.pk: count for row, (_, count) in zip(board.rows, counts, strict=True)}
+    return Coverage(counts, common, by_run)
+
+
+def _array_cell(
+    values: np.ndarray, info: SubjectInfo, scoring: str, overridden: int, with_ci: bool = True
+) -> Cell:
+    answered = values[~np.isnan(values)]
+    return score_cell(
+        Dist.of_array(answered), len(values) - len(answered), 0, overridden, info, scoring, with_ci
+    )
+
+
+def common_items(board: Board, tag: str | None) -> None:
+    """Every model's cells, overall and overall CI again, on the items all of them have (and
+    carry `tag`): per subject the items every model answered when answered only; every item
+    of every model's dataset when strict (failed and missing ones at the worst value, counted
+    as failed)."""
+    tags = items.dataset_items(board.rows[0].run.dataset).tags[
+        items.common_positions([row.run.dataset for row in board.rows])[0]
+    ]
+    tagged = np.array([tag is None or f"|{tag}|" in t for t in tags], dtype=bool)
+    for mode in MODES:
+        aligned = _aligned(board, mode)
+        for info in board.subjects:
+            mask = tagged & np.logical_and.reduce(
+                [_in_play(board, values, [info]) for values in aligned]
+            )
+            for row, values in zip(board.rows, aligned, strict=True):
+                overridden = row.cells[mode][info.name].overridden
+                row.cells[mode][info.name] = _array_cell(
+                    values[info.name][mask], info, board.params.scoring, overridden
+                )
+        active = _active(board)
+        mask = tagged & np.logical_and.reduce(
+            [_in_play(board, values, active) for values in aligned]
+        )
+        for row, values in zip(board.rows, aligned, strict=True):
+            row.overall[mode] = weighted(row.cells[mode], board.subjects, board.weights)
+            row.overall_ci[mode] = _per_item_overall_ci(board, values, mask)
+
+
+def _per_item_overall_ci(
+    board: Board, values: dict[str, np.ndarray], mask: np.ndarray
+) -> Interval | None:
+    columns = {}
+    for info in _active(board):
+        column = values[info.name][mask]
+        if board.params.scoring == "strict" and info.worst is not None:
+            column = np.where(np.isnan(column), info.worst, column)
+        columns[info.name] = column
+    if not columns:
+        return None
+    per_item = combine(columns, board.subjects, board.weights)
+    if per_item is None:
+        return None
+    per_item = np.asarray(per_item, dtype=float)
+    per_item = per_item[~np.isnan(per_item)]
+    return mean_ci(per_item) if per_item.size else None
+
+
+def common_tag_table(board: Board) -> None:
+    """The per-tag table on the items every model has, like `tag_table`."""
+    if not board.tags or not board.subjects:
+        return
+    info = board.subject(board.params.tag_subject or "") or board.subjects[0]
+    board.tag_subject = info
+    positions = items.common_positions([row.run.dataset for row in board.rows])
+    tags = items.dataset_items(board.rows[0].run.dataset).tags[positions[0]]
+    aligned = _aligned(board, board.mode)
+    in_play = np.logical_and.reduce([_in_play(board, values, [info]) for values in aligned])
+    with_ci = len(board.tags) * len(board.rows) <= TAG_CI_LIMIT
+    for tag in board.tags:
+        mask = in_play & np.array([f"|{tag}|" in t for t in tags], dtype=bool)
+        cells = []
+        for values in aligned:
+            cell = _array_cell(values[info.name][mask], info, board.params.scoring, 0, with_ci)
+            cells.append(
+                {
+                    "mean": cell.mean,
+                    "ci": cell.ci,
+                    "n": cell.n,
+                    "answered": cell.answered,
+                    "failed": cell.failed,
+                    "items": int(mask.sum()),
+                }
+            )
+        board.tag_rows.append({"tag": tag, "cells": cells})
 
 
 def weighted(

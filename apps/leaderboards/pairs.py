@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as scipy_stats
 
-from apps.datasets.models import Dataset, Item
-from apps.judges.models import Score, ScoreEvent
 from apps.leaderboards.boards import Board, Row, SubjectInfo, combine
+from apps.leaderboards.items import CACHE_SIZE, common_positions, dataset_items, item_values
 from apps.leaderboards.stats import Interval, mean_ci, normal_ci
 from apps.leaderboards.summaries import fingerprint
 from apps.review.queue import last_event_id
@@ -55,85 +54,11 @@ class Pairs:
 
 
 # ---- per-item values ------------------------------------------------------------------------
-# Per process, least recently used first out. A dataset's items never change once a run used
-# it (Frozen), so its keys are cached by id; a run's values by the state of its results.
-_CACHE_SIZE = 64
-_datasets: "OrderedDict[tuple, tuple[np.ndarray, dict[int, int]]]" = OrderedDict()
-_values: "OrderedDict[tuple, dict[str, np.ndarray]]" = OrderedDict()
-
-
-def _remember(cache: OrderedDict, key: object, value: object) -> None:
-    cache[key] = value
-    while len(cache) > _CACHE_SIZE:
-        cache.popitem(last=False)
-
-
-def dataset_items(dataset: Dataset) -> tuple[np.ndarray, dict[int, int]]:
-    """The dataset's item keys in position order, and item id → index into them."""
-    # created_at keeps a reused primary key (a new database, a rolled-back test) apart.
-    cache_key = (dataset.pk, dataset.created_at)
-    if cache_key in _datasets:
-        _datasets.move_to_end(cache_key)
-        return _datasets[cache_key]
-    rows = list(
-        Item.objects.filter(dataset_id=dataset.pk).order_by("position").values_list("pk", "key")
-    )
-    found = (
-        np.array([key for _, key in rows], dtype=object),
-        {pk: i for i, (pk, _) in enumerate(rows)},
-    )
-    _remember(_datasets, cache_key, found)
-    return found
-
-
-def item_values(row: Row, mode: str) -> dict[str, np.ndarray]:
-    """subject → each item's value in `mode`, in the dataset's item order; NaN where the item
-    failed or has no score. Human values are the judge's with the current overrides laid over
-    them, so an override costs one small query, not a reload of the run."""
-    run = row.run
-    judge_key = (run.pk, fingerprint(run), "judge")
-    if judge_key in _values:
-        _values.move_to_end(judge_key)
-        judged = _values[judge_key]
-    else:
-        keys, index = dataset_items(run.dataset)
-        judged = {}
-        rows = Score.objects.filter(run_id=run.pk).values_list(
-            "subject", "item_id", "status", "judge_value"
-        )
-        for subject, item_id, status, value in rows.iterator(chunk_size=10000):
-            column = judged.get(subject)
-            if column is None:
-                column = judged[subject] = np.full(len(keys), np.nan)
-            if status == Score.Status.OK and value is not None and item_id in index:
-                column[index[item_id]] = value
-        _remember(_values, judge_key, judged)
-    if mode != "human":
-        return judged
-    human_key = (run.pk, fingerprint(run), "human", last_event_id())
-    if human_key in _values:
-        _values.move_to_end(human_key)
-        return _values[human_key]
-    _, index = dataset_items(run.dataset)
-    human = {subject: column.copy() for subject, column in judged.items()}
-    # As summaries.human_overlay: only scores with an override event can differ now.
-    overridden = Score.objects.filter(
-        run_id=run.pk,
-        pk__in=ScoreEvent.objects.filter(kind=ScoreEvent.Kind.OVERRIDE).values("score_id"),
-        override_value__isnull=False,
-    ).values_list("subject", "item_id", "override_value")
-    for subject, item_id, value in overridden:
-        if subject in human and item_id in index:
-            human[subject][index[item_id]] = value
-    _remember(_values, human_key, human)
-    return human
-
-
 def board_values(board: Board, row: Row, key: str) -> np.ndarray:
     """The model's value of the board's leading number per item of its dataset (strict: a
     failed or missing item at the worst value; answered: NaN, left out)."""
-    keys, _ = dataset_items(row.run.dataset)
-    values = item_values(row, board.mode)
+    keys = dataset_items(row.run.dataset).keys
+    values = item_values(row.run, board.mode)
     strict = board.params.scoring == "strict"
     infos: list[SubjectInfo] = (
         [s for s in board.subjects if board.weights.get(s.name, 1.0) != 0]
@@ -179,11 +104,7 @@ def adjust(p_values: list[float], correction: str) -> list[float]:
 def compare_pair(a: Row, b: Row, values_a: np.ndarray, values_b: np.ndarray) -> Pair:
     """a − b on the items both have a value for (paired by item key across datasets)."""
     if a.run.dataset_id != b.run.dataset_id:
-        keys_a, _ = dataset_items(a.run.dataset)
-        keys_b, _ = dataset_items(b.run.dataset)
-        _, at_a, at_b = np.intersect1d(
-            keys_a.astype(str), keys_b.astype(str), assume_unique=True, return_indices=True
-        )
+        at_a, at_b = common_positions([a.run.dataset, b.run.dataset])
         values_a, values_b = values_a[at_a], values_b[at_b]
     both = ~np.isnan(values_a) & ~np.isnan(values_b)
     diff = values_a[both] - values_b[both]
@@ -204,6 +125,12 @@ def compare_pair(a: Row, b: Row, values_a: np.ndarray, values_b: np.ndarray) -> 
 
 
 _compared_cache: "OrderedDict[tuple, list[tuple]]" = OrderedDict()
+
+
+def _remember(cache: OrderedDict, key: object, value: object) -> None:
+    cache[key] = value
+    while len(cache) > CACHE_SIZE:
+        cache.popitem(last=False)
 
 
 def _compared(board: Board, key: str) -> list[Pair]:

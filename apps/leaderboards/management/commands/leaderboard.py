@@ -38,6 +38,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--tag", help="only items with this tag")
         parser.add_argument(
+            "--common",
+            action="store_true",
+            help="only the items every model has (when they cover different items)",
+        )
+        parser.add_argument(
             "--pairs",
             action="store_true",
             help="every pair of models instead: difference, CI, raw and adjusted p-values",
@@ -55,6 +60,7 @@ class Command(BaseCommand):
             values=options["values"],
             tag=options["tag"],
             scoring=options["scoring"],
+            common=options["common"],
         )
         board = boards.build(task, params)
         if board.judge is None:
@@ -116,6 +122,13 @@ def table(board: boards.Board) -> str:
         # The overall sits beside subject means on other scales: say how it is formed.
         board.overall_formula,
     ]
+    if board.coverage is not None:
+        counts = ", ".join(f"{label}: {count}" for label, count in board.coverage.counts)
+        shown = "common items only" if board.params.common else "add --common to compare on those"
+        notes.append(
+            f"The models cover different items ({counts}); {board.coverage.common} all of them "
+            f"have: {shown}."
+        )
     for row in board.rows:
         left_out = [
             f"{info.name}: {c.failed} failed, {c.missing} not scored"

@@ -1,0 +1,127 @@
+"""Each model's value per item, as numpy arrays in its dataset's item order, and the items that
+several models have in common: what "every pair" and "common items only" are computed from.
+
+Cached per process, least recently used first out. A dataset's items never change once a run
+used it (Frozen), so they are cached by the dataset; a run's values by the state of its results
+(and, for human-corrected values, by the last review event: the judge's values are kept and the
+current overrides laid over them, one small query).
+"""
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from apps.datasets.models import Dataset, Item
+from apps.judges.models import Score, ScoreEvent
+from apps.leaderboards.summaries import fingerprint
+from apps.review.queue import last_event_id
+from apps.runs.models import Run
+
+CACHE_SIZE = 64
+_datasets: "OrderedDict[tuple, DatasetItems]" = OrderedDict()
+_values: "OrderedDict[tuple, dict[str, np.ndarray]]" = OrderedDict()
+_common: "OrderedDict[tuple, list[np.ndarray]]" = OrderedDict()
+
+
+@dataclass(frozen=True)
+class DatasetItems:
+    keys: np.ndarray  # item keys in position order
+    tags: np.ndarray  # each item's tags as "|a|b|"
+    index: dict[int, int]  # item id → position in the arrays
+
+
+def _remember(cache: OrderedDict, key: object, value: object) -> None:
+    cache[key] = value
+    while len(cache) > CACHE_SIZE:
+        cache.popitem(last=False)
+
+
+def _dataset_key(dataset: Dataset) -> tuple:
+    # created_at keeps a reused primary key (a new database, a rolled-back test) apart.
+    return (dataset.pk, dataset.created_at)
+
+
+def dataset_items(dataset: Dataset) -> DatasetItems:
+    key = _dataset_key(dataset)
+    if key in _datasets:
+        _datasets.move_to_end(key)
+        return _datasets[key]
+    rows = list(
+        Item.objects.filter(dataset_id=dataset.pk)
+        .order_by("position")
+        .values_list("pk", "key", "tags_text")
+    )
+    found = DatasetItems(
+        keys=np.array([k for _, k, _ in rows], dtype=object),
+        tags=np.array([t or "" for _, _, t in rows], dtype=object),
+        index={pk: i for i, (pk, _, _) in enumerate(rows)},
+    )
+    _remember(_datasets, key, found)
+    return found
+
+
+def item_values(run: Run, mode: str) -> dict[str, np.ndarray]:
+    """subject → each item's value in `mode`, in the dataset's item order; NaN where the item
+    failed or has no score. Subjects with no score at all are absent."""
+    judge_key = (run.pk, fingerprint(run), "judge")
+    if judge_key in _values:
+        _values.move_to_end(judge_key)
+        judged = _values[judge_key]
+    else:
+        items = dataset_items(run.dataset)
+        judged = {}
+        rows = Score.objects.filter(run_id=run.pk).values_list(
+            "subject", "item_id", "status", "judge_value"
+        )
+        for subject, item_id, status, value in rows.iterator(chunk_size=10000):
+            column = judged.get(subject)
+            if column is None:
+                column = judged[subject] = np.full(len(items.keys), np.nan)
+            if status == Score.Status.OK and value is not None and item_id in items.index:
+                column[items.index[item_id]] = value
+        _remember(_values, judge_key, judged)
+    if mode != "human":
+        return judged
+    human_key = (run.pk, fingerprint(run), "human", last_event_id())
+    if human_key in _values:
+        _values.move_to_end(human_key)
+        return _values[human_key]
+    index = dataset_items(run.dataset).index
+    human = {subject: column.copy() for subject, column in judged.items()}
+    # As summaries.human_overlay: only scores with an override event can differ now.
+    overridden = Score.objects.filter(
+        run_id=run.pk,
+        pk__in=ScoreEvent.objects.filter(kind=ScoreEvent.Kind.OVERRIDE).values("score_id"),
+        override_value__isnull=False,
+    ).values_list("subject", "item_id", "override_value")
+    for subject, item_id, value in overridden:
+        if subject in human and item_id in index:
+            human[subject][index[item_id]] = value
+    _remember(_values, human_key, human)
+    return human
+
+
+def common_positions(datasets: Sequence[Dataset]) -> list[np.ndarray]:
+    """For each dataset, the positions of the item keys that every one of them has, in the
+    first dataset's order: arrays taken at these positions line up item by item."""
+    key = tuple(_dataset_key(d) for d in datasets)
+    if key in _common:
+        _common.move_to_end(key)
+        return _common[key]
+    items = [dataset_items(d) for d in datasets]
+    if all(k == key[0] for k in key):
+        everything = np.arange(len(items[0].keys))
+        positions = [everything for _ in items]
+    else:
+        shared = set(items[0].keys.tolist())
+        for other in items[1:]:
+            shared &= set(other.keys.tolist())
+        order = [k for k in items[0].keys.tolist() if k in shared]
+        positions = []
+        for found in items:
+            where = {k: i for i, k in enumerate(found.keys.tolist())}
+            positions.append(np.array([where[k] for k in order], dtype=np.int64))
+    _remember(_common, key, positions)
+    return positions
