@@ -89,7 +89,9 @@ def test_the_main_job_works_from_the_users_install(install: Install, llm_server:
     row = re.search(r"loopback-gen .*?(?=\s\d+ model_|\sJudge-only)", board.text_only())
     assert row, board.text_only()
     # 11 items at 4 and the overridden one at 2: judge 4.00, human 46/12 = 3.83, n 12, 1 overridden.
-    assert re.search(r"\b4\.00 3\.83 \[[\d.]+, [\d.]+\] 12 0 1\b", row.group(0)), row.group(0)
+    assert re.search(r"\b4\.00 3\.83 \[[\d.]+, [\d.]+\] 3\.83 100\.0% 12 0 1\b", row.group(0)), (
+        row.group(0)
+    )
 
     # The run's CSV export, parsed.
     export = web.get(f"/leaderboards/runs/{judge_run_id}/export/?format=csv")
