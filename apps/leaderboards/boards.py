@@ -5,6 +5,7 @@ Rows are built from `summaries` (never from every score), so the page, its CSV, 
 and the `leaderboard` command all read the same `Board` and print the same numbers.
 """
 
+import dataclasses
 import functools
 import math
 from collections import Counter
@@ -21,6 +22,7 @@ from apps.leaderboards import items, summaries
 from apps.leaderboards.stats import (
     Dist,
     Interval,
+    clustered_ci,
     mean_ci,
     percentile_ci,
     resampled_column_means,
@@ -251,6 +253,7 @@ class Params:
     tag_subject: str | None = None
     scoring: str = "strict"
     common: bool = False  # only the items every model on the board has (see common_items)
+    cluster: str | None = None  # a tag prefix: CIs clustered on the items' tag with it
 
     @property
     def mode(self) -> str:
@@ -283,6 +286,7 @@ class Params:
             tag_subject=query.get("tag_subject") or None,
             scoring=scoring if scoring in SCORINGS else "strict",
             common=query.get("common") == "1",
+            cluster=(query.get("cluster") or "").strip() or None,
         )
 
 
@@ -307,6 +311,7 @@ class Board:
     # Models that cover different items (dataset versions, or failures when answered only):
     # (label, items in play) per model, and how many all of them have. None: all the same.
     coverage: "Coverage | None" = None
+    clusters: int | None = None  # with Params.cluster: how many clusters the CIs were built on
 
     @property
     def mode(self) -> str:
@@ -418,6 +423,8 @@ def build(task: Task, params: Params) -> Board:
     board.coverage = item_coverage(board)
     if params.common and board.coverage is not None:
         common_items(board, tag)
+    if params.cluster:
+        cluster_cis(board, params.cluster, tag)
     sort_rows(board)
     if board.coverage is not None:  # listed in the board's order
         by_run = board.coverage.by_run
@@ -549,6 +556,66 @@ def _per_item_overall_ci(
     per_item = np.asarray(per_item, dtype=float)
     per_item = per_item[~np.isnan(per_item)]
     return mean_ci(per_item) if per_item.size else None
+
+
+def cluster_of(tags_text: str, key: str, prefix: str) -> str:
+    """The item's cluster: its first tag starting with `prefix`, else the item on its own."""
+    for tag in (tags_text or "").strip("|").split("|"):
+        if tag.startswith(prefix):
+            return tag
+    return f"\x00item:{key}"
+
+
+def cluster_cis(board: Board, prefix: str, tag: str | None) -> None:
+    """Every cell's and overall's CI again, cluster-robust on the items' `prefix` tag (items
+    of one passage, say, are not independent: naive intervals are too narrow). On the same
+    items as the cells: common ones if asked, in play for the scoring, carrying `tag`."""
+    common = board.params.common and board.coverage is not None
+    datasets = [row.run.dataset for row in board.rows]
+    positions = items.common_positions(datasets) if common else None
+    strict = board.params.scoring == "strict"
+    seen: set[str] = set()
+    for mode in MODES:
+        aligned = _aligned(board, mode) if common else None
+        for index, row in enumerate(board.rows):
+            found = items.dataset_items(row.run.dataset)
+            at = positions[index] if positions is not None else np.arange(len(found.keys))
+            clusters = np.array(
+                [
+                    cluster_of(t, k, prefix)
+                    for t, k in zip(found.tags[at], found.keys[at], strict=True)
+                ],
+                dtype=object,
+            )
+            seen.update(c for c in clusters.tolist() if not c.startswith("\x00"))
+            tagged = np.array([tag is None or f"|{tag}|" in t for t in found.tags[at]], dtype=bool)
+            own = items.item_values(row.run, mode)
+            columns = {}
+            for info in board.subjects:
+                values = (
+                    aligned[index][info.name]
+                    if aligned is not None
+                    else own.get(info.name, np.full(len(found.keys), np.nan))[at]
+                )
+                mask = tagged.copy()
+                if common and not strict:
+                    for other in aligned:  # type: ignore[union-attr]
+                        mask &= ~np.isnan(other[info.name])
+                if strict and info.worst is not None:
+                    values = np.where(np.isnan(values), info.worst, values)
+                mask &= ~np.isnan(values)
+                columns[info.name] = np.where(mask, values, np.nan)
+                cell = row.cells[mode][info.name]
+                row.cells[mode][info.name] = dataclasses.replace(
+                    cell, ci=clustered_ci(values[mask], clusters[mask])
+                )
+            active = {s.name: columns[s.name] for s in _active(board)}
+            per_item = combine(active, board.subjects, board.weights) if active else None
+            if per_item is not None:
+                per_item = np.asarray(per_item, dtype=float)
+                keep = ~np.isnan(per_item)
+                row.overall_ci[mode] = clustered_ci(per_item[keep], clusters[keep])
+    board.clusters = len(seen)
 
 
 def common_tag_table(board: Board) -> None:

@@ -495,7 +495,7 @@ def board_header(board: Board) -> list[str]:
         for mode in modes:
             header += [f"{info.name}.{mode}.{stat}" for stat in STAT_COLUMNS]
         header.append(f"{info.name}.overridden")
-    header += ["judge", "scoring", "items", "tag", "sort", "overall.formula"]
+    header += ["judge", "scoring", "items", "clustered_by", "tag", "sort", "overall.formula"]
     for info in board.subjects:
         header += [f"{info.name}.{c}" for c in ("weight", "min", "max", "direction")]
     return header
@@ -548,6 +548,7 @@ def board_meta(board: Board) -> dict[str, Any]:
         "values": board.params.values,
         "scoring": board.params.scoring,
         "items": "common" if board.params.common and board.coverage else "all",
+        "clustered_by": board.params.cluster,
         "weights": board.weights,
         "tag": board.params.tag,
         "sort": board.sort,
@@ -568,6 +569,7 @@ def board_csv(board: Board) -> Iterable[str]:
         judge,
         meta["scoring"],
         meta["items"],
+        meta["clustered_by"],
         meta["tag"],
         f"{board.sort} ({board.direction})",
         board.overall_formula,

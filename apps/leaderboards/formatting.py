@@ -28,7 +28,7 @@ def other_mean(cell: Cell, board: Board) -> float | None:
 def interval(ci: Interval | None) -> str:
     if ci is None:
         return "—"
-    mark = "≈" if ci.method == "normal" else ""
+    mark = "≈" if ci.method in ("normal", "clustered") else ""
     return f"{mark}[{ci.low:.2f}, {ci.high:.2f}]"
 
 

@@ -194,6 +194,34 @@ def percentile_ci(samples: np.ndarray) -> Interval | None:
     return Interval(float(low), float(high), method)
 
 
+def clustered_se(values: np.ndarray, clusters: np.ndarray) -> float | None:
+    """Standard error of the mean of `values` when items come in clusters (the items of one
+    passage, the epochs of one item): the cluster-robust (CR1) sandwich estimate
+    √(G/(G−1) · Σ_g (S_g − n_g·m)²) / N, with S_g and n_g the sum and size of cluster g.
+    None with fewer than two clusters."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return None
+    _, codes = np.unique(clusters, return_inverse=True)
+    groups = int(codes.max()) + 1
+    if groups < 2:
+        return None
+    mean = float(values.mean())
+    sums = np.bincount(codes, weights=values, minlength=groups)
+    sizes = np.bincount(codes, minlength=groups)
+    residual = sums - sizes * mean
+    return math.sqrt(groups / (groups - 1) * float((residual**2).sum())) / values.size
+
+
+def clustered_ci(values: np.ndarray, clusters: np.ndarray) -> Interval | None:
+    """95% CI of the mean with the cluster-robust standard error (normal approximation)."""
+    se = clustered_se(values, clusters)
+    if se is None:
+        return None
+    mean = float(np.asarray(values, dtype=float).mean())
+    return Interval(mean - Z95 * se, mean + Z95 * se, "clustered")
+
+
 def normal_ci(n: int, mean: float, variance: float) -> Interval:
     half = Z95 * math.sqrt(variance / n) if n > 0 else 0.0
     return Interval(mean - half, mean + half, "normal")

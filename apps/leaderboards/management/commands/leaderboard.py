@@ -38,6 +38,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--tag", help="only items with this tag")
         parser.add_argument(
+            "--cluster",
+            metavar="TAG_PREFIX",
+            help="cluster-robust CIs on the items' tag with this prefix (e.g. passage:)",
+        )
+        parser.add_argument(
             "--common",
             action="store_true",
             help="only the items every model has (when they cover different items)",
@@ -61,6 +66,7 @@ class Command(BaseCommand):
             tag=options["tag"],
             scoring=options["scoring"],
             common=options["common"],
+            cluster=options["cluster"] or None,
         )
         board = boards.build(task, params)
         if board.judge is None:
@@ -122,6 +128,11 @@ def table(board: boards.Board) -> str:
         # The overall sits beside subject means on other scales: say how it is formed.
         board.overall_formula,
     ]
+    if board.params.cluster:
+        notes.append(
+            f"95% CIs clustered on the tag starting with {board.params.cluster!r} "
+            f"({board.clusters} clusters; cluster-robust standard errors)."
+        )
     if board.coverage is not None:
         counts = ", ".join(f"{label}: {count}" for label, count in board.coverage.counts)
         shown = "common items only" if board.params.common else "add --common to compare on those"
