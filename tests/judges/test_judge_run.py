@@ -623,6 +623,8 @@ def test_leaderboard_reads_the_scores(task, reviewer_user):
     assert set(rows) == {"good", "half"}
     assert rows["good"].cells["judge"]["exact_match"].mean == 100
     cell = rows["half"].cells["judge"]["exact_match"]
-    assert (cell.mean, cell.n, cell.failed) == (pytest.approx(200 / 3), 3, 1)
+    # Strict (the board's default): the failed item counts as 0 of 100.
+    assert (cell.mean, cell.n, cell.failed) == (50.0, 4, 1)
+    assert (cell.answered_mean, cell.answered) == (pytest.approx(200 / 3), 3)
     human = rows["half"].cells["human"]["exact_match"]
-    assert (human.mean, human.overridden) == (100, 1)
+    assert (human.mean, human.answered_mean, human.overridden) == (75.0, 100.0, 1)
