@@ -598,8 +598,8 @@ def cluster_cis(board: Board, prefix: str, tag: str | None) -> None:
                     else own.get(info.name, np.full(len(found.keys), np.nan))[at]
                 )
                 mask = tagged.copy()
-                if common and not strict:
-                    for other in aligned:  # type: ignore[union-attr]
+                if aligned is not None and not strict:
+                    for other in aligned:
                         mask &= ~np.isnan(other[info.name])
                 if strict and info.worst is not None:
                     values = np.where(np.isnan(values), info.worst, values)

@@ -171,9 +171,10 @@ def build(board: Board, correction: str = "holm") -> Pairs:
     correction = correction if correction in CORRECTIONS else "holm"
     result = Pairs(key=key, correction=correction)
     raw = _compared(board, key)
-    tested = [i for i, pair in enumerate(raw) if pair.p is not None]
-    adjusted = dict(zip(tested, adjust([raw[i].p for i in tested], correction), strict=True))  # type: ignore[misc]
-    higher = True if key == "overall" else board.subject(key).higher_is_better  # type: ignore[union-attr]
+    tested = {i: pair.p for i, pair in enumerate(raw) if pair.p is not None}
+    adjusted = dict(zip(tested, adjust(list(tested.values()), correction), strict=True))
+    info = board.subject(key)
+    higher = info.higher_is_better if info is not None else True  # the overall: higher
     better_count = {row.run.pk: 0 for row in board.rows}
     for i, pair in enumerate(raw):
         p_adj = adjusted.get(i)
