@@ -74,9 +74,15 @@ def board_values(board: Board, row: Row, key: str) -> np.ndarray:
     if not columns:
         return np.full(len(keys), np.nan)
     if key != "overall":
-        return columns[key]
-    combined = combine(columns, board.subjects, board.weights)
-    return np.full(len(keys), np.nan) if combined is None else np.asarray(combined, dtype=float)
+        per_item = columns[key]
+    else:
+        combined = combine(columns, board.subjects, board.weights)
+        per_item = np.full(len(keys), np.nan) if combined is None else np.asarray(combined, float)
+    tag = board.params.tag if board.params.tag in board.tags else None
+    if tag is not None:  # the board's tag filter: other items are left out of the pairs too
+        tagged = np.array([f"|{tag}|" in t for t in dataset_items(row.run.dataset).tags])
+        per_item = np.where(tagged, per_item, np.nan)
+    return per_item
 
 
 # ---- corrections ------------------------------------------------------------------------------
@@ -141,6 +147,7 @@ def _compared(board: Board, key: str) -> list[Pair]:
         board.mode,
         last_event_id() if board.mode == "human" else 0,
         board.params.scoring,
+        board.params.tag if board.params.tag in board.tags else None,
         key,
         tuple(sorted(board.weights.items())),
     )

@@ -147,3 +147,10 @@ def test_an_override_reaches_the_pairs_at_once(three_models, reviewer_user) -> N
     assert after.mean_diff == 0 and after.p == 1.0
     judge_only = by_models(boards.build(task, Params(values="judge")))[top_close]
     assert abs(judge_only.mean_diff) == pytest.approx(abs(before.mean_diff))
+
+
+def test_pairs_follow_the_boards_tag_filter(board_data) -> None:
+    # Items tagged "hard": k2 and k3 (model-a failed k3's accuracy: strict counts it as 1).
+    [pair] = pairs.build(boards.build(board_data["task"], Params(tag="hard"))).pairs
+    [everything] = pairs.build(boards.build(board_data["task"], Params())).pairs
+    assert (pair.n, everything.n) == (2, 6)
