@@ -27,6 +27,7 @@ from apps.leaderboards.stats import (
     percentile_ci,
     resampled_column_means,
 )
+from apps.review.queue import last_event_id
 from apps.runs.models import Run
 
 MODES = ("human", "judge")
@@ -317,6 +318,11 @@ class Board:
     def mode(self) -> str:
         return self.params.mode
 
+    @functools.cached_property
+    def last_event(self) -> int:
+        """The last review event, read once per board: it keys the cached human values."""
+        return last_event_id()
+
     @property
     def modes_shown(self) -> list[str]:
         return ["judge", "human"] if self.params.values == "both" else [self.params.values]
@@ -446,8 +452,25 @@ class Coverage:
     by_run: dict[int, int] = field(default_factory=dict, compare=False)
 
 
-def _active(board: Board) -> list[SubjectInfo]:
+def active_subjects(board: Board) -> list[SubjectInfo]:
+    """The subjects the overall is made of: those with a weight."""
     return [s for s in board.subjects if board.weights.get(s.name, 1.0) != 0]
+
+
+def as_scored(board: Board, info: SubjectInfo, values: np.ndarray) -> np.ndarray:
+    """Per-item values as the board's scoring counts them: strict puts an item without a value
+    (NaN) at the subject's worst value where it has one; answered leaves it NaN, left out."""
+    if board.params.scoring == "strict" and info.worst is not None:
+        return np.where(np.isnan(values), info.worst, values)
+    return values
+
+
+def per_item_overall(board: Board, columns: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    """Each item's overall (`combine`) from its weighted subjects' values, already as scored;
+    NaN where one is missing, None when no subject is weighted."""
+    active = {s.name: columns[s.name] for s in active_subjects(board)}
+    combined = combine(active, board.subjects, board.weights) if active else None
+    return None if combined is None else np.asarray(combined, dtype=float)
 
 
 def _aligned(board: Board, mode: str) -> list[dict[str, np.ndarray]]:
@@ -455,7 +478,7 @@ def _aligned(board: Board, mode: str) -> list[dict[str, np.ndarray]]:
     positions = items.common_positions([row.run.dataset for row in board.rows])
     out = []
     for row, at in zip(board.rows, positions, strict=True):
-        values = items.item_values(row.run, mode)
+        values = items.item_values(row.run, mode, board.last_event)
         out.append(
             {s.name: values.get(s.name, np.full(len(at), np.nan))[at] for s in board.subjects}
         )
@@ -476,7 +499,7 @@ def item_coverage(board: Board) -> Coverage | None:
     """Whether the models cover different items; None when they all have the same ones."""
     if len(board.rows) < 2 or not board.subjects:
         return None
-    active = _active(board) or board.subjects
+    active = active_subjects(board) or board.subjects
     counts, masks = [], []
     strict = board.params.scoring == "strict"
     for row in board.rows:
@@ -484,7 +507,7 @@ def item_coverage(board: Board) -> Coverage | None:
         if strict:
             counts.append((row.label, len(own.keys)))
         else:
-            values = items.item_values(row.run, board.mode)
+            values = items.item_values(row.run, board.mode, board.last_event)
             own_values = {
                 s.name: values.get(s.name, np.full(len(own.keys), np.nan)) for s in active
             }
@@ -518,7 +541,7 @@ def common_items(board: Board, tag: str | None) -> None:
     tags = items.dataset_items(board.rows[0].run.dataset).tags[
         items.common_positions([row.run.dataset for row in board.rows])[0]
     ]
-    tagged = np.array([tag is None or f"|{tag}|" in t for t in tags], dtype=bool)
+    tagged = items.tag_mask(tags, tag)
     for mode in MODES:
         aligned = _aligned(board, mode)
         for info in board.subjects:
@@ -530,7 +553,7 @@ def common_items(board: Board, tag: str | None) -> None:
                 row.cells[mode][info.name] = _array_cell(
                     values[info.name][mask], info, board.params.scoring, overridden
                 )
-        active = _active(board)
+        active = active_subjects(board)
         mask = tagged & np.logical_and.reduce(
             [_in_play(board, values, active) for values in aligned]
         )
@@ -542,18 +565,10 @@ def common_items(board: Board, tag: str | None) -> None:
 def _per_item_overall_ci(
     board: Board, values: dict[str, np.ndarray], mask: np.ndarray
 ) -> Interval | None:
-    columns = {}
-    for info in _active(board):
-        column = values[info.name][mask]
-        if board.params.scoring == "strict" and info.worst is not None:
-            column = np.where(np.isnan(column), info.worst, column)
-        columns[info.name] = column
-    if not columns:
-        return None
-    per_item = combine(columns, board.subjects, board.weights)
+    columns = {s.name: as_scored(board, s, values[s.name][mask]) for s in board.subjects}
+    per_item = per_item_overall(board, columns)
     if per_item is None:
         return None
-    per_item = np.asarray(per_item, dtype=float)
     per_item = per_item[~np.isnan(per_item)]
     return mean_ci(per_item) if per_item.size else None
 
@@ -588,8 +603,8 @@ def cluster_cis(board: Board, prefix: str, tag: str | None) -> None:
                 dtype=object,
             )
             seen.update(c for c in clusters.tolist() if not c.startswith("\x00"))
-            tagged = np.array([tag is None or f"|{tag}|" in t for t in found.tags[at]], dtype=bool)
-            own = items.item_values(row.run, mode)
+            tagged = items.tag_mask(found.tags[at], tag)
+            own = items.item_values(row.run, mode, board.last_event)
             columns = {}
             for info in board.subjects:
                 values = (
@@ -601,18 +616,15 @@ def cluster_cis(board: Board, prefix: str, tag: str | None) -> None:
                 if aligned is not None and not strict:
                     for other in aligned:
                         mask &= ~np.isnan(other[info.name])
-                if strict and info.worst is not None:
-                    values = np.where(np.isnan(values), info.worst, values)
+                values = as_scored(board, info, values)
                 mask &= ~np.isnan(values)
                 columns[info.name] = np.where(mask, values, np.nan)
                 cell = row.cells[mode][info.name]
                 row.cells[mode][info.name] = dataclasses.replace(
                     cell, ci=clustered_ci(values[mask], clusters[mask])
                 )
-            active = {s.name: columns[s.name] for s in _active(board)}
-            per_item = combine(active, board.subjects, board.weights) if active else None
+            per_item = per_item_overall(board, columns)
             if per_item is not None:
-                per_item = np.asarray(per_item, dtype=float)
                 keep = ~np.isnan(per_item)
                 row.overall_ci[mode] = clustered_ci(per_item[keep], clusters[keep])
     board.clusters = len(seen)
@@ -630,7 +642,7 @@ def common_tag_table(board: Board) -> None:
     in_play = np.logical_and.reduce([_in_play(board, values, [info]) for values in aligned])
     with_ci = len(board.tags) * len(board.rows) <= TAG_CI_LIMIT
     for tag in board.tags:
-        mask = in_play & np.array([f"|{tag}|" in t for t in tags], dtype=bool)
+        mask = in_play & items.tag_mask(tags, tag)
         cells = []
         for values in aligned:
             cell = _array_cell(values[info.name][mask], info, board.params.scoring, 0, with_ci)

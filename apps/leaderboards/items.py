@@ -32,7 +32,8 @@ class DatasetItems:
     index: dict[int, int]  # item id → position in the arrays
 
 
-def _remember(cache: OrderedDict, key: object, value: object) -> None:
+def remember(cache: OrderedDict, key: object, value: object) -> None:
+    """Keep `value` in a least-recently-used cache of CACHE_SIZE entries."""
     cache[key] = value
     while len(cache) > CACHE_SIZE:
         cache.popitem(last=False)
@@ -58,13 +59,21 @@ def dataset_items(dataset: Dataset) -> DatasetItems:
         tags=np.array([t or "" for _, _, t in rows], dtype=object),
         index={pk: i for i, (pk, _, _) in enumerate(rows)},
     )
-    _remember(_datasets, key, found)
+    remember(_datasets, key, found)
     return found
 
 
-def item_values(run: Run, mode: str) -> dict[str, np.ndarray]:
+def tag_mask(tags: np.ndarray, tag: str | None) -> np.ndarray:
+    """Which of these items (their "|a|b|" tags) carry `tag`; all of them for no tag."""
+    if tag is None:
+        return np.ones(len(tags), dtype=bool)
+    return np.array([f"|{tag}|" in text for text in tags], dtype=bool)
+
+
+def item_values(run: Run, mode: str, last_event: int | None = None) -> dict[str, np.ndarray]:
     """subject → each item's value in `mode`, in the dataset's item order; NaN where the item
-    failed or has no score. Subjects with no score at all are absent."""
+    failed or has no score. Subjects with no score at all are absent. `last_event` (the last
+    review event, read once per board by the caller) keys the human values."""
     judge_key = (run.pk, fingerprint(run), "judge")
     if judge_key in _values:
         _values.move_to_end(judge_key)
@@ -81,10 +90,12 @@ def item_values(run: Run, mode: str) -> dict[str, np.ndarray]:
                 column = judged[subject] = np.full(len(items.keys), np.nan)
             if status == Score.Status.OK and value is not None and item_id in items.index:
                 column[items.index[item_id]] = value
-        _remember(_values, judge_key, judged)
+        remember(_values, judge_key, judged)
     if mode != "human":
         return judged
-    human_key = (run.pk, fingerprint(run), "human", last_event_id())
+    if last_event is None:
+        last_event = last_event_id()
+    human_key = (run.pk, fingerprint(run), "human", last_event)
     if human_key in _values:
         _values.move_to_end(human_key)
         return _values[human_key]
@@ -99,7 +110,7 @@ def item_values(run: Run, mode: str) -> dict[str, np.ndarray]:
     for subject, item_id, value in overridden:
         if subject in human and item_id in index:
             human[subject][index[item_id]] = value
-    _remember(_values, human_key, human)
+    remember(_values, human_key, human)
     return human
 
 
@@ -123,5 +134,5 @@ def common_positions(datasets: Sequence[Dataset]) -> list[np.ndarray]:
         for found in items:
             where = {k: i for i, k in enumerate(found.keys.tolist())}
             positions.append(np.array([where[k] for k in order], dtype=np.int64))
-    _remember(_common, key, positions)
+    remember(_common, key, positions)
     return positions

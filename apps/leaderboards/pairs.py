@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as scipy_stats
 
-from apps.leaderboards.boards import Board, Row, SubjectInfo, combine
-from apps.leaderboards.items import CACHE_SIZE, common_positions, dataset_items, item_values
+from apps.leaderboards.boards import Board, Row, active_subjects, as_scored, per_item_overall
+from apps.leaderboards.items import common_positions, dataset_items, item_values, remember, tag_mask
 from apps.leaderboards.stats import Interval, mean_ci, normal_ci
 from apps.leaderboards.summaries import fingerprint
-from apps.review.queue import last_event_id
 
 ALPHA = 0.05
 BOOTSTRAP_LIMIT = 5000
@@ -55,34 +54,23 @@ class Pairs:
 
 # ---- per-item values ------------------------------------------------------------------------
 def board_values(board: Board, row: Row, key: str) -> np.ndarray:
-    """The model's value of the board's leading number per item of its dataset (strict: a
-    failed or missing item at the worst value; answered: NaN, left out)."""
-    keys = dataset_items(row.run.dataset).keys
-    values = item_values(row.run, board.mode)
-    strict = board.params.scoring == "strict"
-    infos: list[SubjectInfo] = (
-        [s for s in board.subjects if board.weights.get(s.name, 1.0) != 0]
-        if key == "overall"
-        else [s for s in board.subjects if s.name == key]
+    """The model's value of the board's leading number per item of its dataset, as the board
+    scores it (`as_scored`); NaN for an item left out (answered only, or not tagged)."""
+    found = dataset_items(row.run.dataset)
+    values = item_values(row.run, board.mode, board.last_event)
+    infos = (
+        active_subjects(board) if key == "overall" else [s for s in board.subjects if s.name == key]
     )
-    columns: dict[str, np.ndarray] = {}
-    for info in infos:
-        column = values.get(info.name, np.full(len(keys), np.nan))
-        if strict and info.worst is not None:
-            column = np.where(np.isnan(column), info.worst, column)
-        columns[info.name] = column
-    if not columns:
-        return np.full(len(keys), np.nan)
-    if key != "overall":
-        per_item = columns[key]
-    else:
-        combined = combine(columns, board.subjects, board.weights)
-        per_item = np.full(len(keys), np.nan) if combined is None else np.asarray(combined, float)
+    columns = {
+        info.name: as_scored(board, info, values.get(info.name, np.full(len(found.keys), np.nan)))
+        for info in infos
+    }
+    per_item = per_item_overall(board, columns) if key == "overall" else columns.get(key)
+    if per_item is None:
+        return np.full(len(found.keys), np.nan)
     tag = board.params.tag if board.params.tag in board.tags else None
-    if tag is not None:  # the board's tag filter: other items are left out of the pairs too
-        tagged = np.array([f"|{tag}|" in t for t in dataset_items(row.run.dataset).tags])
-        per_item = np.where(tagged, per_item, np.nan)
-    return per_item
+    # The board's tag filter: other items are left out of the pairs too.
+    return np.where(tag_mask(found.tags, tag), per_item, np.nan)
 
 
 # ---- corrections ------------------------------------------------------------------------------
@@ -133,19 +121,13 @@ def compare_pair(a: Row, b: Row, values_a: np.ndarray, values_b: np.ndarray) -> 
 _compared_cache: "OrderedDict[tuple, list[tuple]]" = OrderedDict()
 
 
-def _remember(cache: OrderedDict, key: object, value: object) -> None:
-    cache[key] = value
-    while len(cache) > CACHE_SIZE:
-        cache.popitem(last=False)
-
-
 def _compared(board: Board, key: str) -> list[Pair]:
     """Every pair compared (unadjusted). Cached per state of the runs' results and the board's
     settings, so a warm board does not redo 45 tests over 100k items on every request."""
     state = (
         tuple((row.run.pk, fingerprint(row.run)) for row in board.rows),
         board.mode,
-        last_event_id() if board.mode == "human" else 0,
+        board.last_event if board.mode == "human" else 0,
         board.params.scoring,
         board.params.tag if board.params.tag in board.tags else None,
         key,
@@ -161,7 +143,7 @@ def _compared(board: Board, key: str) -> list[Pair]:
                 for a, b in itertools.combinations(board.rows, 2)
             )
         ]
-        _remember(_compared_cache, state, cached)
+        remember(_compared_cache, state, cached)
     else:
         _compared_cache.move_to_end(state)
     return [
