@@ -193,7 +193,7 @@ def results_page(task: object, items: int) -> bool:
         source_column="question",
         status="completed_with_failures",
         total=items,
-        epoch=1,
+        launch=1,
     )
     rng = random.Random(7)
     ids = list(dataset.items.order_by("position").values_list("id", flat=True))
@@ -213,7 +213,7 @@ def results_page(task: object, items: int) -> bool:
                     "final_value": value,
                     "round_values": rounds,
                     "spread": max(rounds) - min(rounds),
-                    "epoch": 1,
+                    "launch": 1,
                     "error_kind": "unparseable" if failed else "",
                 }
 

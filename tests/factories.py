@@ -229,7 +229,7 @@ def make_generation_run(
             text=text or "",
             error_kind="" if text is not None else "api_error",
             error="" if text is not None else "the server failed (500): boom",
-            epoch=1,
+            launch=1,
         )
         for where, text in texts.items()
     )

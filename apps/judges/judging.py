@@ -170,18 +170,18 @@ class JudgePlugin(RunPlugin):
 
     @staticmethod
     def _redo(run: Run, mode: str) -> Q:
-        """Scores that this epoch must judge again (resume works on items without any)."""
+        """Scores that this launch must judge again (resume works on items without any)."""
         if mode == Run.Mode.RETRY_FAILED:
             # Items still waiting for a generation response would only fail again.
-            redo = Q(status=Score.Status.FAILED, epoch__lt=run.epoch) & ~awaiting_response(run)
+            redo = Q(status=Score.Status.FAILED, launch__lt=run.launch) & ~awaiting_response(run)
             scope = (
-                RetryScope.objects.filter(run_id=run.pk, epoch=run.epoch)
+                RetryScope.objects.filter(run_id=run.pk, launch=run.launch)
                 .values_list("item_ids", flat=True)
                 .first()
             )
             return redo & Q(item_id__in=scope) if scope is not None else redo
         if mode == Run.Mode.OVERWRITE:
-            return Q(epoch__lt=run.epoch)
+            return Q(launch__lt=run.launch)
         return Q(pk__in=[])
 
     def total(self, run: Run) -> int:
@@ -195,7 +195,7 @@ class JudgePlugin(RunPlugin):
         elif mode == Run.Mode.RETRY_FAILED:
             ids = items.filter(id__in=scored.filter(self._redo(run, mode)).values("item_id"))
         else:
-            ids = items.exclude(id__in=scored.filter(epoch__gte=run.epoch).values("item_id"))
+            ids = items.exclude(id__in=scored.filter(launch__gte=run.launch).values("item_id"))
         return [str(pk) for pk in ids.order_by("position").values_list("id", flat=True)]
 
     def pending_count(self, run: Run, mode: str) -> int:
@@ -537,12 +537,12 @@ class JudgePlugin(RunPlugin):
         "error_kind",
         "error",
         "final_value",
-        "epoch",
+        "launch",
         "updated_at",
     )
 
     def persist(self, run: Run, ctx: JudgeContext, results: list[Result]) -> Progress:
-        """Write each item's new rounds and its scores once per epoch, in the caller's
+        """Write each item's new rounds and its scores once per launch, in the caller's
         transaction; a duplicate (a relaunched chunk did the item too) is dropped."""
         progress = Progress()
         for result in results:
@@ -556,14 +556,14 @@ class JudgePlugin(RunPlugin):
         existing = dict(
             Score.objects.filter(
                 run_id=run.pk, item_id__in=by_item, subject=ctx.subjects[0]
-            ).values_list("item_id", "epoch")
+            ).values_list("item_id", "launch")
         )
         fresh: list[Result] = []
         redo: list[Result] = []
         for item_id, result in by_item.items():
             if item_id not in existing:
                 fresh.append(result)
-            elif run.mode != Run.Mode.RESUME and existing[item_id] < run.epoch:
+            elif run.mode != Run.Mode.RESUME and existing[item_id] < run.launch:
                 redo.append(result)
             else:
                 continue
@@ -615,7 +615,7 @@ class JudgePlugin(RunPlugin):
                 latency_ms=o.latency_ms,
                 error_kind=o.error_kind,
                 error=o.error,
-                epoch=run.epoch,
+                launch=run.launch,
             )
             for result in results
             for o in result.data.rounds
@@ -639,7 +639,7 @@ class JudgePlugin(RunPlugin):
                         spread=score.spread,
                         error_kind=outcome.error_kind,
                         error=outcome.error,
-                        epoch=run.epoch,
+                        launch=run.launch,
                     )
                 )
         return rows

@@ -1,7 +1,7 @@
 """Making and relaunching judge runs: the API that views, commands and auto-judging call.
 
 The judging itself (what a unit is, how rounds are asked and scored and written) is the judge
-run plug-in in apps/judges/judging.py; this module only creates runs and starts epochs.
+run plug-in in apps/judges/judging.py; this module only creates runs and starts launches.
 """
 
 from collections.abc import Iterable
@@ -144,11 +144,11 @@ def retry_items(run: Run, item_ids: Iterable[int]) -> int:
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if locked.kind != Run.Kind.JUDGE:
             raise LaunchError(f"Run #{run.pk} is not a judge run.")
-        if locked.is_active and not locked.is_stalled and locked.epoch > 0:
+        if locked.is_active and not locked.is_stalled and locked.launch > 0:
             raise LaunchError("This run is still going; cancel it first or wait for it to end.")
-        # launch() starts epoch + 1 under the same lock: the scope names that epoch.
+        # launch() starts launch + 1 under the same lock: the scope names that launch.
         RetryScope.objects.update_or_create(
-            run=locked, epoch=locked.epoch + 1, defaults={"item_ids": ids}
+            run=locked, launch=locked.launch + 1, defaults={"item_ids": ids}
         )
         count = launch(run, Run.Mode.RETRY_FAILED)
     return count

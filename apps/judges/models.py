@@ -153,7 +153,7 @@ class JudgeRound(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     error = models.TextField(blank=True)
-    epoch = models.PositiveIntegerField(default=0)  # the run epoch that wrote this round
+    launch = models.PositiveIntegerField(default=0)  # the run launch that wrote this round
     created_at = models.DateTimeField(auto_now_add=True)
 
     # What judging writes into a round: rewritten when a launch redoes it, archived before that.
@@ -168,7 +168,7 @@ class JudgeRound(models.Model):
         "latency_ms",
         "error_kind",
         "error",
-        "epoch",
+        "launch",
     )
 
     class Meta:
@@ -198,7 +198,7 @@ class ArchivedRound(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     error = models.TextField(blank=True)
-    epoch = models.PositiveIntegerField(default=0)
+    launch = models.PositiveIntegerField(default=0)
     judged_at = models.DateTimeField()  # when the replaced round was written
     archived_at = models.DateTimeField(auto_now_add=True)
 
@@ -219,16 +219,16 @@ class ArchivedRound(models.Model):
 class RetryScope(models.Model):
     """The items one "retry failed" launch is limited to (retry one item, retry ticked items).
 
-    A retry_failed epoch without a scope row works on every failed item of the run.
+    A retry_failed launch without a scope row works on every failed item of the run.
     """
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
-    epoch = models.PositiveIntegerField()
+    launch = models.PositiveIntegerField()
     item_ids = models.JSONField(default=list)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["run", "epoch"], name="retry_scope_once_per_epoch")
+            models.UniqueConstraint(fields=["run", "launch"], name="retry_scope_once_per_launch")
         ]
 
 
@@ -340,7 +340,7 @@ class Score(models.Model):
     confirmed_at = models.DateTimeField(null=True, blank=True)
     final_value = models.FloatField(null=True, blank=True)
     revision = models.PositiveIntegerField(default=0)  # bumped by every human change
-    epoch = models.PositiveIntegerField(default=0)  # the run epoch that judged it
+    launch = models.PositiveIntegerField(default=0)  # the run launch that judged it
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = ScoreQuerySet.as_manager()

@@ -4,7 +4,7 @@ A board over 10 runs × 100k items × 3 subjects must not read 3M scores per req
 we store, per (subject, tag set), the distribution of the judge's values (`stats.Dist`)
 and the failed count; SQL aggregates it once (GROUP BY subject, tags_text, status,
 judge_value). Only the judging job changes those, and it always moves the run row
-(counters, heartbeat, status, epoch), so the run row's fingerprint says when to recompute.
+(counters, heartbeat, status, launch), so the run row's fingerprint says when to recompute.
 
 Human-corrected values differ from the judge's only where a score holds an override, and
 every override is made through `Score.override`, which writes a ScoreEvent. So on each

@@ -6,13 +6,13 @@ belongs to the run's plug-in (a `RunPlugin`, one per `Run.Kind`); everything els
 the same for every run:
 
 Launch (`launch(run, mode)`, inside the caller's transaction)
-    A new epoch starts (`Run.epoch` + 1, status queued); the plug-in lists the pending keys for
+    A new launch starts (`Run.launch` + 1, status queued); the plug-in lists the pending keys for
     the mode (resume: units without a result; retry_failed: failed units; overwrite: all),
-    they go to one Redis list for the epoch, and `ceil(n / chunk_size)` chunk jobs
-    `run-<id>-e<epoch>-chunk-<n>` are enqueued on RQ after commit.
+    they go to one Redis list for the launch, and `ceil(n / chunk_size)` chunk jobs
+    `run-<id>-l<launch>-chunk-<n>` are enqueued on RQ after commit.
 
 A chunk job (`chunk_job`: `run_chunk`, failing the run if the job itself crashes)
-    registers a job lease, then takes keys from the epoch's list in small batches (so every
+    registers a job lease, then takes keys from the launch's list in small batches (so every
     worker on every machine shares one run, and one worker keeps its lanes full from one
     chunk to the next instead of draining each chunk's tail). Taking moves the keys into the
     chunk's own *held* set in Redis (one Lua step), and a key leaves that set once its result
@@ -25,14 +25,14 @@ A chunk job (`chunk_job`: `run_chunk`, failing the run if the job itself crashes
     s, so a fast run writes bigger batches) and whenever the oldest has waited `FLUSH_AFTER`
     s. A thread renews the chunk's lease every second (`LeaseKeeper`); a heartbeat task
     writes `Run.heartbeat_at`, and notices cancel, a fatal endpoint error, a failed run or a
-    newer epoch within a second; lanes then stop asking.
+    newer launch within a second; lanes then stop asking.
 
 A dead chunk (its work horse or whole worker SIGKILLed, its machine gone)
     loses what was in flight and at most the last second of answers, but not its units: they
     are in its held set. Every worker process runs a watchdog thread (apps.runs.watchdog →
     `reap`) that gives the chunk up for dead as soon as RQ records its job as ended (a killed
     horse: at once) or its lease ran out (a killed worker process: `JOB_LEASE_SECONDS`); its
-    held keys go to the epoch's *again* list, which chunks take before the todo list
+    held keys go to the launch's *again* list, which chunks take before the todo list
     (dropping keys the dead chunk had already committed), and a replacement chunk job is
     enqueued. So the run finishes by itself while any worker lives.
     The job that leaves last (no registered chunk, lists empty) finalizes the run with exact
@@ -43,7 +43,7 @@ A dead chunk (its work horse or whole worker SIGKILLed, its machine gone)
 The `RunPlugin` interface (register an instance with `register(plugin)`)
     kind: str                                           Run.Kind value it serves
     total(run) -> int                                   progress units of the run (items)
-    pending_keys(run, mode) -> list[str]                work of this epoch (run.epoch is set)
+    pending_keys(run, mode) -> list[str]                work of this launch (run.launch is set)
     pending_count(run, mode) -> int                     default len(pending_keys)
     unsettled_keys(run, keys) -> list[str]              default: keys in pending_keys
     settled_counts(run, mode) -> (done, failed)         results that are not pending
@@ -66,10 +66,10 @@ The `RunPlugin` interface (register an instance with `register(plugin)`)
 
 Lifecycle: queued → running (the first chunk is ready to send) → completed / completed with
 failures / cancelled / failed (a crashed job via `chunk_job`, or a fatal endpoint
-error such as a refused key, with a plain message). Redis keys: evalsite:run:<id>:e<epoch>:todo
+error such as a refused key, with a plain message). Redis keys: evalsite:run:<id>:l<launch>:todo
 (the work list), …:jobs (registered chunks scored by lease expiry), …:held:<job id> (a chunk's
 uncommitted keys), …:again (keys handed back from dead chunks), …:seq (the last chunk number),
-evalsite:runs:live (the epochs the watchdog watches), evalsite:run:<id>:epoch and :stop (read
+evalsite:runs:live (the launches the watchdog watches), evalsite:run:<id>:launch and :stop (read
 by every chunk's heartbeat), evalsite:endpoint:<id>:inflight and :rate (apps.runs.limits).
 """
 
@@ -188,7 +188,7 @@ class RunPlugin(ABC):
         return run.endpoint.concurrency_limit if run.endpoint is not None else 1
 
     def unsettled_keys(self, run: Run, keys: list[str]) -> list[str]:
-        """Those of `keys` this epoch still has to do (a dead chunk may have done some)."""
+        """Those of `keys` this launch still has to do (a dead chunk may have done some)."""
         pending = set(self.pending_keys(run, run.mode))
         return [key for key in keys if key in pending]
 
@@ -235,47 +235,47 @@ def _key(run_id: int, suffix: str) -> str:
     return f"{KEY_PREFIX}:run:{run_id}:{suffix}"
 
 
-def todo_key(run_id: int, epoch: int) -> str:
-    return _key(run_id, f"e{epoch}:todo")
+def todo_key(run_id: int, launch: int) -> str:
+    return _key(run_id, f"l{launch}:todo")
 
 
-def jobs_key(run_id: int, epoch: int) -> str:
-    return _key(run_id, f"e{epoch}:jobs")
+def jobs_key(run_id: int, launch: int) -> str:
+    return _key(run_id, f"l{launch}:jobs")
 
 
-def held_key(run_id: int, epoch: int, me: str) -> str:
+def held_key(run_id: int, launch: int, me: str) -> str:
     """The keys chunk `me` has taken and not yet committed (a set)."""
-    return _key(run_id, f"e{epoch}:held:{me}")
+    return _key(run_id, f"l{launch}:held:{me}")
 
 
-def again_key(run_id: int, epoch: int) -> str:
+def again_key(run_id: int, launch: int) -> str:
     """Keys handed back from dead chunks; taken before the todo list, checked against the DB."""
-    return _key(run_id, f"e{epoch}:again")
+    return _key(run_id, f"l{launch}:again")
 
 
-def seq_key(run_id: int, epoch: int) -> str:
-    """The last chunk number used in the epoch (replacement chunks count on from it)."""
-    return _key(run_id, f"e{epoch}:seq")
+def seq_key(run_id: int, launch: int) -> str:
+    """The last chunk number used in the launch (replacement chunks count on from it)."""
+    return _key(run_id, f"l{launch}:seq")
 
 
-def epoch_key(run_id: int) -> str:
-    return _key(run_id, "epoch")
+def launch_key(run_id: int) -> str:
+    return _key(run_id, "launch")
 
 
 def stop_key(run_id: int) -> str:
     return _key(run_id, "stop")
 
 
-# Every launched epoch that may still have chunks: "<run id>:<epoch>" -> RQ timeout of a chunk.
+# Every launch that may still have chunks: "<run id>:<launch>" -> RQ timeout of a chunk.
 LIVE_KEY = f"{KEY_PREFIX}:runs:live"
 
 
-def live_field(run_id: int, epoch: int) -> str:
-    return f"{run_id}:{epoch}"
+def live_field(run_id: int, launch: int) -> str:
+    return f"{run_id}:{launch}"
 
 
-def job_id(run_id: int, epoch: int, n: int) -> str:
-    return f"run-{run_id}-e{epoch}-chunk-{n}"
+def job_id(run_id: int, launch: int, n: int) -> str:
+    return f"run-{run_id}-l{launch}-chunk-{n}"
 
 
 def _redis() -> Any:
@@ -353,7 +353,7 @@ return {redis.call('ZCARD', KEYS[1]), redis.call('LLEN', KEYS[2]) + redis.call('
 
 # KEYS jobs, held, again, seq; ARGV me, "expired" | "ended", requeue (1/0), ttl.
 # Atomically forgets a dead chunk and hands its held keys back; returns the number for a
-# replacement chunk (0 when the epoch is over: nothing to requeue), -1 when there was nothing
+# replacement chunk (0 when the launch is over: nothing to requeue), -1 when there was nothing
 # to do (another watchdog was first, or the lease was renewed after all).
 _REAP = (
     _NOW
@@ -374,7 +374,7 @@ return n
 """
 )
 
-# KEYS live, jobs, todo, again; ARGV field. An epoch with no chunk and no work left is over.
+# KEYS live, jobs, todo, again; ARGV field. A launch with no chunk and no work left is over.
 _FORGET = """
 if redis.call('ZCARD', KEYS[2]) + redis.call('LLEN', KEYS[3]) + redis.call('LLEN', KEYS[4]) == 0 then
   return redis.call('HDEL', KEYS[1], ARGV[1])
@@ -383,9 +383,9 @@ return 0
 """
 
 
-def live_jobs(run_id: int, epoch: int) -> int:
+def live_jobs(run_id: int, launch: int) -> int:
     now_ms = int(time.time() * 1000)
-    return int(_redis().zcount(jobs_key(run_id, epoch), now_ms, "+inf"))
+    return int(_redis().zcount(jobs_key(run_id, launch), now_ms, "+inf"))
 
 
 # ---- launching --------------------------------------------------------------------------------------
@@ -406,7 +406,7 @@ def chunk_timeout(run: Run, lanes: int) -> int:
 
 
 def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
-    """Start a new epoch of `run` in `mode`; returns how many units it will do.
+    """Start a new launch of `run` in `mode`; returns how many units it will do.
 
     Call inside a transaction (or autocommit): the Redis list and the jobs appear only
     after commit, so no worker sees a half-made launch.
@@ -414,9 +414,9 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
     plugin = plugin_for(run)
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
-        if locked.is_active and not locked.is_stalled and locked.epoch > 0:
+        if locked.is_active and not locked.is_stalled and locked.launch > 0:
             raise LaunchError("This run is still going; cancel it first or wait for it to end.")
-        epoch = locked.begin_epoch(mode)
+        number = locked.begin_launch(mode)
         keys = plugin.pending_keys(locked, mode)
         done, failed = plugin.settled_counts(locked, mode)
         Run.objects.filter(pk=run.pk).update(
@@ -434,22 +434,22 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
 
         def _push() -> None:
             conn = _redis()
-            pipe = conn.pipeline()  # MULTI: the watchdog never sees the epoch without its list
+            pipe = conn.pipeline()  # MULTI: the watchdog never sees the launch without its list
             pipe.delete(stop_key(run_id))
-            pipe.set(epoch_key(run_id), epoch, ex=KEY_TTL)
-            if epoch > 1:
-                pipe.delete(todo_key(run_id, epoch - 1), again_key(run_id, epoch - 1))
-                pipe.hdel(LIVE_KEY, live_field(run_id, epoch - 1))
+            pipe.set(launch_key(run_id), number, ex=KEY_TTL)
+            if number > 1:
+                pipe.delete(todo_key(run_id, number - 1), again_key(run_id, number - 1))
+                pipe.hdel(LIVE_KEY, live_field(run_id, number - 1))
             for start in range(0, len(keys), 5000):
-                pipe.rpush(todo_key(run_id, epoch), *keys[start : start + 5000])
-            pipe.expire(todo_key(run_id, epoch), KEY_TTL)
-            pipe.set(seq_key(run_id, epoch), n_jobs - 1, ex=KEY_TTL)
-            pipe.hset(LIVE_KEY, live_field(run_id, epoch), timeout)
+                pipe.rpush(todo_key(run_id, number), *keys[start : start + 5000])
+            pipe.expire(todo_key(run_id, number), KEY_TTL)
+            pipe.set(seq_key(run_id, number), n_jobs - 1, ex=KEY_TTL)
+            pipe.hset(LIVE_KEY, live_field(run_id, number), timeout)
             pipe.execute()
 
         transaction.on_commit(_push)
         for n in range(n_jobs):
-            enqueue(chunk_job, run_id, epoch, n, job_id=job_id(run_id, epoch, n), timeout=timeout)
+            enqueue(chunk_job, run_id, number, n, job_id=job_id(run_id, number, n), timeout=timeout)
     run.refresh_from_db()
     return len(keys)
 
@@ -459,10 +459,10 @@ def cancel(run: Run) -> None:
     run.request_cancel()
     conn = _redis()
     conn.set(stop_key(run.pk), "cancel", ex=KEY_TTL)
-    conn.delete(todo_key(run.pk, run.epoch), again_key(run.pk, run.epoch))
+    conn.delete(todo_key(run.pk, run.launch), again_key(run.pk, run.launch))
     run.refresh_from_db()
-    if run.status == Run.Status.RUNNING and live_jobs(run.pk, run.epoch) == 0:
-        finalize(run.pk, run.epoch)
+    if run.status == Run.Status.RUNNING and live_jobs(run.pk, run.launch) == 0:
+        finalize(run.pk, run.launch)
     run.refresh_from_db()
 
 
@@ -475,21 +475,21 @@ def fail(run_id: int, message: str) -> None:
         run.mark_failed(message)
 
 
-def finalize(run_id: int, epoch: int) -> None:
-    """Settle the run once no chunk of `epoch` is left: exact counts and the final status."""
+def finalize(run_id: int, launch: int) -> None:
+    """Settle the run once no chunk of `launch` is left: exact counts and the final status."""
     run = Run.objects.select_related("endpoint").get(pk=run_id)
-    if run.epoch != epoch:
+    if run.launch != launch:
         return  # a newer launch owns the run now
     _settle(run, plugin_for(run))
     with contextlib.suppress(Exception):
         conn = _redis()
         conn.delete(
-            todo_key(run_id, epoch),
-            jobs_key(run_id, epoch),
-            again_key(run_id, epoch),
-            seq_key(run_id, epoch),
+            todo_key(run_id, launch),
+            jobs_key(run_id, launch),
+            again_key(run_id, launch),
+            seq_key(run_id, launch),
         )
-        conn.hdel(LIVE_KEY, live_field(run_id, epoch))
+        conn.hdel(LIVE_KEY, live_field(run_id, launch))
 
 
 def _settle(run: Run, plugin: RunPlugin) -> None:
@@ -518,29 +518,29 @@ def _settle(run: Run, plugin: RunPlugin) -> None:
 
 
 # ---- the chunk job ------------------------------------------------------------------------------
-def chunk_job(run_id: int, epoch: int, n: int) -> str:
+def chunk_job(run_id: int, launch: int, n: int) -> str:
     """The RQ job of one chunk. If the job itself crashes (a bug, the database or Redis gone,
     RQ's time limit), the run is marked failed with the traceback and every other chunk of it
     stops; RQ still records the job as failed."""
     try:
-        return run_chunk(run_id, epoch, n)
+        return run_chunk(run_id, launch, n)
     except BaseException:
         fail(run_id, traceback.format_exc())
         raise
 
 
-def run_chunk(run_id: int, epoch: int, n: int) -> str:
-    """Do units of `run_id`'s epoch until none are left (or the budget is spent)."""
+def run_chunk(run_id: int, launch: int, n: int) -> str:
+    """Do units of `run_id`'s launch until none are left (or the budget is spent)."""
     run = Run.objects.select_related("endpoint", "template", "dataset").filter(pk=run_id).first()
-    if run is None or run.epoch != epoch or not run.is_active or run.cancel_requested:
+    if run is None or run.launch != launch or not run.is_active or run.cancel_requested:
         return "nothing to do"
     conn = _redis()
-    me = job_id(run_id, epoch, n)
+    me = job_id(run_id, launch, n)
     conn.register_script(_JOIN)(
-        keys=[jobs_key(run_id, epoch), held_key(run_id, epoch, me), again_key(run_id, epoch)],
+        keys=[jobs_key(run_id, launch), held_key(run_id, launch, me), again_key(run_id, launch)],
         args=[me, JOB_LEASE_SECONDS * 1000, KEY_TTL],
     )
-    lease = LeaseKeeper(run_id, epoch, me)
+    lease = LeaseKeeper(run_id, launch, me)
     try:
         plugin = plugin_for(run)
         lanes = max(1, plugin.lanes(run))
@@ -560,15 +560,15 @@ def run_chunk(run_id: int, epoch: int, n: int) -> str:
         close_old_connections()
         remaining, todo = conn.register_script(_LEAVE)(
             keys=[
-                jobs_key(run_id, epoch),
-                todo_key(run_id, epoch),
-                again_key(run_id, epoch),
-                held_key(run_id, epoch, me),
+                jobs_key(run_id, launch),
+                todo_key(run_id, launch),
+                again_key(run_id, launch),
+                held_key(run_id, launch, me),
             ],
             args=[me],
         )
         if int(remaining) == 0 and int(todo) == 0:
-            finalize(run_id, epoch)
+            finalize(run_id, launch)
     return f"{processed} units"
 
 
@@ -580,8 +580,8 @@ class LeaseKeeper:
     froze longer than the lease): its units are someone else's now, so it stops.
     """
 
-    def __init__(self, run_id: int, epoch: int, me: str) -> None:
-        self.keys = [jobs_key(run_id, epoch)]
+    def __init__(self, run_id: int, launch: int, me: str) -> None:
+        self.keys = [jobs_key(run_id, launch)]
         self.me = me
         self.lost = threading.Event()
         self._done = threading.Event()
@@ -625,7 +625,7 @@ def reap(conn: Any = None) -> list[str]:
 
     A chunk is dead when its lease ran out (its process, machine or network is gone: nothing
     renewed it for JOB_LEASE_SECONDS) or, at once, when RQ no longer runs its job (the work
-    horse was killed and its worker recorded the failure). Its held keys go to the epoch's
+    horse was killed and its worker recorded the failure). Its held keys go to the launch's
     `again` list, which live chunks take before the todo list, and which the replacement
     chunk takes if no live chunk is left. Keys the dead chunk had already committed are
     dropped there (`RunPlugin.unsettled_keys`); unique constraints keep a unit written once even
@@ -639,18 +639,18 @@ def reap(conn: Any = None) -> list[str]:
     started = []
     for field_raw, timeout_raw in conn.hgetall(LIVE_KEY).items():
         field_name = field_raw.decode() if isinstance(field_raw, bytes) else str(field_raw)
-        run_id, epoch = (int(part) for part in field_name.split(":"))
-        jobs = jobs_key(run_id, epoch)
+        run_id, launch = (int(part) for part in field_name.split(":"))
+        jobs = jobs_key(run_id, launch)
         holders = conn.zrange(jobs, 0, -1, withscores=True)
         if not holders:
             forget(
-                keys=[LIVE_KEY, jobs, todo_key(run_id, epoch), again_key(run_id, epoch)],
+                keys=[LIVE_KEY, jobs, todo_key(run_id, launch), again_key(run_id, launch)],
                 args=[field_name],
             )
             continue
-        stop, current = conn.mget(stop_key(run_id), epoch_key(run_id))
-        # A cancelled, failed or relaunched epoch only needs its dead chunks forgotten.
-        requeue = not stop and current is not None and int(current) == epoch
+        stop, current = conn.mget(stop_key(run_id), launch_key(run_id))
+        # A cancelled, failed or relaunched launch only needs its dead chunks forgotten.
+        requeue = not stop and current is not None and int(current) == launch
         for member, expiry in holders:
             name = member.decode() if isinstance(member, bytes) else str(member)
             expired = expiry <= now_ms
@@ -660,21 +660,21 @@ def reap(conn: Any = None) -> list[str]:
                 reap_script(
                     keys=[
                         jobs,
-                        held_key(run_id, epoch, name),
-                        again_key(run_id, epoch),
-                        seq_key(run_id, epoch),
+                        held_key(run_id, launch, name),
+                        again_key(run_id, launch),
+                        seq_key(run_id, launch),
                     ],
                     args=[name, "expired" if expired else "ended", int(requeue), KEY_TTL],
                 )
             )
             if n <= 0:
                 continue
-            replacement = job_id(run_id, epoch, n)
-            enqueue_now(chunk_job, run_id, epoch, n, job_id=replacement, timeout=int(timeout_raw))
+            replacement = job_id(run_id, launch, n)
+            enqueue_now(chunk_job, run_id, launch, n, job_id=replacement, timeout=int(timeout_raw))
             logger.warning(
-                "run %s epoch %s: chunk %s died (%s); its units went to %s",
+                "run %s launch %s: chunk %s died (%s); its units went to %s",
                 run_id,
-                epoch,
+                launch,
                 name,
                 "lease ran out" if expired else "its job ended",
                 replacement,
@@ -690,14 +690,14 @@ class ChunkRunner:
         self.me = me
         self.lanes = lanes
         self.budget = budget
-        self.epoch = run.epoch
+        self.launch = run.launch
         self.logging_mode = run.logging_mode
         self.buffer: list[Result] = []
         self.attempt_buffer: list[Attempt] = []
         self.processed = 0
         self.closing = False
         self.lease: LeaseKeeper | None = None
-        self.held = held_key(run.pk, run.epoch, me)
+        self.held = held_key(run.pk, run.launch, me)
 
     async def db(self, func: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(
@@ -809,9 +809,9 @@ class ChunkRunner:
         claimed = 0
         take = self.redis.register_script(_TAKE)
         lists = [
-            jobs_key(self.run.pk, self.epoch),
-            again_key(self.run.pk, self.epoch),
-            todo_key(self.run.pk, self.epoch),
+            jobs_key(self.run.pk, self.launch),
+            again_key(self.run.pk, self.launch),
+            todo_key(self.run.pk, self.launch),
             self.held,
         ]
         batch = max(TAKE_BATCH_MIN, min(self.lanes, TAKE_BATCH_MAX))
@@ -840,7 +840,7 @@ class ChunkRunner:
                 units = await self.db(self.plugin.load_units, self.run, self.ctx, keys)
             except BaseException:
                 # Give the keys back so another chunk still sees them (when stopping, they
-                # stay pending for resume: a stopped epoch must not get work back).
+                # stay pending for resume: a stopped launch must not get work back).
                 if keys and not self.stop.is_set():
                     pipe = self.redis.pipeline()
                     pipe.rpush(lists[1], *keys)
@@ -979,15 +979,15 @@ class ChunkRunner:
     # -- staying in touch -------------------------------------------------------------------
     async def heartbeat(self) -> None:
         """Every second: endpoint slot leases, and whether to stop (cancel, failure, a newer
-        epoch, or this chunk given up for dead). The chunk's own lease is LeaseKeeper's."""
+        launch, or this chunk given up for dead). The chunk's own lease is LeaseKeeper's."""
         while True:
             await asyncio.sleep(HEARTBEAT_EVERY)
             if self.semaphore is not None:
                 await self.semaphore.renew()
             if self.llm is not None and self.llm.slots is not None:
                 await self.llm.slots.trim()
-            stop, epoch = await self.redis.mget(stop_key(self.run.pk), epoch_key(self.run.pk))
-            if stop or (epoch is not None and int(epoch) != self.epoch):
+            stop, launch = await self.redis.mget(stop_key(self.run.pk), launch_key(self.run.pk))
+            if stop or (launch is not None and int(launch) != self.launch):
                 self.stop.set()
             if self.lease is not None and self.lease.lost.is_set():
                 self.stop.set()
@@ -1001,13 +1001,15 @@ class ChunkRunner:
 
     def _db_heartbeat(self) -> bool:
         """Write the heartbeat; False when the run was ended or relaunched meanwhile."""
-        Run.objects.filter(pk=self.run.pk, epoch=self.epoch).update(heartbeat_at=timezone.now())
+        Run.objects.filter(pk=self.run.pk, launch=self.launch).update(heartbeat_at=timezone.now())
         row = (
-            Run.objects.filter(pk=self.run.pk).values("status", "epoch", "cancel_requested").first()
+            Run.objects.filter(pk=self.run.pk)
+            .values("status", "launch", "cancel_requested")
+            .first()
         )
         return bool(
             row
-            and row["epoch"] == self.epoch
+            and row["launch"] == self.launch
             and row["status"] in Run.ACTIVE_STATUSES
             and not row["cancel_requested"]
         )

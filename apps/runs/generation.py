@@ -30,11 +30,11 @@ class Failure:
 
 
 def _pending_filter(run: Run, mode: str) -> Q:
-    """Responses that this epoch must (re)do; resume has none (it works on missing rows)."""
+    """Responses that this launch must (re)do; resume has none (it works on missing rows)."""
     if mode == Run.Mode.RETRY_FAILED:
-        return Q(status=Response.Status.FAILED, epoch__lt=run.epoch)
+        return Q(status=Response.Status.FAILED, launch__lt=run.launch)
     if mode == Run.Mode.OVERWRITE:
-        return Q(epoch__lt=run.epoch)
+        return Q(launch__lt=run.launch)
     return Q(pk__in=[])
 
 
@@ -56,7 +56,7 @@ class GenerationPlugin(RunPlugin):
                 .values("item_id")
             )
         else:
-            kept = Response.objects.filter(run=run, epoch__gte=run.epoch).values("item_id")
+            kept = Response.objects.filter(run=run, launch__gte=run.launch).values("item_id")
             ids = items.exclude(id__in=kept)
         return [str(pk) for pk in ids.order_by("position").values_list("id", flat=True)]
 
@@ -106,18 +106,18 @@ class GenerationPlugin(RunPlugin):
         return Result(unit.key, unit.item_id, False, data=Failure(error_kind, message))
 
     def persist(self, run: Run, ctx: Any, results: list[Result]) -> Progress:
-        """Write each item's response exactly once per epoch; count what was really written."""
+        """Write each item's response exactly once per launch; count what was really written."""
         progress = Progress()
         by_item = {r.item_id: r for r in results}
         existing = dict(
-            Response.objects.filter(run=run, item_id__in=by_item).values_list("item_id", "epoch")
+            Response.objects.filter(run=run, item_id__in=by_item).values_list("item_id", "launch")
         )
         fresh: list[Response] = []
         redo: list[Response] = []
         for item_id, result in by_item.items():
             if item_id not in existing:
                 target = fresh
-            elif run.mode != Run.Mode.RESUME and existing[item_id] < run.epoch:
+            elif run.mode != Run.Mode.RESUME and existing[item_id] < run.launch:
                 target = redo
             else:
                 continue  # a duplicate (a relaunched chunk did it too): the first one stays
@@ -139,7 +139,7 @@ class GenerationPlugin(RunPlugin):
                 redo,
                 update_conflicts=True,
                 unique_fields=["run", "item"],
-                update_fields=[*RESULT_FIELDS, "epoch", "updated_at"],
+                update_fields=[*RESULT_FIELDS, "launch", "updated_at"],
             )
         return progress
 
@@ -158,7 +158,7 @@ class GenerationPlugin(RunPlugin):
                 latency_ms=reply.latency_ms,
                 cost=reply.cost,
                 attempts=reply.attempts,
-                epoch=run.epoch,
+                launch=run.launch,
             )
         failure: Failure = result.data
         return Response(
@@ -169,7 +169,7 @@ class GenerationPlugin(RunPlugin):
             latency_ms=result.attempts[-1].latency_ms if result.attempts else 0,
             error_kind=failure.error_kind,
             error=failure.message,
-            epoch=run.epoch,
+            launch=run.launch,
         )
 
     # -- the command line ---------------------------------------------------------------------

@@ -294,11 +294,11 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
-    # Each start, resume, retry or overwrite is a new epoch: chunk jobs of an older epoch
-    # stop at their next check, and results remember the epoch that wrote them.
-    epoch = models.PositiveIntegerField(default=0)
+    # Each start, resume, retry or overwrite is a new launch: chunk jobs of an older launch
+    # stop at their next check, and results remember the launch that wrote them.
+    launch = models.PositiveIntegerField(default=0)
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.RESUME)
-    # done + failed when this epoch started, so items/s measures this epoch only.
+    # done + failed when this launch started, so items/s measures this launch only.
     progress_base = models.PositiveIntegerField(default=0)
     # Set when the last live chunk found work that a dead worker had taken: resume finishes it.
     interrupted_at = models.DateTimeField(null=True, blank=True)
@@ -377,14 +377,14 @@ class Run(models.Model):
     @property
     def results_fingerprint(self) -> str:
         """Changes whenever the engine writes results for this run: every launch starts a new
-        epoch, every written chunk moves the counters and the heartbeat, settling moves the
+        launch, every written chunk moves the counters and the heartbeat, settling moves the
         status. Caches of what only the results decide (review counts and orders, leaderboard
         summaries) key on it. created_at keeps a reused primary key (a new database, a
         rolled-back test) from reading another run's entry."""
         parts = (
             self.pk,
             self.created_at.timestamp() if self.created_at else 0,
-            self.epoch,
+            self.launch,
             self.status,
             self.done,
             self.failed,
@@ -455,7 +455,7 @@ class Run(models.Model):
 
     @property
     def items_per_second(self) -> float | None:
-        """The rate of the current epoch (a resume does not count the earlier work)."""
+        """The rate of the current launch (a resume does not count the earlier work)."""
         if not self.started_at:
             return None
         end = self.finished_at or timezone.now()
@@ -513,13 +513,13 @@ class Run(models.Model):
         )
         self.refresh_from_db()
 
-    def begin_epoch(self, mode: str) -> int:
-        """Start a new launch (start, resume, retry failed, overwrite) and return its epoch.
+    def begin_launch(self, mode: str) -> int:
+        """Start a new launch (start, resume, retry failed, overwrite) and return its launch.
 
         The caller then sets the counters to the results this launch keeps (see engine.launch).
         """
         Run.objects.filter(pk=self.pk).update(
-            epoch=F("epoch") + 1,
+            launch=F("launch") + 1,
             mode=mode,
             status=self.Status.QUEUED,
             cancel_requested=False,
@@ -530,7 +530,7 @@ class Run(models.Model):
             interrupted_at=None,
         )
         self.refresh_from_db()
-        return self.epoch
+        return self.launch
 
     def finish(self, status: str, *, done: int, failed: int) -> bool:
         """Settle an active run in `status` with exact counts; False if it had already ended."""
@@ -573,7 +573,7 @@ class Response(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     error = models.TextField(blank=True)
-    epoch = models.PositiveIntegerField(default=0)  # the run epoch that wrote this result
+    launch = models.PositiveIntegerField(default=0)  # the run launch that wrote this result
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -48,7 +48,7 @@ def failed_run(task, kinds: dict[int, str] = KINDS, n: int = 9) -> Run:
         total=n,
         done=n - len(kinds),
         failed=len(kinds),
-        epoch=1,
+        launch=1,
     )
     rounds, scores = [], []
     for item in dataset.items.order_by("position"):
@@ -70,7 +70,7 @@ def failed_run(task, kinds: dict[int, str] = KINDS, n: int = 9) -> Run:
                 raw_reply="not JSON at all" if kind == ErrorKind.UNPARSEABLE else "",
                 error_kind=kind,
                 error=error,
-                epoch=1,
+                launch=1,
             )
         )
         for subject in ("accuracy", "clarity"):
@@ -85,7 +85,7 @@ def failed_run(task, kinds: dict[int, str] = KINDS, n: int = 9) -> Run:
                     round_values=[None if kind else 4],
                     error_kind=kind,
                     error=error,
-                    epoch=1,
+                    launch=1,
                 )
             )
     JudgeRound.objects.bulk_create(rounds)
@@ -150,7 +150,7 @@ def test_retry_of_one_kind_retries_only_that_kind(task, reviewer_client, redis_c
     run.refresh_from_db()
     assert run.status == Run.Status.QUEUED and run.mode == Run.Mode.RETRY_FAILED
     timeouts = sorted(run.dataset.items.filter(position__in=[5, 6]).values_list("pk", flat=True))
-    assert RetryScope.objects.get(run=run, epoch=run.epoch).item_ids == timeouts
+    assert RetryScope.objects.get(run=run, launch=run.launch).item_ids == timeouts
     assert (run.done, run.failed) == (2, 5)  # the two timeouts are pending again, the rest wait
 
 
@@ -163,7 +163,7 @@ def test_retry_of_a_kind_that_cannot_help_queues_nothing(task, reviewer_client):
     )
     assert "can be retried" in response.content.decode()
     run.refresh_from_db()
-    assert run.status == Run.Status.COMPLETED_WITH_FAILURES and run.epoch == 1
+    assert run.status == Run.Status.COMPLETED_WITH_FAILURES and run.launch == 1
 
 
 def test_retry_of_a_kind_needs_a_reviewer(task, viewer_client):

@@ -213,7 +213,7 @@ def judged_run(task, n: int = 6, judge: Judge | None = None) -> Run:
         total=n,
         done=n - 1,
         failed=1,
-        epoch=1,
+        launch=1,
     )
     rounds, scores = [], []
     for item in dataset.items.order_by("position"):
@@ -231,7 +231,7 @@ def judged_run(task, n: int = 6, judge: Judge | None = None) -> Run:
                     raw_reply="<script>alert('x')</script> not JSON" if failed else "{}",
                     error_kind="unparseable" if failed else "",
                     error="No JSON object in the reply." if failed else "",
-                    epoch=1,
+                    launch=1,
                 )
             )
         for name in ("accuracy", "clarity"):
@@ -249,7 +249,7 @@ def judged_run(task, n: int = 6, judge: Judge | None = None) -> Run:
                     spread=0 if failed else max(values) - min(values),
                     error_kind="unparseable" if failed else "",
                     error="No JSON object in the reply. (round 1 of 2)" if failed else "",
-                    epoch=1,
+                    launch=1,
                 )
             )
     JudgeRound.objects.bulk_create(rounds)
@@ -395,7 +395,7 @@ def test_retry_one_item_and_retry_all_from_the_failed_page(task, reviewer_client
     assert response.status_code == 302
     run.refresh_from_db()
     assert run.status == Run.Status.QUEUED and run.mode == Run.Mode.RETRY_FAILED
-    assert RetryScope.objects.get(run=run, epoch=run.epoch).item_ids == [item.pk]
+    assert RetryScope.objects.get(run=run, launch=run.launch).item_ids == [item.pk]
     assert run.done == 5 and run.failed == 0  # the retried item is pending again
     # While the retry is queued, another launch is refused with a message.
     response = reviewer_client.post(reverse("judges:retry-failed", args=[run.pk]), follow=True)
@@ -406,7 +406,7 @@ def test_retry_one_item_and_retry_all_from_the_failed_page(task, reviewer_client
     assert "Judging 1 failed items again" in response.content.decode()
     run.refresh_from_db()
     assert run.mode == Run.Mode.RETRY_FAILED
-    assert not RetryScope.objects.filter(run=run, epoch=run.epoch).exists()
+    assert not RetryScope.objects.filter(run=run, launch=run.launch).exists()
 
 
 def test_a_good_item_has_nothing_to_retry(task, reviewer_client):

@@ -503,7 +503,7 @@ def test_retry_failed_redoes_only_the_failed_rounds(task, endpoint, llm_server):
         key = (r.item_id, r.round)
         if key in failed_rounds:
             assert r.status == "ok" and r.values == {"accuracy": 2, "clarity": 2}
-            assert r.epoch == run.epoch
+            assert r.launch == run.launch
         else:
             assert (r.pk, r.created_at, r.raw_reply, r.status) == before[key]
     score = scores_of(run, 1)["accuracy"]
@@ -524,7 +524,7 @@ def test_retry_one_item_leaves_other_failures_alone(task, endpoint, llm_server):
     llm_server.configure(default_reply=rubric_reply(3, 3))
     item = dataset.items.get(position=1)
     assert retry_items(run, [item.pk]) == 1
-    assert RetryScope.objects.get(run=run, epoch=run.epoch).item_ids == [item.pk]
+    assert RetryScope.objects.get(run=run, launch=run.launch).item_ids == [item.pk]
     work()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED_WITH_FAILURES

@@ -59,7 +59,7 @@ def test_kill_and_resume_keeps_finished_rounds(task, endpoint, llm_server, worke
     worker.wait(timeout=10)
 
     at_kill = {
-        (r.item_id, r.round): (r.pk, r.values, r.raw_reply, r.created_at, r.epoch)
+        (r.item_id, r.round): (r.pk, r.values, r.raw_reply, r.created_at, r.launch)
         for r in JudgeRound.objects.filter(run=run)
     }
     judged = set(
@@ -101,7 +101,7 @@ def test_kill_and_resume_keeps_finished_rounds(task, endpoint, llm_server, worke
                 judge_round.values,
                 judge_round.raw_reply,
                 judge_round.created_at,
-                judge_round.epoch,
+                judge_round.launch,
             )
             assert snapshot == at_kill[key]
     assert Score.objects.filter(run=run, status="ok").count() == ITEMS * 2

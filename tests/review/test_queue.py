@@ -220,7 +220,7 @@ def test_a_cached_order_is_computed_afresh_when_the_judge_writes_new_results(mix
     # A retry re-judges item 0 with wildly different rounds; the run's progress moves.
     Score.objects.filter(run=run, item=items[0], subject="accuracy").update(spread=4.0)
     Score.objects.filter(run=run, item=items[2]).update(spread=0.0)
-    Run.objects.filter(pk=run.pk).update(epoch=F("epoch") + 1)
+    Run.objects.filter(pk=run.pk).update(launch=F("launch") + 1)
     run.refresh_from_db()
     assert Queue(run, alice, order="uncertain").ordered_ids[0] == items[0].pk
 

@@ -61,7 +61,7 @@ def test_wait_exits_non_zero_when_items_failed_and_retry_failed_fixes_it(
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.splitlines()[0] == f"Run #{run.pk}: 1 items to do."
     run.refresh_from_db()
-    assert (run.done, run.failed, run.epoch) == (30, 0, 2)
+    assert (run.done, run.failed, run.launch) == (30, 0, 2)
 
 
 def test_bad_names_are_said_plainly(dataset, endpoint, template):

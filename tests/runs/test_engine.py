@@ -25,9 +25,9 @@ PRICES = json.dumps({"test-model": [1.5, 6.0]})
 
 def snapshot(run: Run) -> dict[int, tuple]:
     return {
-        r["item_id"]: (r["pk"], r["status"], r["text"], r["updated_at"], r["epoch"])
+        r["item_id"]: (r["pk"], r["status"], r["text"], r["updated_at"], r["launch"])
         for r in Response.objects.filter(run=run).values(
-            "pk", "item_id", "status", "text", "updated_at", "epoch"
+            "pk", "item_id", "status", "text", "updated_at", "launch"
         )
     }
 
@@ -35,7 +35,7 @@ def snapshot(run: Run) -> dict[int, tuple]:
 def test_a_run_answers_every_item_exactly_once_with_tokens_and_cost(start, dataset, llm_server):
     run = start(logging_mode="all")
     assert run.status == Run.Status.QUEUED and run.total == 30
-    assert django_rq.get_queue("default").job_ids == [f"run-{run.pk}-e1-chunk-0"]
+    assert django_rq.get_queue("default").job_ids == [f"run-{run.pk}-l1-chunk-0"]
     work(EVALSITE_PRICE_TABLE=PRICES)
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED, run.error
@@ -212,7 +212,7 @@ def busy_horses(run: Run) -> list[tuple[str, int]]:
     found = []
     for worker in Worker.all(connection=django_rq.get_connection("default")):
         job = worker.get_current_job_id()
-        if job and job.startswith(f"run-{run.pk}-e{run.epoch}-") and worker.pid:
+        if job and job.startswith(f"run-{run.pk}-l{run.launch}-") and worker.pid:
             found += [(job, pid) for pid in descendants(worker.pid)]
     return found
 
@@ -223,7 +223,7 @@ def replacement_chunks(run: Run, launched: int) -> list[str]:
     ids = set(queue.job_ids)
     for registry in (queue.started_job_registry, queue.finished_job_registry):
         ids.update(registry.get_job_ids())
-    prefix = f"run-{run.pk}-e{run.epoch}-chunk-"
+    prefix = f"run-{run.pk}-l{run.launch}-chunk-"
     return sorted(i for i in ids if i.startswith(prefix) and int(i[len(prefix) :]) >= launched)
 
 
@@ -351,7 +351,7 @@ def test_the_watchdog_hands_back_only_dead_chunks_units_and_nothing_already_answ
     answered = sorted(int(k) for k in held[0][:3])
     for item_id in answered:
         Response.objects.create(
-            run=run, item_id=item_id, status="ok", text="answered before the kill", epoch=1
+            run=run, item_id=item_id, status="ok", text="answered before the kill", launch=1
         )
     run.add_progress(done=3)
 
@@ -414,4 +414,4 @@ def test_a_stalled_run_is_shown_and_can_be_resumed(start, reviewer_client, llm_s
     assert response.status_code == 302
     work()
     run.refresh_from_db()
-    assert run.status == Run.Status.COMPLETED and run.epoch == 2 and run.done == 30
+    assert run.status == Run.Status.COMPLETED and run.launch == 2 and run.done == 30

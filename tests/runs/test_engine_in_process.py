@@ -110,7 +110,7 @@ def fake_run(task, monkeypatch, django_capture_on_commit_callbacks):
 
 def test_a_chunk_runs_in_the_tests_own_process(fake_run) -> None:
     run, plugin = fake_run
-    assert engine.run_chunk(run.pk, run.epoch, 0) == f"{N} units"
+    assert engine.run_chunk(run.pk, run.launch, 0) == f"{N} units"
     # Performed here, in this process (on the engine's event loop thread), each unit once.
     assert {pid for pid, _ in plugin.where} == {os.getpid()}
     assert sorted(plugin.performed, key=int) == [str(i) for i in range(N)]
@@ -132,14 +132,14 @@ def test_a_chunk_runs_in_the_tests_own_process(fake_run) -> None:
 
 def test_a_second_launch_does_only_what_is_left(fake_run, django_capture_on_commit_callbacks):
     run, plugin = fake_run
-    engine.run_chunk(run.pk, run.epoch, 0)
+    engine.run_chunk(run.pk, run.launch, 0)
     del plugin.saved["3"]  # as if that result had been lost
     plugin.performed.clear()
     run.refresh_from_db()
     with django_capture_on_commit_callbacks(execute=True):
         assert engine.launch(run, Run.Mode.RESUME) == 1  # item 3: the failed 7 has its result
     django_rq.get_queue("default").empty()
-    engine.run_chunk(run.pk, run.epoch, 0)
+    engine.run_chunk(run.pk, run.launch, 0)
     assert plugin.performed == ["3"]
     run.refresh_from_db()
-    assert run.epoch == 2 and run.status == Run.Status.COMPLETED_WITH_FAILURES
+    assert run.launch == 2 and run.status == Run.Status.COMPLETED_WITH_FAILURES

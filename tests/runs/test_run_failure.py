@@ -34,7 +34,7 @@ def crash_run(run: Run) -> Run:
 
 def make_run(dataset, **fields) -> Run:
     fields = {"kind": Run.Kind.GENERATION, "status": Run.Status.RUNNING, **fields}
-    return Run.objects.create(task=dataset.task, dataset=dataset, total=30, epoch=1, **fields)
+    return Run.objects.create(task=dataset.task, dataset=dataset, total=30, launch=1, **fields)
 
 
 def run_page(client, user, run: Run) -> str:

@@ -16,12 +16,13 @@ def settled_run(dataset, endpoint, template, answered: int) -> Run:
         endpoint=endpoint,
         template=template,
         status=Run.Status.RUNNING,
-        epoch=1,
+        launch=1,
         total=dataset.items.count(),
     )
     items = list(dataset.items.order_by("position"))[:answered]
     Response.objects.bulk_create(
-        Response(run=run, item=item, status=Response.Status.OK, text="x", epoch=1) for item in items
+        Response(run=run, item=item, status=Response.Status.OK, text="x", launch=1)
+        for item in items
     )
     return run
 

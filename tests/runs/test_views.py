@@ -146,9 +146,9 @@ def test_the_start_form_starts_a_run_and_enqueues_its_chunks(
     import django_rq
 
     assert django_rq.get_queue("default").job_ids == [
-        f"run-{run.pk}-e1-chunk-{n}" for n in range(3)
+        f"run-{run.pk}-l1-chunk-{n}" for n in range(3)
     ]
-    assert redis_conn.llen(f"evalsite:run:{run.pk}:e1:todo") == 30
+    assert redis_conn.llen(f"evalsite:run:{run.pk}:l1:todo") == 30
 
 
 @pytest.mark.django_db
@@ -195,7 +195,7 @@ def _run(dataset, endpoint, template, **fields) -> Run:
         endpoint=endpoint,
         template=template,
         total=30,
-        epoch=1,
+        launch=1,
         **fields,
     )
 
