@@ -81,7 +81,8 @@ def _rejudge_answered(judge_run: Run) -> Run | None:
     nothing to judge before and have an answer now."""
     if judge_run.is_active or judge_run.source_run_id is None:
         return None
-    answered = Response.objects.filter(run_id=judge_run.source_run_id).ok().values("item_id")
+    source = Response.objects.filter(run_id=judge_run.source_run_id)
+    answered = source.answered_items(judge_run.judged_epochs)
     ids = list(
         Score.objects.filter(
             run=judge_run,

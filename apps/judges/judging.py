@@ -8,7 +8,11 @@ for generation runs.
 Units are items (key = the item id). A unit does the item's rounds that are still to do
 (every round the first time and on overwrite; on retry failed only the rounds that failed, the
 good ones are kept) concurrently, then `persist` writes those rounds (JudgeRound, unique per
-run/item/round) and the item's Score rows in one transaction. So an item is judged all or
+run/item/epoch/round) and the item's Score rows in one transaction. When the generation run
+answered each item several times (`Run.epochs`), the unit judges every epoch's response, each
+with the judge's rounds: an epoch's value aggregates its rounds, the item's judge value is the
+mean over epochs, and `Score.epoch_values` keeps each epoch's for pass@k, majority vote and
+the flaky items (apps.leaderboards.epochs). So an item is judged all or
 nothing: a killed worker loses only the rounds in flight, finished rounds are never asked
 again, and a rerun never mixes rounds of two judgements of the same item by accident.
 
@@ -78,6 +82,7 @@ class JudgeContext:
     system_prompt: str
     user_prompt: str
     params: dict[str, Any]  # extra request parameters (structured output)
+    epochs: int  # responses per item (the generation run's epochs)
     input_columns: list[str] | None
     hidden_columns: set[str]
     metric_needs_reference: bool = True
@@ -92,23 +97,29 @@ class JudgeContext:
         return self._requests
 
 
+Slot = tuple[int, int]  # (epoch, round)
+
+
 @dataclass(slots=True)
 class JudgeUnit:
     key: str
     item_id: int
-    todo: list[int]  # rounds to do now
-    kept: dict[int, dict[str, float]]  # good rounds kept from an earlier launch
-    text: str = ""  # the response being judged
+    todo: list[Slot]  # rounds to do now
+    kept: dict[Slot, dict[str, float]]  # good rounds kept from an earlier launch
+    texts: dict[int, str] = field(default_factory=dict)  # epoch → the response being judged
     references: list[str] = field(default_factory=list)
-    messages: list[dict[str, str]] = field(default_factory=list)
+    messages: dict[int, list[dict[str, str]]] = field(default_factory=dict)  # per epoch
     error_kind: str = ""  # the item cannot be judged at all (set by load_units)
     error: str = ""
+    # Epochs that cannot be judged (no response, a prompt that cannot be built): kind, why.
+    epoch_errors: dict[int, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
 class RoundOutcome:
     round: int
     ok: bool
+    epoch: int = 0
     values: dict[str, float] = field(default_factory=dict)
     reason: str = ""
     raw_reply: str = ""
@@ -124,8 +135,10 @@ class RoundOutcome:
 class SubjectScore:
     status: str
     judge_value: float | None
-    round_values: list[float | None]
-    spread: float
+    round_values: list[float | None]  # epoch by epoch, each epoch's rounds in order
+    spread: float  # the widest spread of one epoch's rounds
+    epoch_values: list[float | None] = field(default_factory=list)  # with several epochs
+    epoch_spread: float = 0.0
 
 
 @dataclass(slots=True)
@@ -248,6 +261,7 @@ class JudgePlugin(RunPlugin):
             system_prompt=judge.system_prompt,
             user_prompt=judge.user_prompt,
             params=params,
+            epochs=run.judged_epochs,
             input_columns=dataset.input_columns or None,
             hidden_columns={c for c in hidden if c},
             metric_needs_reference=(
@@ -261,64 +275,72 @@ class JudgePlugin(RunPlugin):
         rows: list[dict[str, Any]] = [
             dict(row) for row in Item.objects.filter(id__in=ids).values("id", "fields", "reference")
         ]
-        texts = self._texts(run, rows)
-        kept: dict[int, dict[int, dict[str, float]]] = {}
+        texts = self._texts(run, rows, ctx.epochs)
+        kept: dict[int, dict[Slot, dict[str, float]]] = {}
         if run.mode != Run.Mode.OVERWRITE:
             good = JudgeRound.objects.filter(
-                run_id=run.pk, item_id__in=ids, status=JudgeRound.Status.OK, round__lt=ctx.rounds
-            ).values_list("item_id", "round", "values")
-            for item_id, number, values in good:
-                kept.setdefault(item_id, {})[number] = values
+                run_id=run.pk,
+                item_id__in=ids,
+                status=JudgeRound.Status.OK,
+                round__lt=ctx.rounds,
+                epoch__lt=ctx.epochs,
+            ).values_list("item_id", "epoch", "round", "values")
+            for item_id, epoch, number, values in good:
+                kept.setdefault(item_id, {})[(epoch, number)] = values
+        slots = [(e, r) for e in range(ctx.epochs) for r in range(ctx.rounds)]
         units = []
         for row in rows:
             item_kept = kept.get(row["id"], {})
-            todo = [r for r in range(ctx.rounds) if r not in item_kept]
+            todo = [slot for slot in slots if slot not in item_kept]
             unit = JudgeUnit(str(row["id"]), row["id"], todo, item_kept)
-            self._fill(ctx, unit, row, texts.get(row["id"]))
+            self._fill(ctx, unit, row, texts[row["id"]])
             units.append(unit)
         return units
 
     def _texts(
-        self, run: Run, rows: list[dict[str, Any]]
-    ) -> dict[int, tuple[str | None, str, str]]:
-        """Per item: (the response text, "", ""), or (None, error kind, why there is nothing
-        to judge)."""
+        self, run: Run, rows: list[dict[str, Any]], epochs: int
+    ) -> dict[int, dict[int, tuple[str | None, str, str]]]:
+        """Per item and epoch: (the response text, "", ""), or (None, error kind, why there is
+        nothing to judge)."""
         column = run.source_column
-        out: dict[int, tuple[str | None, str, str]] = {}
+        out: dict[int, dict[int, tuple[str | None, str, str]]] = {row["id"]: {} for row in rows}
         if run.source_run_id is None:
             for row in rows:
                 value = (row["fields"] or {}).get(column)
                 if value is None:
                     why = f"{NOTHING_TO_JUDGE} the item has no value in column “{column}”."
-                    out[row["id"]] = (None, ErrorKind.INTERNAL, why)
+                    out[row["id"]][0] = (None, ErrorKind.INTERNAL, why)
                 else:
-                    out[row["id"]] = (as_text(value), "", "")
+                    out[row["id"]][0] = (as_text(value), "", "")
             return out
-        ids = [row["id"] for row in rows]
-        responses = Response.objects.filter(run_id=run.source_run_id, item_id__in=ids).values_list(
-            "item_id", "status", "text", "error_kind", "error"
-        )
-        for item_id, status, text, error_kind, error in responses:
+        source = f"run #{run.source_run_id}"
+        responses = Response.objects.filter(
+            run_id=run.source_run_id, item_id__in=list(out), epoch__lt=epochs
+        ).values_list("item_id", "epoch", "status", "text", "error_kind", "error")
+        for item_id, epoch, status, text, error_kind, error in responses:
             if status == Response.Status.OK:
-                out[item_id] = (text, "", "")
+                out[item_id][epoch] = (text, "", "")
             else:
                 kind = ErrorKind(error_kind).label if error_kind in ErrorKind.values else "error"
-                out[item_id] = (
+                which = f" (epoch {epoch + 1})" if epochs > 1 else ""
+                out[item_id][epoch] = (
                     None,
                     ErrorKind.NO_RESPONSE,
-                    f"{NOTHING_TO_JUDGE} the response of run #{run.source_run_id} to this item "
+                    f"{NOTHING_TO_JUDGE} the response of {source} to this item{which} "
                     f"failed ({kind}: {error[:300]}).",
                 )
-        for item_id in ids:
-            out.setdefault(
-                item_id,
-                (
-                    None,
-                    ErrorKind.NO_RESPONSE,
-                    f"{NOTHING_TO_JUDGE} run #{run.source_run_id} has no response to this item "
-                    "(resume that run, then retry the failed items here).",
-                ),
-            )
+        for found in out.values():
+            for epoch in range(epochs):
+                which = f" in epoch {epoch + 1}" if epochs > 1 else ""
+                found.setdefault(
+                    epoch,
+                    (
+                        None,
+                        ErrorKind.NO_RESPONSE,
+                        f"{NOTHING_TO_JUDGE} {source} has no response to this item{which} "
+                        "(resume that run, then retry the failed items here).",
+                    ),
+                )
         return out
 
     def _fill(
@@ -326,18 +348,18 @@ class JudgePlugin(RunPlugin):
         ctx: JudgeContext,
         unit: JudgeUnit,
         row: dict[str, Any],
-        text: tuple[str | None, str, str] | None,
+        texts: dict[int, tuple[str | None, str, str]],
     ) -> None:
-        """Everything the unit needs, or the reason it cannot be judged (no request is made)."""
-        response, kind, why = (
-            text
-            if text is not None
-            else (None, ErrorKind.INTERNAL, f"{NOTHING_TO_JUDGE} no response.")
-        )
-        if response is None:
-            unit.error_kind, unit.error = kind, why
+        """Everything the unit needs, or the reason it (or one of its epochs) cannot be judged
+        (no request is made for it)."""
+        for epoch, (response, kind, why) in texts.items():
+            if response is None:
+                unit.epoch_errors[epoch] = (kind, why)
+            else:
+                unit.texts[epoch] = response
+        if not unit.texts:  # nothing to judge at all: the first reason stands for the item
+            unit.error_kind, unit.error = unit.epoch_errors[min(unit.epoch_errors)]
             return
-        unit.text = response
         spec = ctx.spec
         reference = row["reference"] or ""
         try:
@@ -366,48 +388,73 @@ class JudgePlugin(RunPlugin):
             inputs = {name: fields.get(name) for name in ctx.input_columns}
         else:
             inputs = {k: v for k, v in fields.items() if k not in ctx.hidden_columns}
-        common: dict[str, Any] = {
-            "response": response,
-            "reference": reference,
-            "fields": fields,
-            "inputs": inputs,
-            "system_prompt": ctx.system_prompt,
-            "user_prompt": ctx.user_prompt,
-        }
-        try:
-            if spec.kind == Judge.Kind.RUBRIC:
-                unit.messages = build_rubric_messages(subjects=spec.subjects, **common)
+        for epoch, response in unit.texts.items():
+            common: dict[str, Any] = {
+                "response": response,
+                "reference": reference,
+                "fields": fields,
+                "inputs": inputs,
+                "system_prompt": ctx.system_prompt,
+                "user_prompt": ctx.user_prompt,
+            }
+            try:
+                if spec.kind == Judge.Kind.RUBRIC:
+                    messages = build_rubric_messages(subjects=spec.subjects, **common)
+                else:
+                    messages = build_mcq_judge_messages(
+                        label_type=spec.label_type, label_count=spec.label_count, **common
+                    )
+            except PromptError as exc:
+                if ctx.epochs == 1:
+                    unit.error_kind, unit.error = ErrorKind.TEMPLATE, str(exc)
+                    return
+                unit.epoch_errors[epoch] = (ErrorKind.TEMPLATE, str(exc))
             else:
-                unit.messages = build_mcq_judge_messages(
-                    label_type=spec.label_type, label_count=spec.label_count, **common
-                )
-        except PromptError as exc:
-            unit.error_kind, unit.error = ErrorKind.TEMPLATE, str(exc)
+                unit.messages[epoch] = messages
 
     # -- doing it -----------------------------------------------------------------------------
     async def perform(self, run: Run, ctx: JudgeContext, unit: JudgeUnit, call: Call) -> Result:
         if unit.error:
-            call.record(
-                Attempt(
-                    item_id=unit.item_id,
-                    attempt=1,
-                    ok=False,
-                    request_messages=[],
-                    round=unit.todo[0] if unit.todo else None,
-                    error_kind=unit.error_kind,
-                    error=unit.error,
-                )
+            self._record_refusal(
+                call, unit, unit.todo[0] if unit.todo else (0, 0), unit.error_kind, unit.error
             )
             return self.failed_result(run, ctx, unit, unit.error_kind, unit.error)
+        refused = [slot for slot in unit.todo if slot[0] in unit.epoch_errors]
+        outcomes = []
+        for epoch in sorted({e for e, _ in refused}):
+            kind, why = unit.epoch_errors[epoch]
+            self._record_refusal(call, unit, min(s for s in refused if s[0] == epoch), kind, why)
+        for epoch, number in refused:
+            kind, why = unit.epoch_errors[epoch]
+            outcomes.append(RoundOutcome(number, False, epoch, error_kind=kind, error=why))
+        todo = [slot for slot in unit.todo if slot[0] not in unit.epoch_errors]
         if ctx.spec.uses_llm:
-            outcomes = await self._ask_all(ctx, unit, call)
+            outcomes += await self._ask_all(ctx, unit, todo, call)
         else:
-            outcomes = [self._evaluate(ctx, unit, number, call) for number in unit.todo]
+            outcomes += [self._evaluate(ctx, unit, slot, call) for slot in todo]
         outcome = self._combine(ctx, unit, outcomes)
         return Result(unit.key, unit.item_id, not outcome.error_kind, data=outcome)
 
-    async def _ask_all(self, ctx: JudgeContext, unit: JudgeUnit, call: Call) -> list[RoundOutcome]:
-        tasks = [asyncio.create_task(self._ask(ctx, unit, n, call)) for n in unit.todo]
+    @staticmethod
+    def _record_refusal(call: Call, unit: JudgeUnit, slot: Slot, kind: str, why: str) -> None:
+        """Why (part of) the item was not asked, in its log like any failed attempt."""
+        call.record(
+            Attempt(
+                item_id=unit.item_id,
+                attempt=1,
+                ok=False,
+                request_messages=[],
+                round=slot[1],
+                epoch=slot[0],
+                error_kind=kind,
+                error=why,
+            )
+        )
+
+    async def _ask_all(
+        self, ctx: JudgeContext, unit: JudgeUnit, todo: list[Slot], call: Call
+    ) -> list[RoundOutcome]:
+        tasks = [asyncio.create_task(self._ask(ctx, unit, slot, call)) for slot in todo]
         try:
             return list(await asyncio.gather(*tasks))
         except BaseException:
@@ -418,16 +465,24 @@ class JudgePlugin(RunPlugin):
             raise
 
     async def _ask(
-        self, ctx: JudgeContext, unit: JudgeUnit, number: int, call: Call
+        self, ctx: JudgeContext, unit: JudgeUnit, slot: Slot, call: Call
     ) -> RoundOutcome:
+        epoch, number = slot
         try:
             async with ctx.requests:
-                reply = await call.chat(unit.messages, round=number, **ctx.params)
+                reply = await call.chat(
+                    unit.messages[epoch], round=number, epoch=epoch, **ctx.params
+                )
         except LLMError as exc:
             if exc.fatal:
                 raise
             return RoundOutcome(
-                number, False, raw_reply=_clip(exc.raw), error_kind=exc.kind, error=exc.message
+                number,
+                False,
+                epoch,
+                raw_reply=_clip(exc.raw),
+                error_kind=exc.kind,
+                error=exc.message,
             )
         usage: dict[str, Any] = {
             "raw_reply": _clip(reply.text),
@@ -439,33 +494,35 @@ class JudgePlugin(RunPlugin):
         try:
             result = score_text(ctx.spec, reply.text, unit.references)
         except JudgeReplyError as exc:
-            self._fail_attempt(call, number, exc.kind, exc.message)
-            return RoundOutcome(number, False, error_kind=exc.kind, error=exc.message, **usage)
-        except ValueError as exc:  # bad item data that load_units could not see
-            self._fail_attempt(call, number, ErrorKind.INTERNAL, str(exc))
+            self._fail_attempt(call, slot, exc.kind, exc.message)
             return RoundOutcome(
-                number, False, error_kind=ErrorKind.INTERNAL, error=str(exc), **usage
+                number, False, epoch, error_kind=exc.kind, error=exc.message, **usage
             )
-        return RoundOutcome(number, True, dict(result.values), result.reason, **usage)
+        except ValueError as exc:  # bad item data that load_units could not see
+            self._fail_attempt(call, slot, ErrorKind.INTERNAL, str(exc))
+            return RoundOutcome(
+                number, False, epoch, error_kind=ErrorKind.INTERNAL, error=str(exc), **usage
+            )
+        return RoundOutcome(number, True, epoch, dict(result.values), result.reason, **usage)
 
     @staticmethod
-    def _fail_attempt(call: Call, number: int, kind: str, message: str) -> None:
+    def _fail_attempt(call: Call, slot: Slot, kind: str, message: str) -> None:
         """The request succeeded but its reply cannot be scored: log the attempt as failed."""
         for attempt in reversed(call.log):
-            if attempt.round == number and attempt.ok:
+            if (attempt.epoch, attempt.round) == slot and attempt.ok:
                 attempt.ok = False
                 attempt.error_kind = kind
                 attempt.error = message
                 return
 
-    def _evaluate(
-        self, ctx: JudgeContext, unit: JudgeUnit, number: int, call: Call
-    ) -> RoundOutcome:
+    def _evaluate(self, ctx: JudgeContext, unit: JudgeUnit, slot: Slot, call: Call) -> RoundOutcome:
         """A rule-based round: no request; logged as one attempt like any other."""
+        epoch, number = slot
+        text = unit.texts[epoch]
         started = time.perf_counter()
-        outcome = RoundOutcome(number, True)
+        outcome = RoundOutcome(number, True, epoch)
         try:
-            result = score_text(ctx.spec, unit.text, unit.references)
+            result = score_text(ctx.spec, text, unit.references)
             outcome.values, outcome.reason = dict(result.values), result.reason
         except JudgeReplyError as exc:
             outcome.ok, outcome.error_kind, outcome.error = False, exc.kind, exc.message
@@ -473,7 +530,7 @@ class JudgePlugin(RunPlugin):
             outcome.ok, outcome.error_kind, outcome.error = False, ErrorKind.INTERNAL, str(exc)
         outcome.latency_ms = int((time.perf_counter() - started) * 1000)
         if not outcome.ok:
-            outcome.raw_reply = _clip(unit.text)  # what was read, for the failed items page
+            outcome.raw_reply = _clip(text)  # what was read, for the failed items page
         call.record(
             Attempt(
                 item_id=unit.item_id,
@@ -481,6 +538,7 @@ class JudgePlugin(RunPlugin):
                 ok=outcome.ok,
                 request_messages=[],
                 round=number,
+                epoch=epoch,
                 raw_reply=outcome.raw_reply,
                 error_kind=outcome.error_kind,
                 error=outcome.error,
@@ -492,38 +550,68 @@ class JudgePlugin(RunPlugin):
     def _combine(
         self, ctx: JudgeContext, unit: JudgeUnit, outcomes: list[RoundOutcome]
     ) -> ItemOutcome:
-        """The item's scores from its kept and new rounds; any failed round fails the item."""
-        by_round: dict[int, dict[str, float]] = dict(unit.kept)
+        """The item's scores from its kept and new rounds; any failed round fails the item.
+
+        An epoch's value aggregates its rounds (the judge's aggregation); with several epochs
+        the judge value is their mean, and each epoch's value is kept beside it.
+        """
+        by_slot: dict[Slot, dict[str, float]] = dict(unit.kept)
         for outcome in outcomes:
             if outcome.ok:
-                by_round[outcome.round] = outcome.values
-        failed = sorted((o for o in outcomes if not o.ok), key=lambda o: o.round)
+                by_slot[(outcome.epoch, outcome.round)] = outcome.values
+        failed = sorted((o for o in outcomes if not o.ok), key=lambda o: (o.epoch, o.round))
         scores: dict[str, SubjectScore] = {}
         error_kind = error = ""
         if failed:
             first = failed[0]
             error_kind = first.error_kind
-            where = f" (round {first.round + 1} of {ctx.rounds})" if ctx.rounds > 1 else ""
-            error = first.error + where
+            where = []
+            if ctx.epochs > 1:
+                where.append(f"epoch {first.epoch + 1} of {ctx.epochs}")
+            if ctx.rounds > 1:
+                where.append(f"round {first.round + 1} of {ctx.rounds}")
+            error = first.error + (f" ({', '.join(where)})" if where else "")
         for name in ctx.subjects:
-            values = [by_round.get(r, {}).get(name) for r in range(ctx.rounds)]
-            present = [float(v) for v in values if v is not None]
-            if not failed and len(present) < ctx.rounds:
+            round_values: list[float | None] = []
+            epoch_values: list[float | None] = []
+            widest = 0.0
+            for epoch in range(ctx.epochs):
+                values = [by_slot.get((epoch, r), {}).get(name) for r in range(ctx.rounds)]
+                present = [float(v) for v in values if v is not None]
+                round_values += values
+                widest = max(widest, spread(present))
+                whole = len(present) == ctx.rounds
+                epoch_values.append(aggregate(present, ctx.aggregation) if whole else None)
+            if not failed and any(v is None for v in epoch_values):
                 error_kind = ErrorKind.INTERNAL
                 error = f"A kept round has no value for {name}; retry the item."
-            scores[name] = SubjectScore(Score.Status.FAILED, None, values, spread(present))
+            several = ctx.epochs > 1
+            scores[name] = SubjectScore(
+                Score.Status.FAILED,
+                None,
+                round_values,
+                widest,
+                epoch_values if several else [],
+                spread([v for v in epoch_values if v is not None]) if several else 0.0,
+            )
         if not error_kind:
             for score in scores.values():
                 score.status = Score.Status.OK
-                score.judge_value = aggregate(
-                    [float(v) for v in score.round_values if v is not None], ctx.aggregation
-                )
+                if score.epoch_values:
+                    done = [float(v) for v in score.epoch_values if v is not None]
+                    score.judge_value = sum(done) / len(done)
+                else:
+                    score.judge_value = aggregate(
+                        [float(v) for v in score.round_values if v is not None], ctx.aggregation
+                    )
         return ItemOutcome(outcomes, scores, error_kind, error)
 
     def failed_result(
         self, run: Run, ctx: JudgeContext, unit: JudgeUnit, error_kind: str, message: str
     ) -> Result:
-        outcomes = [RoundOutcome(n, False, error_kind=error_kind, error=message) for n in unit.todo]
+        outcomes = [
+            RoundOutcome(n, False, e, error_kind=error_kind, error=message) for e, n in unit.todo
+        ]
         outcome = self._combine(ctx, unit, outcomes)
         return Result(unit.key, unit.item_id, False, data=outcome)
 
@@ -534,6 +622,8 @@ class JudgePlugin(RunPlugin):
         "judge_value",
         "round_values",
         "spread",
+        "epoch_values",
+        "epoch_spread",
         "error_kind",
         "error",
         "final_value",
@@ -578,15 +668,15 @@ class JudgePlugin(RunPlugin):
     def _replace(self, run: Run, redo: list[Result]) -> None:
         ids = [r.item_id for r in redo]
         rounds = self._rounds(run, redo)
-        replaced = {(r.item_id, r.round) for r in rounds}
+        replaced = {(r.item_id, r.epoch, r.round) for r in rounds}
         old = JudgeRound.objects.filter(run_id=run.pk, item_id__in=ids)
         ArchivedRound.objects.bulk_create(
-            ArchivedRound.of(r) for r in old if (r.item_id, r.round) in replaced
+            ArchivedRound.of(r) for r in old if (r.item_id, r.epoch, r.round) in replaced
         )
         JudgeRound.objects.bulk_create(
             rounds,
             update_conflicts=True,
-            unique_fields=["run", "item", "round"],
+            unique_fields=["run", "item", "epoch", "round"],
             update_fields=list(self.ROUND_FIELDS),
         )
         before = Score.confirmed_judge_values(run.pk, ids)
@@ -605,6 +695,7 @@ class JudgePlugin(RunPlugin):
                 run_id=run.pk,
                 item_id=result.item_id,
                 round=o.round,
+                epoch=o.epoch,
                 status=JudgeRound.Status.OK if o.ok else JudgeRound.Status.FAILED,
                 values=o.values,
                 reason=o.reason,
@@ -637,6 +728,8 @@ class JudgePlugin(RunPlugin):
                         final_value=score.judge_value,
                         round_values=score.round_values,
                         spread=score.spread,
+                        epoch_values=score.epoch_values,
+                        epoch_spread=score.epoch_spread,
                         error_kind=outcome.error_kind,
                         error=outcome.error,
                         launch=run.launch,

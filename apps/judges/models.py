@@ -143,6 +143,7 @@ class JudgeRound(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="judge_rounds")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_rounds")
     round = models.PositiveIntegerField()  # 0-based
+    epoch = models.PositiveIntegerField(default=0)  # which response of the item (Response.epoch)
     status = models.CharField(max_length=8, choices=Status.choices)
     values = models.JSONField(default=dict)  # {"accuracy": 4, ...}
     reason = models.TextField(blank=True)
@@ -172,9 +173,11 @@ class JudgeRound(models.Model):
     )
 
     class Meta:
-        ordering = ["run", "item", "round"]
+        ordering = ["run", "item", "epoch", "round"]
         constraints = [
-            models.UniqueConstraint(fields=["run", "item", "round"], name="judge_round_once")
+            models.UniqueConstraint(
+                fields=["run", "item", "epoch", "round"], name="judge_round_once_per_epoch"
+            )
         ]
 
     @property
@@ -188,6 +191,7 @@ class ArchivedRound(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
     round = models.PositiveIntegerField()
+    epoch = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=8, choices=JudgeRound.Status.choices)
     values = models.JSONField(default=dict)
     reason = models.TextField(blank=True)
@@ -202,7 +206,7 @@ class ArchivedRound(models.Model):
     judged_at = models.DateTimeField()  # when the replaced round was written
     archived_at = models.DateTimeField(auto_now_add=True)
 
-    COPIED = ("run_id", "item_id", "round", *JudgeRound.RESULT_FIELDS)
+    COPIED = ("run_id", "item_id", "round", "epoch", *JudgeRound.RESULT_FIELDS)
 
     class Meta:
         ordering = ["run", "item", "round", "archived_at"]
@@ -245,8 +249,8 @@ def awaiting_response(run: Run) -> models.Q:
     not got: judging them again can only fail again, until that run answers them."""
     waiting = models.Q(status=Score.Status.FAILED, error_kind=ErrorKind.NO_RESPONSE)
     if run.source_run_id:
-        answered = Response.objects.filter(run_id=run.source_run_id).ok().values("item_id")
-        waiting &= ~models.Q(item_id__in=answered)
+        source = Response.objects.filter(run_id=run.source_run_id)
+        waiting &= ~models.Q(item_id__in=source.answered_items(run.judged_epochs))
     return waiting
 
 
@@ -326,6 +330,11 @@ class Score(models.Model):
     judge_value = models.FloatField(null=True, blank=True)
     round_values = models.JSONField(default=list)  # per round, None for a failed round
     spread = models.FloatField(default=0.0)  # max - min over rounds: disagreement
+    # With several epochs (Run.epochs > 1 on the judged run): each epoch's value (its rounds
+    # aggregated; None where it failed), and max − min of them, > 0 for a flaky item. The
+    # judge value is then the mean over epochs. Empty and 0 with one epoch.
+    epoch_values = models.JSONField(default=list, blank=True)
+    epoch_spread = models.FloatField(default=0.0)
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     error = models.TextField(blank=True)
     override_value = models.FloatField(null=True, blank=True)

@@ -157,12 +157,17 @@ class Call:
         self.log: list[Attempt] = []
 
     async def chat(
-        self, messages: list[dict[str, str]], *, round: int | None = None, **params: Any
+        self,
+        messages: list[dict[str, str]],
+        *,
+        round: int | None = None,
+        epoch: int = 0,
+        **params: Any,
     ) -> Reply:
         if self.llm is None:
             raise LLMError(ErrorKind.INTERNAL, "this run has no endpoint to ask")
         return await self.llm.chat(
-            messages, log=self.log, item_id=self.item_id, round=round, **params
+            messages, log=self.log, item_id=self.item_id, round=round, epoch=epoch, **params
         )
 
     def record(self, attempt: Attempt) -> None:
@@ -959,6 +964,7 @@ class ChunkRunner:
                         run_id=self.run.pk,
                         item_id=a.item_id,
                         round=a.round,
+                        epoch=a.epoch,
                         attempt=a.attempt,
                         ok=a.ok,
                         request_messages=a.request_messages,

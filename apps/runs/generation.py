@@ -1,11 +1,11 @@
-"""Generation runs: dataset × endpoint × template version → one Response per item."""
+"""Generation runs: dataset × endpoint × template version → one Response per item and epoch."""
 
 from argparse import ArgumentParser
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 
 from apps.datasets.models import Dataset, Item
 from apps.runs.engine import Call, Progress, Result, RunPlugin, launch, register
@@ -18,6 +18,7 @@ from apps.runs.prompts import ItemData, PromptError, PromptRenderer
 class GenerationUnit:
     key: str
     item_id: int
+    epoch: int
     messages: list[dict[str, str]]
     error: str = ""  # the template could not be rendered for this item
 
@@ -29,6 +30,17 @@ class Failure:
     attempts: int = 0
 
 
+def unit_key(item_id: int, epoch: int) -> str:
+    """A unit of a generation run: the item id for the first epoch (a run of one epoch has
+    only these), "item:epoch" for the others."""
+    return f"{item_id}:{epoch}" if epoch else str(item_id)
+
+
+def parse_unit_key(key: str) -> tuple[int, int]:
+    item, _, epoch = key.partition(":")
+    return int(item), int(epoch or 0)
+
+
 def _pending_filter(run: Run, mode: str) -> Q:
     """Responses that this launch must (re)do; resume has none (it works on missing rows)."""
     if mode == Run.Mode.RETRY_FAILED:
@@ -38,41 +50,53 @@ def _pending_filter(run: Run, mode: str) -> Q:
     return Q(pk__in=[])
 
 
+MAX_EPOCHS = 100
+
+
 class GenerationPlugin(RunPlugin):
+    """Units are (item, epoch): every item is answered `Run.epochs` times."""
+
     kind = Run.Kind.GENERATION
 
     def total(self, run: Run) -> int:
-        return Item.objects.filter(dataset_id=run.dataset_id).count()
+        return Item.objects.filter(dataset_id=run.dataset_id).count() * run.epochs
+
+    @staticmethod
+    def _responses(run: Run) -> QuerySet[Response]:
+        return Response.objects.filter(run=run, epoch__lt=run.epochs)
 
     def pending_keys(self, run: Run, mode: str) -> list[str]:
-        items = Item.objects.filter(dataset_id=run.dataset_id)
-        if mode == Run.Mode.RESUME:
-            answered = Response.objects.filter(run=run).values("item_id")
-            ids = items.exclude(id__in=answered)
-        elif mode == Run.Mode.RETRY_FAILED:
-            ids = items.filter(
-                id__in=Response.objects.filter(run=run)
-                .filter(_pending_filter(run, mode))
-                .values("item_id")
-            )
+        responses = self._responses(run)
+        if mode == Run.Mode.RETRY_FAILED:
+            redo = responses.filter(_pending_filter(run, mode))
+            todo = set(redo.values_list("item_id", "epoch"))
+            skip: set[tuple[int, int]] = set()
+        elif mode == Run.Mode.OVERWRITE:
+            todo = None
+            skip = set(responses.filter(launch__gte=run.launch).values_list("item_id", "epoch"))
         else:
-            kept = Response.objects.filter(run=run, launch__gte=run.launch).values("item_id")
-            ids = items.exclude(id__in=kept)
-        return [str(pk) for pk in ids.order_by("position").values_list("id", flat=True)]
+            todo = None
+            skip = set(responses.values_list("item_id", "epoch"))
+        ids = Item.objects.filter(dataset_id=run.dataset_id).order_by("position")
+        keys = []
+        for item_id in ids.values_list("id", flat=True).iterator(chunk_size=10000):
+            for epoch in range(run.epochs):
+                pair = (item_id, epoch)
+                if (todo is None or pair in todo) and pair not in skip:
+                    keys.append(unit_key(item_id, epoch))
+        return keys
 
     def pending_count(self, run: Run, mode: str) -> int:
-        missing = (
-            Item.objects.filter(dataset_id=run.dataset_id).count()
-            - Response.objects.filter(run=run).count()
-        )
+        responses = self._responses(run)
+        missing = self.total(run) - responses.count()
         if mode == Run.Mode.RESUME:
             return missing
-        redo = Response.objects.filter(run=run).filter(_pending_filter(run, mode)).count()
-        # retry_failed leaves items that never got a response alone (resume is for those).
+        redo = responses.filter(_pending_filter(run, mode)).count()
+        # retry_failed leaves units that never got a response alone (resume is for those).
         return redo + (missing if mode == Run.Mode.OVERWRITE else 0)
 
     def settled_counts(self, run: Run, mode: str) -> tuple[int, int]:
-        rows = Response.objects.filter(run=run).exclude(_pending_filter(run, mode))
+        rows = self._responses(run).exclude(_pending_filter(run, mode))
         counts = rows.aggregate(
             done=Count("pk", filter=Q(status=Response.Status.OK)),
             failed=Count("pk", filter=Q(status=Response.Status.FAILED)),
@@ -83,21 +107,31 @@ class GenerationPlugin(RunPlugin):
         return PromptRenderer.for_template(run.template, item_dataset_id=run.dataset_id)
 
     def load_units(self, run: Run, ctx: PromptRenderer, keys: list[str]) -> list[GenerationUnit]:
-        rows = Item.objects.filter(id__in=[int(k) for k in keys]).values(*ItemData.VALUES)
-        units = []
+        pairs = [parse_unit_key(key) for key in keys]
+        rows = Item.objects.filter(id__in={item for item, _ in pairs}).values(*ItemData.VALUES)
+        rendered: dict[int, tuple[list[dict[str, str]], str]] = {}
         for row in rows:
             item = ItemData.from_values(row)
             try:
-                messages = ctx.render(item).messages
-                units.append(GenerationUnit(str(item.id), item.id, messages))
+                rendered[item.id] = (ctx.render(item).messages, "")
             except PromptError as exc:
-                units.append(GenerationUnit(str(item.id), item.id, [], error=str(exc)))
-        return units
+                rendered[item.id] = ([], str(exc))
+        return [
+            GenerationUnit(unit_key(item_id, epoch), item_id, epoch, *rendered[item_id])
+            for item_id, epoch in pairs
+            if item_id in rendered
+        ]
 
     async def perform(self, run: Run, ctx: Any, unit: GenerationUnit, call: Call) -> Result:
         if unit.error:
             return self.failed_result(run, ctx, unit, ErrorKind.TEMPLATE, unit.error)
-        reply = await call.chat(unit.messages)  # LLMError: the engine records the failure
+        # Each epoch its own seed where the endpoint has one: samples differ, and a rerun of
+        # the run asks the same.
+        seed = run.endpoint.seed if run.endpoint is not None else None
+        params = {"seed": seed + unit.epoch} if seed is not None else {}
+        reply = await call.chat(
+            unit.messages, epoch=unit.epoch, **params
+        )  # LLMError: recorded by the engine
         return Result(unit.key, unit.item_id, True, data=reply)
 
     def failed_result(
@@ -106,22 +140,25 @@ class GenerationPlugin(RunPlugin):
         return Result(unit.key, unit.item_id, False, data=Failure(error_kind, message))
 
     def persist(self, run: Run, ctx: Any, results: list[Result]) -> Progress:
-        """Write each item's response exactly once per launch; count what was really written."""
+        """Write each unit's response exactly once per launch; count what was really written."""
         progress = Progress()
-        by_item = {r.item_id: r for r in results}
-        existing = dict(
-            Response.objects.filter(run=run, item_id__in=by_item).values_list("item_id", "launch")
-        )
+        by_unit = {parse_unit_key(r.key): r for r in results}
+        existing = {
+            (item_id, epoch): launch
+            for item_id, epoch, launch in Response.objects.filter(
+                run=run, item_id__in={item for item, _ in by_unit}
+            ).values_list("item_id", "epoch", "launch")
+        }
         fresh: list[Response] = []
         redo: list[Response] = []
-        for item_id, result in by_item.items():
-            if item_id not in existing:
+        for (item_id, epoch), result in by_unit.items():
+            if (item_id, epoch) not in existing:
                 target = fresh
-            elif run.mode != Run.Mode.RESUME and existing[item_id] < run.launch:
+            elif run.mode != Run.Mode.RESUME and existing[(item_id, epoch)] < run.launch:
                 target = redo
             else:
                 continue  # a duplicate (a relaunched chunk did it too): the first one stays
-            row = self._row(run, result)
+            row = self._row(run, result, epoch)
             target.append(row)
             ok = row.status == Response.Status.OK
             progress += Progress(done=int(ok), failed=int(not ok))
@@ -138,13 +175,13 @@ class GenerationPlugin(RunPlugin):
             Response.objects.bulk_create(
                 redo,
                 update_conflicts=True,
-                unique_fields=["run", "item"],
+                unique_fields=["run", "item", "epoch"],
                 update_fields=[*RESULT_FIELDS, "launch", "updated_at"],
             )
         return progress
 
     @staticmethod
-    def _row(run: Run, result: Result) -> Response:
+    def _row(run: Run, result: Result, epoch: int) -> Response:
         if result.ok:
             reply: Reply = result.data
             return Response(
@@ -159,6 +196,7 @@ class GenerationPlugin(RunPlugin):
                 cost=reply.cost,
                 attempts=reply.attempts,
                 launch=run.launch,
+                epoch=epoch,
             )
         failure: Failure = result.data
         return Response(
@@ -170,6 +208,7 @@ class GenerationPlugin(RunPlugin):
             error_kind=failure.error_kind,
             error=failure.message,
             launch=run.launch,
+            epoch=epoch,
         )
 
     # -- the command line ---------------------------------------------------------------------
@@ -183,6 +222,12 @@ class GenerationPlugin(RunPlugin):
             "--logging", choices=[m.value for m in LoggingMode], default=LoggingMode.FAILED.value
         )
         parser.add_argument("--chunk-size", type=int, default=200)
+        parser.add_argument(
+            "--epochs",
+            type=int,
+            default=1,
+            help=f"samples per item, 1–{MAX_EPOCHS} (epoch e is asked with the endpoint's seed + e)",
+        )
 
     def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
         from django.core.management.base import CommandError
@@ -190,6 +235,9 @@ class GenerationPlugin(RunPlugin):
         dataset = Dataset.objects.filter(pk=options["dataset"]).first()
         if dataset is None:
             raise CommandError(f"No dataset with id {options['dataset']}.")
+        epochs = options.get("epochs") or 1
+        if not 1 <= epochs <= MAX_EPOCHS:
+            raise CommandError(f"--epochs must be between 1 and {MAX_EPOCHS}, not {epochs}.")
         endpoint = Endpoint.objects.filter(name=options["endpoint"]).first()
         if endpoint is None:
             names = ", ".join(Endpoint.objects.values_list("name", flat=True)) or "none yet"
@@ -215,6 +263,7 @@ class GenerationPlugin(RunPlugin):
             label=options.get("label") or "",
             logging_mode=options.get("logging") or LoggingMode.FAILED,
             chunk_size=options.get("chunk_size") or 200,
+            epochs=epochs,
         )
 
 
@@ -241,10 +290,13 @@ def create_generation_run(
     label: str = "",
     logging_mode: str = LoggingMode.FAILED,
     chunk_size: int = 200,
+    epochs: int = 1,
 ) -> Run:
     """A new generation run, launched (its jobs are enqueued when the transaction commits)."""
     if template.task_id != dataset.task_id:
         raise ValueError("The template belongs to another task than the dataset.")
+    if not 1 <= epochs <= MAX_EPOCHS:
+        raise ValueError(f"Epochs must be between 1 and {MAX_EPOCHS}, not {epochs}.")
     with transaction.atomic():
         run = Run.objects.create(
             task_id=dataset.task_id,
@@ -255,7 +307,8 @@ def create_generation_run(
             label=label or f"{endpoint.model} · {template.name} v{template.version}",
             logging_mode=logging_mode,
             chunk_size=max(1, chunk_size),
-            total=dataset.items.count(),
+            epochs=epochs,
+            total=dataset.items.count() * epochs,
             created_by=user if getattr(user, "pk", None) else None,
         )
         launch(run, Run.Mode.RESUME)

@@ -59,6 +59,7 @@ class Attempt:
     ok: bool
     request_messages: list[dict[str, str]]
     round: int | None = None
+    epoch: int = 0  # which response of the item (Response.epoch)
     raw_reply: str = ""
     error_kind: str = ""
     error: str = ""
@@ -517,6 +518,7 @@ class LLM:
         log: list[Attempt],
         item_id: int,
         round: int | None = None,
+        epoch: int = 0,
         **params: Any,
     ) -> Reply:
         """One chat completion with retries; raises `LLMError` (or `Stopped`) when it gives up."""
@@ -548,7 +550,9 @@ class LLM:
                 data, text, finish, ptok, ctok = parse_completion(raw, self.endpoint)
             except Exception as exc:
                 latency = int((time.perf_counter() - started) * 1000)
-                failed = Attempt(item_id, attempt, False, messages, round=round, latency_ms=latency)
+                failed = Attempt(
+                    item_id, attempt, False, messages, round=round, epoch=epoch, latency_ms=latency
+                )
                 error = self._failed(exc, failed)
                 log.append(failed)
             if error is not None:
@@ -565,6 +569,7 @@ class LLM:
                 Attempt(
                     item_id=item_id,
                     round=round,
+                    epoch=epoch,
                     attempt=attempt,
                     ok=True,
                     request_messages=messages,

@@ -1,5 +1,6 @@
 import re
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -282,6 +283,9 @@ class Run(models.Model):
         max_length=8, choices=LoggingMode.choices, default=LoggingMode.FAILED
     )
     chunk_size = models.PositiveIntegerField(default=200)
+    # Samples per item (generation runs): each item is answered this many times, one Response
+    # per epoch, and judges score every epoch (see `judged_epochs`).
+    epochs = models.PositiveIntegerField(default=1)
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
@@ -334,6 +338,12 @@ class Run(models.Model):
         if self.source_run is not None:
             return self.source_run.label or f"run #{self.source_run_id}"
         return f"{self.dataset} · column {self.source_column}"
+
+    @property
+    def judged_epochs(self) -> int:
+        """How many responses per item a judge run scores: its generation run's epochs (a
+        response column has one)."""
+        return self.source_run.epochs if self.source_run is not None else 1
 
     @property
     def title(self) -> str:
@@ -553,9 +563,22 @@ class ResponseQuerySet(models.QuerySet["Response"]):
     def failed(self) -> "ResponseQuerySet":
         return self.filter(status=Response.Status.FAILED)
 
+    def answered_items(self, epochs: int = 1) -> "models.QuerySet[Any]":
+        """Ids of the items answered in every one of `epochs` epochs (for `__in` filters)."""
+        ok = self.ok()
+        if epochs == 1:
+            return ok.values("item_id")
+        return (
+            ok.filter(epoch__lt=epochs)
+            .values("item_id")
+            .annotate(answers=models.Count("pk"))
+            .filter(answers__gte=epochs)
+            .values("item_id")
+        )
+
 
 class Response(models.Model):
-    """A generation run's answer to one item: at most one per (run, item)."""
+    """A generation run's answer to one item: at most one per (run, item, epoch)."""
 
     class Status(models.TextChoices):
         OK = "ok", "OK"
@@ -574,6 +597,8 @@ class Response(models.Model):
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     error = models.TextField(blank=True)
     launch = models.PositiveIntegerField(default=0)  # the run launch that wrote this result
+    # Which of the run's samples of this item it is (0 … Run.epochs − 1).
+    epoch = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -581,7 +606,9 @@ class Response(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["run", "item"], name="response_once_per_item")
+            models.UniqueConstraint(
+                fields=["run", "item", "epoch"], name="response_once_per_item_epoch"
+            )
         ]
         indexes = [models.Index(fields=["run", "status"])]
 
@@ -592,6 +619,7 @@ class AttemptLog(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attempt_logs")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
     round = models.PositiveIntegerField(null=True, blank=True)  # judge rounds only
+    epoch = models.PositiveIntegerField(default=0)  # which response of the item (Response.epoch)
     attempt = models.PositiveIntegerField(default=1)
     ok = models.BooleanField(default=False)
     request_messages = models.JSONField(default=list)
@@ -606,7 +634,7 @@ class AttemptLog(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["run", "item", "round", "attempt"]
+        ordering = ["run", "item", "epoch", "round", "attempt"]
         indexes = [models.Index(fields=["run", "item"])]
 
 

@@ -52,7 +52,12 @@ class Command(BaseCommand):
         else:
             run = engine.PLUGINS[what].create_from_cli(options, user=None)
             # A judge run's title names its judge and what it judges (Run.title).
-            self.stdout.write(f"Started run #{run.pk} ({run.title}): {run.total} items.")
+            size = f"{run.total} items"
+            if run.kind == Run.Kind.GENERATION and run.epochs > 1:
+                size = (
+                    f"{run.total // run.epochs} items × {run.epochs} epochs = {run.total} responses"
+                )
+            self.stdout.write(f"Started run #{run.pk} ({run.title}): {size}.")
         if options["wait"]:
             sys.exit(self.wait(run, options["poll"]))
 
