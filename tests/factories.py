@@ -209,15 +209,22 @@ def make_judge(task: Task, kind: str = Judge.Kind.RUBRIC, **fields: Any) -> Judg
 
 def make_generation_run(
     dataset: Dataset,
-    texts: Mapping[int | str, str | None],
+    texts: Mapping[int | str, str | list[str | None] | None],
     *,
     label: str = "model-a",
     status: str = Run.Status.COMPLETED,
 ) -> Run:
     """A generation run that has ended, with a Response per entry of `texts` (keyed by item
-    position or item key): the text, or failed for None. Other items get no Response."""
+    position or item key): the text, or failed for None; a list gives one per epoch (the run
+    has as many epochs as the longest list). Other items get no Response."""
+    by_epoch = {where: text if isinstance(text, list) else [text] for where, text in texts.items()}
     run = Run.objects.create(
-        task=dataset.task, kind=Run.Kind.GENERATION, dataset=dataset, label=label, status=status
+        task=dataset.task,
+        kind=Run.Kind.GENERATION,
+        dataset=dataset,
+        label=label,
+        status=status,
+        epochs=max((len(t) for t in by_epoch.values()), default=1),
     )
     items = list(dataset.items.all())
     by = {item.position: item for item in items} | {item.key: item for item in items}
@@ -225,13 +232,15 @@ def make_generation_run(
         Response(
             run=run,
             item=by[where],
+            epoch=epoch,
             status=Response.Status.OK if text is not None else Response.Status.FAILED,
             text=text or "",
             error_kind="" if text is not None else "api_error",
             error="" if text is not None else "the server failed (500): boom",
             launch=1,
         )
-        for where, text in texts.items()
+        for where, epoch_texts in by_epoch.items()
+        for epoch, text in enumerate(epoch_texts)
     )
     return run
 

@@ -75,7 +75,7 @@ DEFAULTS: dict[str, Any] = {
     # Rules tried in order against each request; see Rule. A dict {substring: reply-or-rule}
     # is accepted as shorthand.
     "script": [],
-    # Reply when no script rule answers; {last_user}, {model} and {n} are substituted.
+    # Reply when no script rule answers; {last_user}, {model}, {n} and {seed} are substituted.
     "default_reply": "echo: {last_user}",
     "finish_reason": "stop",
     # Seeds the random draws (faults and jitter) so a run is repeatable; set again to restart.
@@ -689,7 +689,8 @@ def _respond(
             content_type = state.config["garbage_content_type"]
         return web.Response(body=garbage.encode(), headers={"Content-Type": content_type})
     assert body is not None
-    text = decision.text
+    # {seed}: the request's seed, so a test sees each epoch asked with its own.
+    text = decision.text.replace("{seed}", str(body.get("seed", "")))
     if decision.outcome == "hang":
         # A client patient enough to outlast the hang gets the default answer.
         with state.lock:

@@ -665,6 +665,10 @@ class RunItemQuerySet(ItemQuerySet):
         """Items whose rounds gave different values on some subject."""
         return self.filter(pk__in=self._scores().filter(spread__gt=0).values("item_id"))
 
+    def flaky(self) -> "RunItemQuerySet":
+        """Items whose epochs (repeated generations) got different values on some subject."""
+        return self.filter(pk__in=self._scores().filter(epoch_spread__gt=0).values("item_id"))
+
     def in_state(self, state: str) -> "RunItemQuerySet":
         """The judge's state filter of the lists: "", ok, failed or pending."""
         match state:

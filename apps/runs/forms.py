@@ -5,7 +5,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils.text import normalize_newlines
 
 from apps.datasets.models import Dataset, Task
-from apps.runs.models import Endpoint, LoggingMode, PromptTemplate
+from apps.runs.models import Endpoint, LoggingMode, PromptTemplate, Run
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer, validate_template_sources
 
 RESERVED_PARAMS = {"model", "messages", "stream", "n"}
@@ -192,6 +192,16 @@ class GenerationRunForm(forms.Form):
     )
     label = forms.CharField(
         required=False, max_length=200, help_text="The model's name on leaderboards."
+    )
+    epochs = forms.IntegerField(
+        min_value=1,
+        max_value=Run.MAX_EPOCHS,
+        initial=1,
+        help_text=(
+            "Answers per item. With more than one, boards offer the mean over epochs, pass@k "
+            "and majority vote, and list the flaky items; with a seed on the endpoint, epoch e "
+            "is asked with seed + e."
+        ),
     )
     logging_mode = forms.ChoiceField(choices=LoggingMode.choices, initial=LoggingMode.FAILED)
     chunk_size = forms.IntegerField(

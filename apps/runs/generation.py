@@ -50,9 +50,6 @@ def _pending_filter(run: Run, mode: str) -> Q:
     return Q(pk__in=[])
 
 
-MAX_EPOCHS = 100
-
-
 class GenerationPlugin(RunPlugin):
     """Units are (item, epoch): every item is answered `Run.epochs` times."""
 
@@ -226,7 +223,7 @@ class GenerationPlugin(RunPlugin):
             "--epochs",
             type=int,
             default=1,
-            help=f"samples per item, 1–{MAX_EPOCHS} (epoch e is asked with the endpoint's seed + e)",
+            help=f"samples per item, 1–{Run.MAX_EPOCHS} (epoch e is asked with the endpoint's seed + e)",
         )
 
     def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
@@ -235,9 +232,10 @@ class GenerationPlugin(RunPlugin):
         dataset = Dataset.objects.filter(pk=options["dataset"]).first()
         if dataset is None:
             raise CommandError(f"No dataset with id {options['dataset']}.")
-        epochs = options.get("epochs") or 1
-        if not 1 <= epochs <= MAX_EPOCHS:
-            raise CommandError(f"--epochs must be between 1 and {MAX_EPOCHS}, not {epochs}.")
+        epochs = options.get("epochs")
+        epochs = 1 if epochs is None else epochs
+        if not 1 <= epochs <= Run.MAX_EPOCHS:
+            raise CommandError(f"--epochs must be between 1 and {Run.MAX_EPOCHS}, not {epochs}.")
         endpoint = Endpoint.objects.filter(name=options["endpoint"]).first()
         if endpoint is None:
             names = ", ".join(Endpoint.objects.values_list("name", flat=True)) or "none yet"
@@ -295,8 +293,8 @@ def create_generation_run(
     """A new generation run, launched (its jobs are enqueued when the transaction commits)."""
     if template.task_id != dataset.task_id:
         raise ValueError("The template belongs to another task than the dataset.")
-    if not 1 <= epochs <= MAX_EPOCHS:
-        raise ValueError(f"Epochs must be between 1 and {MAX_EPOCHS}, not {epochs}.")
+    if not 1 <= epochs <= Run.MAX_EPOCHS:
+        raise ValueError(f"Epochs must be between 1 and {Run.MAX_EPOCHS}, not {epochs}.")
     with transaction.atomic():
         run = Run.objects.create(
             task_id=dataset.task_id,

@@ -259,6 +259,7 @@ class Run(models.Model):
         Status.FAILED,
     )
     STALL_AFTER = timedelta(seconds=90)
+    MAX_EPOCHS = 100
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs")
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -338,6 +339,15 @@ class Run(models.Model):
         if self.source_run is not None:
             return self.source_run.label or f"run #{self.source_run_id}"
         return f"{self.dataset} · column {self.source_column}"
+
+    @property
+    def size_text(self) -> str:
+        """How much work the run is, in words: "30 items", or with epochs
+        "30 items × 3 epochs = 90 responses" (`total` counts responses then)."""
+        if self.kind == self.Kind.GENERATION and self.epochs > 1:
+            items = self.total // self.epochs
+            return f"{items} items × {self.epochs} epochs = {self.total} responses"
+        return f"{self.total} items"
 
     @property
     def judged_epochs(self) -> int:

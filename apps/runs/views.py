@@ -42,7 +42,7 @@ def run_detail(request: AppRequest, pk: int) -> HttpResponse:
             response["HX-Refresh"] = "true"  # the run just ended: show its final table
         return response
     status = request.GET.get("status", "")
-    responses = run.responses.select_related("item").order_by("item__position")
+    responses = run.responses.select_related("item").order_by("item__position", "epoch")
     if status in (Response.Status.OK, Response.Status.FAILED):
         responses = responses.filter(status=status)
     page = Paginator(responses, 50).get_page(request.GET.get("page"))
@@ -107,7 +107,7 @@ def response_detail(request: AppRequest, pk: int, item_id: int) -> HttpResponse:
     context = {
         "run": run,
         "item": item,
-        "response": Response.objects.filter(run=run, item=item).first(),
+        "responses": Response.objects.filter(run=run, item=item).order_by("epoch"),
         "logs": AttemptLog.objects.filter(run=run, item=item).order_by("created_at", "pk"),
     }
     return render(request, "runs/response_detail.html", context)
@@ -138,8 +138,9 @@ def generation_start(request: AppRequest) -> HttpResponse:
         label=form.cleaned_data["label"],
         logging_mode=form.cleaned_data["logging_mode"],
         chunk_size=form.cleaned_data["chunk_size"],
+        epochs=form.cleaned_data["epochs"],
     )
-    messages.success(request, f"Started run #{run.pk}: {run.total} items.")
+    messages.success(request, f"Started run #{run.pk}: {run.size_text}.")
     return redirect(run)
 
 
