@@ -277,13 +277,17 @@ def make_judge_run(
 
 # ---- what a judge run leaves behind ----------------------------------------------------------------
 def add_scores(run: Run, values: Mapping[str, Mapping[str, Any]]) -> list[Score]:
-    """values: item key -> subject -> value; None means the item failed on that subject.
-    One round per item, so no JudgeRound rows (judge_item writes those)."""
+    """values: item key -> subject -> value; None means the item failed on that subject, a
+    list is one value per epoch (the judge value their mean). One round per item, so no
+    JudgeRound rows (judge_item writes those)."""
     items = {i.key: i for i in run.dataset.items.all()}
     scores = []
     for key, subjects in values.items():
         for subject, value in subjects.items():
             failed = value is None
+            epochs = [float(v) for v in value] if isinstance(value, list) else []
+            if epochs:
+                value = sum(epochs) / len(epochs)
             scores.append(
                 Score(
                     run=run,
@@ -292,7 +296,9 @@ def add_scores(run: Run, values: Mapping[str, Mapping[str, Any]]) -> list[Score]
                     status="failed" if failed else "ok",
                     judge_value=None if failed else float(value),
                     final_value=None if failed else float(value),
-                    round_values=[None] if failed else [float(value)],
+                    round_values=[None] if failed else epochs or [float(value)],
+                    epoch_values=epochs,
+                    epoch_spread=max(epochs) - min(epochs) if epochs else 0.0,
                     error_kind="unparseable" if failed else "",
                     error="no JSON in the reply" if failed else "",
                 )

@@ -665,9 +665,15 @@ class RunItemQuerySet(ItemQuerySet):
         """Items whose rounds gave different values on some subject."""
         return self.filter(pk__in=self._scores().filter(spread__gt=0).values("item_id"))
 
+    def _flaky_q(self) -> Q:
+        return Q(pk__in=self._scores().filter(epoch_spread__gt=0).values("item_id"))
+
     def flaky(self) -> "RunItemQuerySet":
         """Items whose epochs (repeated generations) got different values on some subject."""
-        return self.filter(pk__in=self._scores().filter(epoch_spread__gt=0).values("item_id"))
+        return self.filter(self._flaky_q())
+
+    def not_flaky(self) -> "RunItemQuerySet":
+        return self.exclude(self._flaky_q())
 
     def in_state(self, state: str) -> "RunItemQuerySet":
         """The judge's state filter of the lists: "", ok, failed or pending."""

@@ -192,6 +192,7 @@ class ItemFilters:
     status: str = ""  # "", ok, failed, pending
     tag: str = ""
     disagree: bool = False
+    flaky: bool = False  # epochs (repeated generations) disagree
     per_page: int = 50
 
     @classmethod
@@ -210,6 +211,7 @@ class ItemFilters:
             else "",
             tag=params.get("tag", "").strip(),
             disagree=params.get("disagree") == "1",
+            flaky=params.get("flaky") == "1",
             per_page=int(per_page) if per_page.isdigit() and int(per_page) in PAGE_SIZES else 50,
         )
 
@@ -221,6 +223,7 @@ class ItemFilters:
             "status": self.status,
             "tag": self.tag,
             "disagree": "1" if self.disagree else "",
+            "flaky": "1" if self.flaky else "",
             "per_page": str(self.per_page),
         }
         return {k: v for k, v in out.items() if v}
@@ -232,6 +235,8 @@ def filtered_items(run: Run, filters: ItemFilters) -> RunItemQuerySet:
     items = items.scored_between(filters.subject, filters.low, filters.high)
     if filters.disagree:
         items = items.disagreeing()
+    if filters.flaky:
+        items = items.flaky()
     return items.tagged(filters.tag)
 
 

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from apps.datasets.models import Dataset, Task
-from apps.judges.metrics import METRICS
 from apps.judges.models import Judge
 from apps.leaderboards import items, summaries
+from apps.leaderboards.epochs import Reduction
+from apps.leaderboards.items import flaky_count
 from apps.leaderboards.stats import (
     Dist,
     Interval,
@@ -27,6 +28,7 @@ from apps.leaderboards.stats import (
     percentile_ci,
     resampled_column_means,
 )
+from apps.leaderboards.subjects import SubjectInfo, as_number, subject_infos
 from apps.review.queue import last_event_id
 from apps.runs.models import Run
 
@@ -37,69 +39,6 @@ VALUE_VIEWS = ("both", "human", "judge")
 SCORINGS = ("strict", "answered")
 STATS = ("mean", "judge", "n", "failed", "missing", "overridden", "coverage", "answered_mean")
 TAG_CI_LIMIT = 200  # tag tables with more cells show means without intervals
-
-
-# ---- subjects ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SubjectInfo:
-    name: str
-    label: str
-    unit: str
-    low: float | None
-    high: float | None
-    higher_is_better: bool
-
-    @property
-    def has_range(self) -> bool:
-        return self.low is not None and self.high is not None and self.high > self.low
-
-    @property
-    def direction(self) -> str:
-        return "higher is better" if self.higher_is_better else "lower is better"
-
-    @property
-    def worst(self) -> float | None:
-        """The value a failed or missing item counts as in strict scoring (needs a range)."""
-        if not self.has_range:
-            return None
-        return self.low if self.higher_is_better else self.high
-
-    @property
-    def range_text(self) -> str:
-        return f"{self.low:g}–{self.high:g}" if self.has_range else "no declared range"
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def subject_infos(judge: Judge) -> list[SubjectInfo]:
-    """Each subject with its range and direction: the subject's own declaration wins, then the
-    metric registry (for metric judges), then higher-is-better."""
-    entry = METRICS.get(judge.metric) if judge.kind == Judge.Kind.METRIC else None
-    infos = []
-    bounds: tuple[float | None, float | None] = entry.range if entry else (None, None)
-    for subject in judge.subjects:
-        name = subject["name"]
-        higher = subject.get("higher_is_better", entry.higher_is_better if entry else True)
-        label = subject.get("label") or (
-            entry.display_name if len(judge.subjects) == 1 and entry else name
-        )
-        infos.append(
-            SubjectInfo(
-                name=name,
-                label=str(label),
-                unit=str(subject.get("unit") or (entry.unit if entry else "")),
-                low=_number(subject.get("min", bounds[0])),
-                high=_number(subject.get("max", bounds[1])),
-                higher_is_better=bool(higher),
-            )
-        )
-    return infos
 
 
 # ---- models on the board ----------------------------------------------------------------
@@ -150,7 +89,7 @@ def board_runs(task: Task, judge: Judge, dataset_id: int | None = None) -> list[
         Run.objects.judging()
         .filter(task=task, judge=judge)
         .exclude(status=Run.Status.QUEUED)
-        .select_related("dataset", "source_run__endpoint")
+        .select_related("dataset", "judge", "source_run__endpoint")
         .order_by("-pk")
     )
     if dataset_id is not None:
@@ -255,6 +194,7 @@ class Params:
     scoring: str = "strict"
     common: bool = False  # only the items every model on the board has (see common_items)
     cluster: str | None = None  # a tag prefix: CIs clustered on the items' tag with it
+    epochs: Reduction = field(default_factory=Reduction)  # how an item's epochs make its value
 
     @property
     def mode(self) -> str:
@@ -270,7 +210,7 @@ class Params:
         weights = {}
         for key, value in query.items():
             if key.startswith("w."):
-                number = _number(value)
+                number = as_number(value)
                 if number is not None and number >= 0:
                     weights[key[2:]] = number
         values = query.get("values") or "both"
@@ -288,6 +228,7 @@ class Params:
             scoring=scoring if scoring in SCORINGS else "strict",
             common=query.get("common") == "1",
             cluster=(query.get("cluster") or "").strip() or None,
+            epochs=Reduction.parse(query.get("epochs")),
         )
 
 
@@ -313,6 +254,12 @@ class Board:
     # (label, items in play) per model, and how many all of them have. None: all the same.
     coverage: "Coverage | None" = None
     clusters: int | None = None  # with Params.cluster: how many clusters the CIs were built on
+    # Epochs (repeated generations): the most and the fewest any model on the board has, and
+    # the reduction in force (Params.epochs, with pass@k's k capped at the fewest).
+    epochs: int = 1
+    fewest_epochs: int = 1
+    reduction: Reduction = field(default_factory=Reduction)
+    flaky: dict[int, int] = field(default_factory=dict)  # run id → items whose epochs disagree
 
     @property
     def mode(self) -> str:
@@ -357,7 +304,12 @@ class Board:
             if self.params.scoring == "strict"
             else "Failed and missing items are left out of the means (answered only)"
         )
-        return f"Overall = {rule}. {scoring}. " + "; ".join(terms) + "."
+        epochs = (
+            f" Each item's value is the {self.reduction.label} of its epochs."
+            if self.epochs > 1 or not self.reduction.is_mean
+            else ""
+        )
+        return f"Overall = {rule}. {scoring}.{epochs} " + "; ".join(terms) + "."
 
     def natural_direction(self, key: str) -> str:
         stat, _, name = key.partition(":")
@@ -426,6 +378,13 @@ def build(task: Task, params: Params) -> Board:
                 overall_ci=overall_ci,
             )
         )
+    board.epochs = max((row.run.judged_epochs for row in board.rows), default=1)
+    board.fewest_epochs = min((row.run.judged_epochs for row in board.rows), default=1)
+    board.reduction = params.epochs.capped(board.fewest_epochs)
+    if board.epochs > 1:
+        board.flaky = {row.run.pk: flaky_count(row.run) for row in board.rows}
+    if not board.reduction.is_mean:
+        epoch_cells(board, tag)
     board.coverage = item_coverage(board)
     if params.common and board.coverage is not None:
         common_items(board, tag)
@@ -438,10 +397,49 @@ def build(task: Task, params: Params) -> Board:
             [(row.label, by_run[row.run.pk]) for row in board.rows], board.coverage.common, by_run
         )
     if params.common and board.coverage is not None:
-        common_tag_table(board)
+        array_tag_table(board, common=True)
+    elif not board.reduction.is_mean:
+        array_tag_table(board, common=False)
     else:
         tag_table(board, scores)
     return board
+
+
+def values_of(board: Board, run: Run, mode: str) -> dict[str, np.ndarray]:
+    """The run's per-item values as this board counts them (its mode's values, its epochs'
+    reduction): what pairs, common items, clusters and reduced cells are computed from."""
+    return items.item_values(run, mode, board.last_event, board.reduction)
+
+
+def epoch_cells(board: Board, tag: str | None) -> None:
+    """Every model's cells, overall and overall CI again with each item's value the board's
+    reduction of its epochs (majority vote, pass@k) instead of their mean. Failed and
+    missing items count as the scoring says, as in the mean's cells."""
+    for mode in MODES:
+        for row in board.rows:
+            found = items.dataset_items(row.run.dataset)
+            mask = items.tag_mask(found.tags, tag)
+            values = values_of(board, row.run, mode)
+            own = {
+                s.name: values.get(s.name, np.full(len(found.keys), np.nan))[mask]
+                for s in board.subjects
+            }
+            for info in board.subjects:
+                before = row.cells[mode][info.name]
+                row.cells[mode][info.name] = _array_cell(
+                    own[info.name],
+                    info,
+                    board.params.scoring,
+                    before.overridden,
+                    missing=before.missing,
+                )
+            row.overall[mode] = weighted(row.cells[mode], board.subjects, board.weights)
+            everything = np.ones(int(mask.sum()), dtype=bool)
+            row.overall_ci[mode] = (
+                _per_item_overall_ci(board, own, everything)
+                if row.overall[mode] is not None
+                else None
+            )
 
 
 # ---- the same items ---------------------------------------------------------------------
@@ -478,7 +476,7 @@ def _aligned(board: Board, mode: str) -> list[dict[str, np.ndarray]]:
     positions = items.common_positions([row.run.dataset for row in board.rows])
     out = []
     for row, at in zip(board.rows, positions, strict=True):
-        values = items.item_values(row.run, mode, board.last_event)
+        values = values_of(board, row.run, mode)
         out.append(
             {s.name: values.get(s.name, np.full(len(at), np.nan))[at] for s in board.subjects}
         )
@@ -507,7 +505,7 @@ def item_coverage(board: Board) -> Coverage | None:
         if strict:
             counts.append((row.label, len(own.keys)))
         else:
-            values = items.item_values(row.run, board.mode, board.last_event)
+            values = values_of(board, row.run, board.mode)
             own_values = {
                 s.name: values.get(s.name, np.full(len(own.keys), np.nan)) for s in active
             }
@@ -525,11 +523,26 @@ def item_coverage(board: Board) -> Coverage | None:
 
 
 def _array_cell(
-    values: np.ndarray, info: SubjectInfo, scoring: str, overridden: int, with_ci: bool = True
+    values: np.ndarray,
+    info: SubjectInfo,
+    scoring: str,
+    overridden: int,
+    with_ci: bool = True,
+    missing: int = 0,
 ) -> Cell:
+    """A cell from per-item values (NaN: no value); `missing` of the NaNs are items never
+    judged, the others failed."""
     answered = values[~np.isnan(values)]
+    unanswered = len(values) - len(answered)
+    missing = min(missing, unanswered)
     return score_cell(
-        Dist.of_array(answered), len(values) - len(answered), 0, overridden, info, scoring, with_ci
+        Dist.of_array(answered),
+        unanswered - missing,
+        missing,
+        overridden,
+        info,
+        scoring,
+        with_ci,
     )
 
 
@@ -604,7 +617,7 @@ def cluster_cis(board: Board, prefix: str, tag: str | None) -> None:
             )
             seen.update(c for c in clusters.tolist() if not c.startswith("\x00"))
             tagged = items.tag_mask(found.tags[at], tag)
-            own = items.item_values(row.run, mode, board.last_event)
+            own = values_of(board, row.run, mode)
             columns = {}
             for info in board.subjects:
                 values = (
@@ -630,22 +643,34 @@ def cluster_cis(board: Board, prefix: str, tag: str | None) -> None:
     board.clusters = len(seen)
 
 
-def common_tag_table(board: Board) -> None:
-    """The per-tag table on the items every model has, like `tag_table`."""
+def array_tag_table(board: Board, common: bool) -> None:
+    """The per-tag table from per-item values, like `tag_table`: on the items every model has
+    when `common`, else on each model's own items (epochs reduced the board's way)."""
     if not board.tags or not board.subjects:
         return
     info = board.subject(board.params.tag_subject or "") or board.subjects[0]
     board.tag_subject = info
-    positions = items.common_positions([row.run.dataset for row in board.rows])
-    tags = items.dataset_items(board.rows[0].run.dataset).tags[positions[0]]
-    aligned = _aligned(board, board.mode)
-    in_play = np.logical_and.reduce([_in_play(board, values, [info]) for values in aligned])
+    columns: list[tuple[np.ndarray, np.ndarray]] = []  # per row: values, tags
+    if common:
+        positions = items.common_positions([row.run.dataset for row in board.rows])
+        tags = items.dataset_items(board.rows[0].run.dataset).tags[positions[0]]
+        aligned = _aligned(board, board.mode)
+        in_play = np.logical_and.reduce([_in_play(board, values, [info]) for values in aligned])
+        columns = [(values[info.name][in_play], tags[in_play]) for values in aligned]
+    else:
+        for row in board.rows:
+            found = items.dataset_items(row.run.dataset)
+            own = values_of(board, row.run, board.mode).get(
+                info.name, np.full(len(found.keys), np.nan)
+            )
+            in_play = _in_play(board, {info.name: own}, [info])
+            columns.append((own[in_play], found.tags[in_play]))
     with_ci = len(board.tags) * len(board.rows) <= TAG_CI_LIMIT
     for tag in board.tags:
-        mask = in_play & items.tag_mask(tags, tag)
         cells = []
-        for values in aligned:
-            cell = _array_cell(values[info.name][mask], info, board.params.scoring, 0, with_ci)
+        for values, tags in columns:
+            mask = items.tag_mask(tags, tag)
+            cell = _array_cell(values[mask], info, board.params.scoring, 0, with_ci)
             cells.append(
                 {
                     "mean": cell.mean,

@@ -495,7 +495,9 @@ def board_header(board: Board) -> list[str]:
         for mode in modes:
             header += [f"{info.name}.{mode}.{stat}" for stat in STAT_COLUMNS]
         header.append(f"{info.name}.overridden")
-    header += ["judge", "scoring", "items", "clustered_by", "tag", "sort", "overall.formula"]
+    header += ["epochs", "flaky_items"]
+    header += ["judge", "scoring", "epoch_reduction", "items", "clustered_by", "tag", "sort"]
+    header.append("overall.formula")
     for info in board.subjects:
         header += [f"{info.name}.{c}" for c in ("weight", "min", "max", "direction")]
     return header
@@ -537,6 +539,8 @@ def board_records(board: Board) -> Iterator[dict[str, Any]]:
                 for mode in modes
             },
             "subjects": subjects,
+            "epochs": row.run.judged_epochs,
+            "flaky_items": board.flaky.get(row.run.pk) if board.epochs > 1 else None,
         }
 
 
@@ -549,6 +553,7 @@ def board_meta(board: Board) -> dict[str, Any]:
         "scoring": board.params.scoring,
         "items": "common" if board.params.common and board.coverage else "all",
         "clustered_by": board.params.cluster,
+        "epochs": board.reduction.query,
         "weights": board.weights,
         "tag": board.params.tag,
         "sort": board.sort,
@@ -568,6 +573,7 @@ def board_csv(board: Board) -> Iterable[str]:
     built_with = [
         judge,
         meta["scoring"],
+        meta["epochs"],
         meta["items"],
         meta["clustered_by"],
         meta["tag"],
@@ -605,6 +611,7 @@ def board_csv(board: Board) -> Iterable[str]:
                     for stat in STAT_COLUMNS
                 ]
             row.append(entry["overridden"])
+        row += [record["epochs"], record["flaky_items"]]
         writer.writerow(row + [cell(value) for value in built_with])
     return [buffer.getvalue()]
 

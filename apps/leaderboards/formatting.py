@@ -128,3 +128,14 @@ def shown(board: Board, row: Row, column: Column) -> Shown:
 def table(board: Board) -> list[tuple[Row, list[Shown]]]:
     cols = [c for _, group in columns(board) for c in group]
     return [(row, [shown(board, row, c) for c in cols]) for row in board.rows]
+
+
+def epoch_views(board: Board) -> list[tuple[str, str]]:
+    """The epochs toggle: mean, majority and pass@k for every k the fewest epochs allow
+    (`?epochs=`); empty when no model answered an item more than once."""
+    if board.epochs == 1 and board.reduction.is_mean:
+        return []
+    ks = range(1, board.fewest_epochs + 1)
+    return [("mean", "Mean"), ("majority", "Majority vote")] + [
+        (f"pass@{k}", f"pass@{k}") for k in ks
+    ]

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from apps.datasets.models import Dataset, Item
-from apps.judges.models import Score, ScoreEvent
+from apps.judges.models import Score, ScoreEvent, judge_of
+from apps.leaderboards.epochs import Reduction, override_value, reduce
+from apps.leaderboards.subjects import subject_infos
 from apps.leaderboards.summaries import fingerprint
 from apps.review.queue import last_event_id
 from apps.runs.models import Run
@@ -70,10 +72,18 @@ def tag_mask(tags: np.ndarray, tag: str | None) -> np.ndarray:
     return np.array([f"|{tag}|" in text for text in tags], dtype=bool)
 
 
-def item_values(run: Run, mode: str, last_event: int | None = None) -> dict[str, np.ndarray]:
+MEAN = Reduction()
+
+
+def item_values(
+    run: Run, mode: str, last_event: int | None = None, reduction: Reduction = MEAN
+) -> dict[str, np.ndarray]:
     """subject → each item's value in `mode`, in the dataset's item order; NaN where the item
     failed or has no score. Subjects with no score at all are absent. `last_event` (the last
-    review event, read once per board by the caller) keys the human values."""
+    review event, read once per board by the caller) keys the human values. `reduction` says
+    how an item's epochs make its value (the mean unless asked: apps.leaderboards.epochs)."""
+    if not reduction.is_mean:
+        return _reduced_values(run, mode, last_event, reduction)
     judge_key = (run.pk, fingerprint(run), "judge")
     if judge_key in _values:
         _values.move_to_end(judge_key)
@@ -112,6 +122,52 @@ def item_values(run: Run, mode: str, last_event: int | None = None) -> dict[str,
             human[subject][index[item_id]] = value
     remember(_values, human_key, human)
     return human
+
+
+def _reduced_values(
+    run: Run, mode: str, last_event: int | None, reduction: Reduction
+) -> dict[str, np.ndarray]:
+    """item_values under majority vote or pass@k, from each score's epoch values (a run of
+    one epoch has its judge value as the only one) and, for human values, the overrides."""
+    if mode == "human" and last_event is None:
+        last_event = last_event_id()
+    key = (run.pk, fingerprint(run), mode, reduction, last_event if mode == "human" else None)
+    if key in _values:
+        _values.move_to_end(key)
+        return _values[key]
+    items = dataset_items(run.dataset)
+    scales = {info.name: (info.worst, info.best) for info in subject_infos(judge_of(run))}
+    out: dict[str, np.ndarray] = {}
+    rows = Score.objects.filter(run_id=run.pk).values_list(
+        "subject", "item_id", "status", "judge_value", "epoch_values", "override_value"
+    )
+    for subject, item_id, status, value, epochs, override in rows.iterator(chunk_size=10000):
+        column = out.get(subject)
+        if column is None:
+            column = out[subject] = np.full(len(items.keys), np.nan)
+        at = items.index.get(item_id)
+        if at is None:
+            continue
+        worst, best = scales.get(subject, (None, None))
+        if mode == "human" and override is not None:
+            column[at] = override_value(override, reduction, worst, best)
+        elif status == Score.Status.OK and value is not None:
+            column[at] = reduce(epochs or [value], reduction, worst, best)
+    remember(_values, key, out)
+    return out
+
+
+_flaky: "OrderedDict[tuple, int]" = OrderedDict()
+
+
+def flaky_count(run: Run) -> int:
+    """Items whose epochs disagree on some subject (by the judge), per state of the results."""
+    key = (run.pk, fingerprint(run))
+    if key not in _flaky:
+        flaky = Score.objects.filter(run_id=run.pk, epoch_spread__gt=0)
+        remember(_flaky, key, flaky.values("item_id").distinct().count())
+    _flaky.move_to_end(key)
+    return _flaky[key]
 
 
 def common_positions(datasets: Sequence[Dataset]) -> list[np.ndarray]:

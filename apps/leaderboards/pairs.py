@@ -18,8 +18,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as scipy_stats
 
-from apps.leaderboards.boards import Board, Row, active_subjects, as_scored, per_item_overall
-from apps.leaderboards.items import common_positions, dataset_items, item_values, remember, tag_mask
+from apps.leaderboards.boards import (
+    Board,
+    Row,
+    active_subjects,
+    as_scored,
+    per_item_overall,
+    values_of,
+)
+from apps.leaderboards.items import common_positions, dataset_items, remember, tag_mask
 from apps.leaderboards.stats import Interval, mean_ci, normal_ci
 from apps.leaderboards.summaries import fingerprint
 
@@ -57,7 +64,7 @@ def board_values(board: Board, row: Row, key: str) -> np.ndarray:
     """The model's value of the board's leading number per item of its dataset, as the board
     scores it (`as_scored`); NaN for an item left out (answered only, or not tagged)."""
     found = dataset_items(row.run.dataset)
-    values = item_values(row.run, board.mode, board.last_event)
+    values = values_of(board, row.run, board.mode)
     infos = (
         active_subjects(board) if key == "overall" else [s for s in board.subjects if s.name == key]
     )
@@ -132,6 +139,7 @@ def _compared(board: Board, key: str) -> list[Pair]:
         board.params.tag if board.params.tag in board.tags else None,
         key,
         tuple(sorted(board.weights.items())),
+        board.reduction,
     )
     cached = _compared_cache.get(state)
     if cached is None:

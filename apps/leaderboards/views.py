@@ -59,6 +59,7 @@ def board(request: AppRequest, slug: str) -> HttpResponse:
         "chart": boards.chart(built),
         "value_views": VALUE_VIEWS,
         "scoring_views": SCORING_VIEWS,
+        "epoch_views": formatting.epoch_views(built),
     }
     template = "leaderboards/board.html#board" if request.htmx else "leaderboards/board.html"
     return render(request, template, context)

@@ -136,19 +136,26 @@ def with_outcome(
 
 
 def response_of(run: Run, item: Item) -> dict[str, Any]:
-    """The text the judge scored: a generation run's response or a column of the dataset."""
+    """The text the judge scored: a generation run's response or a column of the dataset.
+    With epochs, every epoch's response in order (`epochs`), the first one's fields besides."""
     if run.source_run_id:
-        response = Response.objects.filter(run_id=run.source_run_id, item=item).first()
         source = f"{run.source_run}"
-        if response is None:
+        responses = [
+            {
+                "epoch": response.epoch,
+                "text": response.text,
+                "failed": response.status == Response.Status.FAILED,
+                "error_kind": response.get_error_kind_display() if response.error_kind else "",
+                "error": response.error,
+            }
+            for response in Response.objects.filter(
+                run_id=run.source_run_id, item=item, epoch__lt=run.judged_epochs
+            ).order_by("epoch")
+        ]
+        if not responses:
             return {"source": source, "missing": True}
-        return {
-            "source": source,
-            "text": response.text,
-            "failed": response.status == Response.Status.FAILED,
-            "error_kind": response.get_error_kind_display() if response.error_kind else "",
-            "error": response.error,
-        }
+        several = run.judged_epochs > 1
+        return {"source": source, **responses[0], "epochs": responses if several else []}
     if run.source_column:
         return {
             "source": f"column “{run.source_column}”",
@@ -174,7 +181,7 @@ def inputs_of(run: Run, item: Item) -> tuple[list[tuple[str, str]], list[tuple[s
 def rounds_of(run: Run, item: Item) -> list[dict[str, Any]]:
     names = judge_of(run).subject_names
     rounds = []
-    for judge_round in JudgeRound.objects.filter(run=run, item=item).order_by("round"):
+    for judge_round in JudgeRound.objects.filter(run=run, item=item).order_by("epoch", "round"):
         values = judge_round.values or {}
         rounds.append(
             {

@@ -1,7 +1,7 @@
 """Which items of a judge run need review, and the orders in which the queue serves them.
 
 Every order is a total order on items, so "next after the current item" is well defined while
-others review, lock and unlock items. Cheap orders (file order, failed first) are keyset
+others review, lock and unlock items. Cheap orders (file order, failed or flaky first) are keyset
 queries on the item's position; costly ones (uncertainty, the sample) are computed once per
 state of the run's results and cached, then walked in chunks.
 """
@@ -38,6 +38,7 @@ from apps.runs.models import Run
 ORDERS = {
     "position": "File order",
     "failed": "Failed first",
+    "flaky": "Flaky first (epochs disagree)",
     "uncertain": "Uncertainty first",
     "sample": "Random sample by tag",
     "unreviewed": "Unreviewed only",
@@ -49,6 +50,11 @@ CHUNK = 500
 
 
 # ---- caching what only the judge's results decide ----------------------------------------
+def orders_for(run: Run) -> dict[str, str]:
+    """The orders a run's queue offers: "flaky first" only where the responses have epochs."""
+    return {k: v for k, v in ORDERS.items() if k != "flaky" or run.judged_epochs > 1}
+
+
 def last_event_id() -> int:
     """Moves with every human change (each leaves a ScoreEvent); one index lookup."""
     return ScoreEvent.objects.aggregate(last=Max("pk"))["last"] or 0
@@ -215,6 +221,8 @@ class Queue:
         items = RunItemQuerySet.of(self.run)
         if self.order == "failed":
             return [items.failed(), items.not_failed()]
+        if self.order == "flaky":
+            return [items.flaky(), items.not_flaky()]
         return [items]
 
     def _segment_neighbours(self, current: Item | None, forward: bool, limit: int) -> list[Item]:

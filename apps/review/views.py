@@ -18,7 +18,7 @@ from apps.judges.models import RunItemQuerySet, Score, StaleScore
 from apps.review import display, listing
 from apps.review.forms import BlindForm, BulkForm, ListFilterForm, OverrideForm, RevisionForm
 from apps.review.models import BlindEntry, ReviewLock
-from apps.review.queue import ORDERS, Queue, last_event_id, review_counts
+from apps.review.queue import Queue, last_event_id, orders_for, review_counts
 from apps.runs.models import Run
 
 
@@ -66,7 +66,7 @@ def run_review(request: AppRequest, run_id: int) -> HttpResponse:
         # Joined by hand per row: reversing a URL 500 times costs more than the queries.
         "item_base": reverse("review:item", args=[run.pk, 0]).removesuffix("0/"),
         "counts": review_counts(run),
-        "orders": ORDERS,
+        "orders": orders_for(run),
         "reviewers": listing.reviewers(request.user),
         "tags": sorted((run.dataset.tag_counts or {}).keys()),
     }

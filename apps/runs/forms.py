@@ -194,6 +194,7 @@ class GenerationRunForm(forms.Form):
         required=False, max_length=200, help_text="The model's name on leaderboards."
     )
     epochs = forms.IntegerField(
+        required=False,  # left out: one answer per item
         min_value=1,
         max_value=Run.MAX_EPOCHS,
         initial=1,
@@ -217,6 +218,9 @@ class GenerationRunForm(forms.Form):
         cast(
             forms.ModelChoiceField, self.fields["template"]
         ).queryset = PromptTemplate.objects.filter(task=task).order_by("name", "-version")
+
+    def clean_epochs(self) -> int:
+        return self.cleaned_data.get("epochs") or 1
 
     def clean(self) -> dict[str, Any]:
         super().clean()

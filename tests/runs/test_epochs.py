@@ -6,11 +6,13 @@ from collections import Counter
 
 import pytest
 from django.db import transaction
+from django.test import Client
+from django.urls import reverse
 
 from apps.runs.engine import launch
 from apps.runs.generation import GenerationPlugin, parse_unit_key, unit_key
 from apps.runs.models import AttemptLog, Response, Run
-from tests.base import work
+from tests.base import make_user, work
 from tests.runs.test_cli import generate_and_wait, start_run
 
 
@@ -133,3 +135,28 @@ def test_start_run_takes_epochs(dataset, endpoint, template, workers) -> None:
     )
     assert "completed: 90 done, 0 failed of 90" in result.stdout
     assert run.epochs == 3 and Response.objects.filter(run=run).count() == 90
+
+
+@pytest.mark.django_db
+def test_the_start_form_takes_epochs(
+    dataset, endpoint, template, django_capture_on_commit_callbacks
+):
+    client = Client()
+    client.force_login(make_user("reviewer"))
+    form = {
+        "task": "qa",
+        "dataset": dataset.pk,
+        "endpoint": endpoint.pk,
+        "template": template.pk,
+        "logging_mode": "failed",
+        "chunk_size": 200,
+    }
+    refused = client.post(reverse("runs:generation-start"), {**form, "epochs": 0})
+    assert refused.status_code == 200 and "greater than or equal to 1" in refused.content.decode()
+    assert not Run.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        started = client.post(reverse("runs:generation-start"), {**form, "epochs": 3}, follow=True)
+    run = Run.objects.get()
+    assert (run.epochs, run.total) == (3, 90)
+    html = started.content.decode()
+    assert "30 items × 3 epochs = 90 responses" in html and 'id="run-epochs"' in html

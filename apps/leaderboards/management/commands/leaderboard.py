@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.datasets.models import Task
 from apps.leaderboards import boards, exports, formatting, pairs
+from apps.leaderboards.epochs import Reduction
 
 
 class Command(BaseCommand):
@@ -35,6 +36,12 @@ class Command(BaseCommand):
             default="strict",
             help="strict: failed and missing items count at the worst value (default); "
             "answered: the mean over answered items only",
+        )
+        parser.add_argument(
+            "--epochs",
+            default="mean",
+            metavar="mean|majority|pass@K",
+            help="how an item's epochs (repeated generations) make its value (default: mean)",
         )
         parser.add_argument("--tag", help="only items with this tag")
         parser.add_argument(
@@ -67,6 +74,7 @@ class Command(BaseCommand):
             scoring=options["scoring"],
             common=options["common"],
             cluster=options["cluster"] or None,
+            epochs=_reduction(options["epochs"]),
         )
         board = boards.build(task, params)
         if board.judge is None:
@@ -128,6 +136,9 @@ def table(board: boards.Board) -> str:
         # The overall sits beside subject means on other scales: say how it is formed.
         board.overall_formula,
     ]
+    if board.epochs > 1:
+        flaky = ", ".join(f"{row.label} {board.flaky.get(row.run.pk, 0)}" for row in board.rows)
+        notes.append(f"Flaky items (epochs disagree): {flaky}.")
     if board.params.cluster:
         notes.append(
             f"95% CIs clustered on the tag starting with {board.params.cluster!r} "
@@ -156,3 +167,10 @@ def table(board: boards.Board) -> str:
         + ("\n" + "\n".join(notes[2:]) if notes[2:] else "")
         + "\n"
     )
+
+
+def _reduction(text: str) -> Reduction:
+    reduction = Reduction.parse(text)
+    if reduction.query != text.strip().lower():
+        raise CommandError(f"--epochs takes mean, majority or pass@K (K ≥ 1), not {text!r}.")
+    return reduction

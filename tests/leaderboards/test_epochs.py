@@ -1,0 +1,221 @@
+"""Repeated generations on the board (#18.5): mean over epochs, pass@k (unbiased estimator)
+and majority vote, CIs over items (clustered by item), flaky items, and the same numbers in
+the page, the CSV and the CLI."""
+
+import csv
+import io
+import math
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
+from scipy import special
+from scipy import stats as scipy_stats
+
+from apps.judges.models import Score
+from apps.leaderboards import boards
+from apps.leaderboards.boards import Params
+from apps.leaderboards.epochs import Reduction, majority, pass_at_k, reduce
+from apps.leaderboards.stats import clustered_se
+from tests import factories as f
+from tests.base import make_user
+
+SUBJECT = [{"name": "correct", "min": 0, "max": 100}]
+# Per item, each epoch's value: A is right on i1 once and on i3 twice; B all or nothing.
+EPOCHS = {
+    "A": {"k0": [100, 100, 100], "k1": [100, 0, 0], "k2": [0, 0, 0], "k3": [100, 100, 0]},
+    "B": {"k0": [100, 100, 100], "k1": [100, 100, 100], "k2": [0, 0, 0], "k3": [0, 0, 0]},
+}
+
+
+# ---- the estimators, pinned ------------------------------------------------------------------
+def reference_pass_at_k(n: int, c: int, k: int) -> float:
+    """1 − C(n − c, k) / C(n, k), by scipy's exact binomial coefficients."""
+    return 1 - special.comb(n - c, k, exact=True) / special.comb(n, k, exact=True)
+
+
+def test_pass_at_k_matches_hand_values_and_the_binomial_formula() -> None:
+    assert pass_at_k(5, 2, 1) == pytest.approx(0.4)  # c / n
+    assert pass_at_k(5, 2, 2) == pytest.approx(0.7)  # 1 − C(3,2)/C(5,2) = 1 − 3/10
+    assert pass_at_k(3, 1, 2) == pytest.approx(2 / 3)  # 1 − C(2,2)/C(3,2)
+    assert pass_at_k(3, 0, 3) == 0.0 and pass_at_k(3, 2, 2) == 1.0  # n − c < k
+    for n in range(1, 21):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                assert pass_at_k(n, c, k) == pytest.approx(reference_pass_at_k(n, c, k), abs=1e-12)
+    with pytest.raises(ValueError):
+        pass_at_k(3, 1, 4)
+
+
+def test_majority_breaks_ties_to_the_worse_value() -> None:
+    assert majority([1, 5, 5], 1, 5) == 5
+    assert majority([0, 100], 0, 100) == 0  # a tie: the worse value
+    assert majority([2, 4], 5, 1) == 4  # lower is better: the worse is the higher
+    assert majority([3, 4, 4, 3], None, None) == 3  # no range: the lower
+
+
+def test_reduce_puts_pass_at_k_on_the_subjects_scale() -> None:
+    two = Reduction("pass", 2)
+    assert reduce([100, 0, 0], two, 0, 100) == pytest.approx(100 * 2 / 3)
+    assert reduce([5, 3, 1], two, 1, 5) == pytest.approx(1 + 4 * 2 / 3)  # 1–5: 5 passes
+    # Lower is better: 1 passes (one epoch of three), 2/3 of the way from 5 down to 1.
+    assert reduce([1, 5, 5], two, 5, 1) == pytest.approx(5 - 4 * 2 / 3)
+    assert math.isnan(reduce([3, 4], two, None, None))  # no range, no passing value
+    assert math.isnan(reduce([100], two, 0, 100))  # fewer epochs than k
+    assert reduce([100, 0, 0], Reduction("majority"), 0, 100) == 0
+    assert reduce([100, 0, 0], Reduction(), 0, 100) == pytest.approx(100 / 3)
+    assert [Reduction.parse(t).query for t in ("pass@3", "MAJORITY", "pass@0", "x", None)] == [
+        "pass@3",
+        "majority",
+        "mean",
+        "mean",
+        "mean",
+    ]
+
+
+# ---- the board ----------------------------------------------------------------------------------
+@pytest.fixture
+def board_task(db):
+    task = f.make_task("epochs")
+    dataset = f.make_items(task, 4)
+    judge = f.make_judge(task, name="exact", subjects=SUBJECT)
+    runs = {}
+    for label, values in EPOCHS.items():
+        generation = f.make_generation_run(dataset, {k: ["…"] * 3 for k in values}, label=label)
+        run = f.make_judge_run(dataset, judge, source_run=generation, label=label)
+        f.add_scores(run, {k: {"correct": v} for k, v in values.items()})
+        runs[label] = run
+    return task, runs
+
+
+def cell(board: boards.Board, label: str, mode: str = "human") -> boards.Cell:
+    row = next(r for r in board.rows if r.label == label)
+    return row.cells[mode]["correct"]
+
+
+def overall(board: boards.Board, label: str) -> float | None:
+    return next(r for r in board.rows if r.label == label).overall["human"]
+
+
+def build(task, epochs: str = "mean") -> boards.Board:
+    return boards.build(task, Params(epochs=Reduction.parse(epochs)))
+
+
+@pytest.mark.django_db
+def test_each_reduction_gives_its_hand_computed_means(board_task) -> None:
+    task, _ = board_task
+    mean = build(task)
+    assert mean.epochs == 3 and mean.fewest_epochs == 3
+    # A: (100 + 33.3 + 0 + 66.7) / 4; B: (100 + 100 + 0 + 0) / 4.
+    assert cell(mean, "A").mean == pytest.approx(50) and cell(mean, "B").mean == pytest.approx(50)
+    majority_board = build(task, "majority")  # A: 100, 0, 0, 100
+    assert cell(majority_board, "A").mean == pytest.approx(50)
+    pass1 = build(task, "pass@1")  # c / n per item: the mean, as a pass rate
+    assert cell(pass1, "A").mean == pytest.approx(50)
+    pass2 = build(task, "pass@2")  # A: 1, 2/3, 0, 1
+    assert cell(pass2, "A").mean == pytest.approx(100 * (1 + 2 / 3 + 0 + 1) / 4)
+    assert cell(pass2, "B").mean == pytest.approx(50)
+    assert overall(pass2, "A") == pytest.approx(cell(pass2, "A").mean)
+    assert [row.label for row in pass2.rows] == ["A", "B"]
+    pass3 = build(task, "pass@3")  # A: 1, 1, 0, 1
+    assert cell(pass3, "A").mean == pytest.approx(75)
+    assert "pass@2 of its epochs" in pass2.overall_formula
+    # n is items, not items × epochs: the interval is over items.
+    assert cell(pass2, "A").n == 4 and cell(mean, "A").n == 4
+
+
+@pytest.mark.django_db
+def test_pass_at_k_beyond_the_fewest_epochs_is_capped(board_task) -> None:
+    task, _ = board_task
+    board = build(task, "pass@7")
+    assert board.reduction == Reduction("pass", 3)
+    assert cell(board, "A").mean == pytest.approx(75)
+
+
+def test_the_item_mean_interval_is_the_epoch_level_interval_clustered_by_item() -> None:
+    """Why per-item values make CIs clustered by item: with equal epochs per item, the
+    cluster-robust (CR1) standard error of the epoch-level mean, items as clusters, is the
+    plain standard error of the item means."""
+    epochs = np.array([v for item in EPOCHS["A"].values() for v in item], dtype=float)
+    clusters = np.repeat(np.arange(4), 3)
+    item_means = epochs.reshape(4, 3).mean(axis=1)
+    assert clustered_se(epochs, clusters) == pytest.approx(scipy_stats.sem(item_means))
+    naive = scipy_stats.sem(epochs)
+    assert naive < scipy_stats.sem(item_means)  # treating epochs as independent: too narrow
+
+
+@pytest.mark.django_db
+def test_an_override_is_the_items_value_under_every_reduction(board_task) -> None:
+    task, runs = board_task
+    admin = make_user("admin")
+    f.score(runs["A"], "k2", "correct").override(100, admin, "right after all")
+    pass2 = build(task, "pass@2")  # A: 1, 2/3, 1 (override), 1
+    assert cell(pass2, "A").mean == pytest.approx(100 * (3 + 2 / 3) / 4)
+    assert cell(pass2, "A", "judge").mean == pytest.approx(100 * (2 + 2 / 3) / 4)
+    assert cell(build(task, "majority"), "A").mean == pytest.approx(75)
+
+
+@pytest.mark.django_db
+def test_flaky_items_are_counted_and_listed(board_task) -> None:
+    task, runs = board_task
+    board = build(task)
+    assert board.flaky == {runs["A"].pk: 2, runs["B"].pk: 0}
+    client = Client()
+    client.force_login(make_user("viewer"))
+    page = client.get(reverse("leaderboards:task", args=[task.slug]), {"epochs": "pass@2"})
+    html = page.content.decode()
+    assert 'id="epochs-toggle"' in html and 'id="epochs-pass@2" aria-current="true"' in html
+    assert f'href="/judges/runs/{runs["A"].pk}/results/?flaky=1">A: 2</a>' in html
+    listed = client.get(reverse("judges:results", args=[runs["A"].pk]), {"flaky": "1"})
+    assert [row.item.key for row in listed.context["rows"]] == ["k1", "k3"]
+
+
+@pytest.mark.django_db
+def test_a_board_without_epochs_offers_no_epoch_toggle(db) -> None:
+    task = f.make_task("single")
+    dataset = f.make_items(task, 2)
+    judge = f.make_judge(task, name="exact", subjects=SUBJECT)
+    run = f.make_judge_run(dataset, judge, source_run=f.make_generation_run(dataset, {}))
+    f.add_scores(run, {"k0": {"correct": 100}, "k1": {"correct": 0}})
+    client = Client()
+    client.force_login(make_user("viewer"))
+    html = client.get(reverse("leaderboards:task", args=[task.slug])).content.decode()
+    assert "epochs-toggle" not in html and "Flaky" not in html
+
+
+@pytest.mark.django_db
+def test_csv_and_cli_carry_the_reduction_the_epochs_and_the_flaky_count(board_task, capsys) -> None:
+    task, _ = board_task
+    call_command("leaderboard", task.slug, "--epochs", "pass@2", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out.lstrip("\ufeff"))))
+    by_model = {row["model"]: row for row in rows}
+    assert float(by_model["A"]["correct.human.mean"]) == pytest.approx(100 * (8 / 3) / 4, abs=0.005)
+    assert by_model["A"]["epoch_reduction"] == "pass@2"
+    assert (by_model["A"]["epochs"], by_model["A"]["flaky_items"]) == ("3", "2")
+    assert by_model["B"]["flaky_items"] == "0"
+    call_command("leaderboard", task.slug, "--epochs", "majority")
+    text = capsys.readouterr().out
+    assert (
+        "majority vote of its epochs" in text and "Flaky items (epochs disagree): A 2, B 0" in text
+    )
+    with pytest.raises(Exception, match="--epochs takes mean, majority or pass@K"):
+        call_command("leaderboard", task.slug, "--epochs", "best")
+
+
+@pytest.mark.django_db
+def test_scores_without_epochs_reduce_their_one_value(board_task) -> None:
+    """A model with one answer per item beside models with several: majority of one value is
+    the value, and pass@k beyond 1 is capped at the fewest epochs on the board."""
+    task, runs = board_task
+    dataset = runs["A"].dataset
+    single = f.make_judge_run(
+        dataset, runs["A"].judge, source_run=f.make_generation_run(dataset, {}), label="C"
+    )
+    f.add_scores(single, {"k0": {"correct": 100}, "k1": {"correct": 0}, "k2": {"correct": 100}})
+    board = build(task, "pass@2")
+    assert board.fewest_epochs == 1 and board.reduction == Reduction("pass", 1)
+    # Strict: C's missing k3 counts at the worst value.
+    assert cell(board, "C").mean == pytest.approx(50) and cell(board, "C").missing == 1
+    assert Score.objects.filter(run=single, epoch_spread__gt=0).count() == 0
