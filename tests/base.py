@@ -45,6 +45,9 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     from django.conf import settings
 
     env = dict(os.environ)
+    # The test process allows database calls from async code (live-server tests need it); a
+    # user's worker does not, so neither do ours: such a call must fail here as it would there.
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     env.update(
         DJANGO_SETTINGS_MODULE="evalsite.settings",
         DATABASE_URL=database_url(),

@@ -21,6 +21,9 @@ class GenerationUnit:
     epoch: int
     messages: list[dict[str, str]]
     error: str = ""  # the template could not be rendered for this item
+    # Each epoch its own seed where the endpoint has one (its seed + epoch): samples differ,
+    # and the run asked again asks the same.
+    seed: int | None = None
 
 
 @dataclass(slots=True)
@@ -113,8 +116,15 @@ class GenerationPlugin(RunPlugin):
                 rendered[item.id] = (ctx.render(item).messages, "")
             except PromptError as exc:
                 rendered[item.id] = ([], str(exc))
+        seed = run.endpoint.seed if run.endpoint is not None else None
         return [
-            GenerationUnit(unit_key(item_id, epoch), item_id, epoch, *rendered[item_id])
+            GenerationUnit(
+                unit_key(item_id, epoch),
+                item_id,
+                epoch,
+                *rendered[item_id],
+                seed=None if seed is None else seed + epoch,
+            )
             for item_id, epoch in pairs
             if item_id in rendered
         ]
@@ -122,13 +132,10 @@ class GenerationPlugin(RunPlugin):
     async def perform(self, run: Run, ctx: Any, unit: GenerationUnit, call: Call) -> Result:
         if unit.error:
             return self.failed_result(run, ctx, unit, ErrorKind.TEMPLATE, unit.error)
-        # Each epoch its own seed where the endpoint has one: samples differ, and a rerun of
-        # the run asks the same.
-        seed = run.endpoint.seed if run.endpoint is not None else None
-        params = {"seed": seed + unit.epoch} if seed is not None else {}
-        reply = await call.chat(
-            unit.messages, epoch=unit.epoch, **params
-        )  # LLMError: recorded by the engine
+        params = {"seed": unit.seed} if unit.seed is not None else {}
+        # No database here (async): everything comes in the unit. LLMError: the engine
+        # records the failure.
+        reply = await call.chat(unit.messages, epoch=unit.epoch, **params)
         return Result(unit.key, unit.item_id, True, data=reply)
 
     def failed_result(
