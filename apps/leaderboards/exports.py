@@ -109,7 +109,8 @@ def _result_rows(run: Run, subjects: list[str]) -> Iterator[tuple]:
     items = Item.objects.filter(dataset_id=run.dataset_id).order_by("pk")
     columns: list[Any] = ["pk", "key", "position", "fields"]
     if run.source_run_id:
-        text = Response.objects.filter(run_id=run.source_run_id, item_id=OuterRef("pk"))
+        # With epochs, the first epoch's response; the rounds column has every epoch's values.
+        text = Response.objects.filter(run_id=run.source_run_id, item_id=OuterRef("pk"), epoch=0)
         items = items.annotate(response_text=Subquery(text.values("text")[:1]))
         columns.append("response_text")
     else:
@@ -203,7 +204,7 @@ def _round_reasons(run: Run) -> Callable[[int], list[str]]:
     items (both in item order), so a run of any size never holds its reasons in memory."""
     rounds = (
         JudgeRound.objects.filter(run_id=run.pk)
-        .order_by("item_id", "round")
+        .order_by("item_id", "epoch", "round")
         .values_list("item_id", "reason")
         .iterator(chunk_size=CHUNK)
     )
@@ -366,6 +367,8 @@ RESPONSE_COLUMNS = ("status", "error", "prompt_tokens", "completion_tokens", "la
 
 
 def _responses(run: Run) -> Iterator[tuple[tuple, tuple | None]]:
+    """(item, response) in item order, a row per epoch's response (epoch order), or one
+    (item, None) for an item without any; a response is (item id, epoch, text, …)."""
     items = (
         Item.objects.filter(dataset_id=run.dataset_id)
         .order_by("pk")
@@ -373,9 +376,10 @@ def _responses(run: Run) -> Iterator[tuple[tuple, tuple | None]]:
     )
     responses = iter(
         Response.objects.filter(run_id=run.pk)
-        .order_by("item_id")
+        .order_by("item_id", "epoch")
         .values_list(
             "item_id",
+            "epoch",
             "text",
             "status",
             "error_kind",
@@ -388,12 +392,15 @@ def _responses(run: Run) -> Iterator[tuple[tuple, tuple | None]]:
     )
     pending = next(responses, None)
     for item in items.iterator(chunk_size=CHUNK):
-        found = None
+        found = []
         while pending is not None and pending[0] <= item[0]:
             if pending[0] == item[0]:
-                found = pending
+                found.append(pending)
             pending = next(responses, None)
-        yield item, found
+        if not found:
+            yield item, None
+        for response in found:
+            yield item, response
 
 
 def responses_csv(run: Run) -> Iterator[str]:
@@ -401,9 +408,11 @@ def responses_csv(run: Run) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     fixed = {"key", "position", "response", *RESPONSE_COLUMNS}
+    epochs = run.epochs > 1  # a column saying which answer of the item a row is
     header = [
         "key",
         "position",
+        *(["epoch"] if epochs else []),
         *[f"field.{n}" if n in fixed else n for n in names],
         "response",
         *RESPONSE_COLUMNS,
@@ -412,11 +421,14 @@ def responses_csv(run: Run) -> Iterator[str]:
     writer.writerow([cell(h) for h in header])
     for count, (item, found) in enumerate(_responses(run), start=1):
         fields = item[3] if isinstance(item[3], dict) else {}
-        row = [cell(item[1]), item[2], *[cell(fields.get(n)) for n in names]]
+        row = [cell(item[1]), item[2]]
+        if epochs:
+            row.append(found[1] + 1 if found is not None else "")
+        row += [cell(fields.get(n)) for n in names]
         if found is None:
             row += [""] * (1 + len(RESPONSE_COLUMNS))
         else:
-            _, text, status, error_kind, error, prompt, completion, latency = found
+            _, _, text, status, error_kind, error, prompt, completion, latency = found
             error = f"{error_kind}: {error}" if error_kind else error
             row += [cell(text), status, cell(error), prompt, completion, latency]
         writer.writerow(row)
@@ -431,7 +443,9 @@ def responses_jsonl(run: Run) -> Iterator[str]:
         if found is None:
             record.update(response=None, status=None)
         else:
-            _, text, status, error_kind, error, prompt, completion, latency = found
+            _, epoch, text, status, error_kind, error, prompt, completion, latency = found
+            if run.epochs > 1:
+                record["epoch"] = epoch + 1
             record.update(
                 response=text,
                 status=status,

@@ -4,6 +4,7 @@ the page, the CSV and the CLI."""
 
 import csv
 import io
+import json
 import math
 
 import numpy as np
@@ -219,3 +220,25 @@ def test_scores_without_epochs_reduce_their_one_value(board_task) -> None:
     # Strict: C's missing k3 counts at the worst value.
     assert cell(board, "C").mean == pytest.approx(50) and cell(board, "C").missing == 1
     assert Score.objects.filter(run=single, epoch_spread__gt=0).count() == 0
+
+
+@pytest.mark.django_db
+def test_the_response_export_has_a_row_per_epoch(db) -> None:
+    task = f.make_task("export")
+    dataset = f.make_items(task, 2)
+    generation = f.make_generation_run(dataset, {"k0": ["a0", "=b0", None], "k1": ["a1"] * 3})
+    client = Client()
+    client.force_login(make_user("viewer"))
+    url = reverse("leaderboards:run-export", args=[generation.pk])
+    body = b"".join(client.get(url, {"format": "csv"}).streaming_content).decode()
+    rows = list(csv.DictReader(io.StringIO(body.lstrip("\ufeff"))))
+    assert [(r["key"], r["epoch"], r["response"], r["status"]) for r in rows] == [
+        ("k0", "1", "a0", "ok"),
+        ("k0", "2", "'=b0", "ok"),
+        ("k0", "3", "", "failed"),
+        ("k1", "1", "a1", "ok"),
+        ("k1", "2", "a1", "ok"),
+        ("k1", "3", "a1", "ok"),
+    ]
+    lines = b"".join(client.get(url, {"format": "jsonl"}).streaming_content).decode().splitlines()
+    assert [json.loads(line)["epoch"] for line in lines] == [1, 2, 3, 1, 2, 3]

@@ -67,5 +67,6 @@ def test_the_item_page_shows_every_epochs_response_escaped(epoch_run) -> None:
         assert f'id="response-epoch-{epoch}"' in html
         assert f"answer 1.{epoch} &lt;b&gt;bold&lt;/b&gt;" in html
     assert "<b>bold</b>" not in html
+    assert "epochs 100, 0, 100 (mean) · flaky: epochs differ by 100" in html
     listing = client.get(reverse("review:run", args=[epoch_run.pk])).content.decode()
     assert 'value="flaky"' in listing

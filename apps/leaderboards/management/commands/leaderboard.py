@@ -136,6 +136,11 @@ def table(board: boards.Board) -> str:
         # The overall sits beside subject means on other scales: say how it is formed.
         board.overall_formula,
     ]
+    if board.params.epochs != board.reduction:
+        notes.append(
+            f"{board.params.epochs.label} needs {board.params.epochs.k} epochs and a model here "
+            f"has {board.fewest_epochs}: showing {board.reduction.label}."
+        )
     if board.epochs > 1:
         flaky = ", ".join(f"{row.label} {board.flaky.get(row.run.pk, 0)}" for row in board.rows)
         notes.append(f"Flaky items (epochs disagree): {flaky}.")
