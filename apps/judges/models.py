@@ -439,15 +439,7 @@ class Score(models.Model):
         reason = (reason or "").strip()
         if not reason:
             raise ValidationError({"reason": "Say why you override the judge."})
-        if not math.isfinite(value):
-            raise ValidationError({"value": "Enter a number."})
-        bounds = self.value_range()
-        if bounds and not bounds[0] <= value <= bounds[1]:
-            raise ValidationError(
-                {
-                    "value": f"{value:g} is outside {self.subject}'s range {bounds[0]:g}–{bounds[1]:g}."
-                }
-            )
+        self._check_value(value)
         self._apply(
             ScoreEvent.Kind.OVERRIDE,
             user,
@@ -507,6 +499,43 @@ class Score(models.Model):
             confirmed_at=None,
         )
 
+    def settle_by_people(self, value: float, kind: str, user: Any, reason: str) -> None:
+        """The value several reviewers settled on (`ScoreEvent.Kind.CONSENSUS`, no user) or an
+        adjudicator set (`ADJUDICATE`). Equal to the judge's value it reads as a confirmation,
+        else as an override; either way the final value, with the reason in the history."""
+        self._check_value(value)
+        now = timezone.now()
+        if self.judge_value is not None and value == self.judge_value:
+            changes: dict[str, Any] = {
+                "override_value": None,
+                "override_reason": "",
+                "override_by": None,
+                "override_at": None,
+                "confirmed_by": user,
+                "confirmed_at": now,
+            }
+        else:
+            changes = {
+                "override_value": float(value),
+                "override_reason": reason,
+                "override_by": user,
+                "override_at": now,
+                "confirmed_by": None,
+                "confirmed_at": None,
+            }
+        self._apply(kind, user, reason, None, **changes)
+
+    def _check_value(self, value: float) -> None:
+        if not math.isfinite(value):
+            raise ValidationError({"value": "Enter a number."})
+        bounds = self.value_range()
+        if bounds and not bounds[0] <= value <= bounds[1]:
+            raise ValidationError(
+                {
+                    "value": f"{value:g} is outside {self.subject}'s range {bounds[0]:g}–{bounds[1]:g}."
+                }
+            )
+
     # ---- re-judging: the judge's side of the history, for many scores at once ----------------
     @staticmethod
     def confirmed_judge_values(run_id: int, item_ids: list[int]) -> dict[tuple[int, str], Any]:
@@ -565,6 +594,10 @@ class ScoreEvent(models.Model):
         # The judge gave a reviewed score a new value on a re-run: the confirmation of the
         # old value no longer holds, so it is withdrawn (the override, if any, stays).
         REJUDGE = "rejudge", "Re-judged"
+        # Several reviewers per item (apps.review): their reviews agreed and their consensus
+        # became the value, or they disagreed and an adjudicator set it.
+        CONSENSUS = "consensus", "Consensus"
+        ADJUDICATE = "adjudicate", "Adjudicated"
 
     score = models.ForeignKey(Score, on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=16, choices=Kind.choices)

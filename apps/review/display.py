@@ -4,6 +4,7 @@ Everything here hands plain values to templates; templates escape them. Blind mo
 decided here, on the server: a hidden judge value never reaches the template at all.
 """
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,14 @@ from django.core.exceptions import ValidationError
 from apps.datasets.models import Item
 from apps.datasets.values import as_text
 from apps.judges.models import JudgeRound, Score, ScoreEvent, StaleScore, judge_of
-from apps.review.models import BlindEntry, ReviewAssignment, ReviewLock
+from apps.review.models import (
+    Adjudication,
+    BlindEntry,
+    Review,
+    ReviewAssignment,
+    ReviewLock,
+    ReviewPolicy,
+)
 from apps.review.scales import DigitKeys, digit_keys
 from apps.runs.models import AttemptLog, Response, Run
 
@@ -35,6 +43,17 @@ class SubjectView:
     saved: str = ""  # what was just saved, for the message and for keyboard focus
     value: str = ""  # what the override form shows
     reason: str = ""
+    # Several reviewers per item (ReviewPolicy): this reviewer's review, everyone's (shown
+    # only once this reviewer has submitted, or to those who do not review), the target,
+    # and an adjudication when the reviews disagreed.
+    several: bool = False
+    target: int = 1
+    my_review: Review | None = None
+    reviews: list[Review] = field(default_factory=list)
+    show_reviews: bool = False
+    adjudication: Adjudication | None = None
+    may_adjudicate: bool = False
+    shown_at: float = 0.0  # when the page was made: the review's time spent counts from it
 
     @property
     def name(self) -> str:
@@ -74,8 +93,25 @@ def subject_views(run: Run, item: Item, user: Any, blind: bool) -> list[SubjectV
     }
     order = {name: index for index, name in enumerate(judge_of(run).subject_names)}
     scores.sort(key=lambda s: (order.get(s.subject, len(order)), s.subject))
+    policy = ReviewPolicy.of(run.task_id)
+    reviews: dict[int, list[Review]] = {}
+    adjudications: dict[int, Adjudication] = {}
+    if policy.several:
+        for review in Review.objects.filter(score__in=scores).select_related("user"):
+            reviews.setdefault(review.score_id, []).append(review)
+        adjudications = {a.score_id: a for a in Adjudication.objects.filter(score__in=scores)}
     return [
-        subject_view(score, run, user, blind, events.get(score.pk, []), entries.get(score.pk))
+        subject_view(
+            score,
+            run,
+            user,
+            blind,
+            events.get(score.pk, []),
+            entries.get(score.pk),
+            policy=policy,
+            reviews=reviews.get(score.pk, []),
+            adjudication=adjudications.get(score.pk),
+        )
         for score in scores
     ]
 
@@ -87,10 +123,21 @@ def subject_view(
     blind: bool,
     events: list[ScoreEvent] | None = None,
     blind_entry: BlindEntry | None = None,
+    *,
+    policy: ReviewPolicy | None = None,
+    reviews: list[Review] | None = None,
+    adjudication: Adjudication | None = None,
 ) -> SubjectView:
     if events is None:
         events = list(score.events.select_related("user"))
         blind_entry = BlindEntry.objects.filter(score=score, user_id=user.pk).first()
+    if policy is None:
+        policy = ReviewPolicy.of(run.task_id)
+        if policy.several:
+            reviews = list(score.reviews.select_related("user"))
+            adjudication = Adjudication.objects.filter(score=score).first()
+    if policy.several:
+        return _several_view(score, run, user, blind, events, policy, reviews or [], adjudication)
     own_change = user.pk in (score.override_by_id, score.confirmed_by_id)
     hidden = blind and blind_entry is None and not own_change
     spec = judge_of(run).subject(score.subject) or {}
@@ -109,6 +156,44 @@ def subject_view(
         shown = blind_entry.value if blind_entry else score.final_value
         view.value = "" if shown is None else f"{shown:g}"
     return view
+
+
+def _several_view(
+    score: Score,
+    run: Run,
+    user: Any,
+    blind: bool,
+    events: list[ScoreEvent],
+    policy: ReviewPolicy,
+    reviews: list[Review],
+    adjudication: Adjudication | None,
+) -> SubjectView:
+    """A subject's card when several people review each item: until this reviewer has
+    submitted, nobody else's value (and in blind mode not the judge's) reaches the page."""
+    mine = next((r for r in reviews if r.user_id == user.pk), None)
+    spec = judge_of(run).subject(score.subject) or {}
+    reviewer = bool(user.can_edit)
+    return SubjectView(
+        score=score,
+        spec=spec,
+        events=events,
+        blind_entry=None,
+        hidden=blind and reviewer and mine is None,
+        may_edit=reviewer and mine is None,
+        may_revert=False,
+        keys=digit_keys(judge_of(run), spec),
+        several=True,
+        target=policy.reviews_per_item,
+        my_review=mine,
+        reviews=reviews,
+        # An adjudicator sees them all once the item waits for adjudication.
+        show_reviews=mine is not None
+        or not reviewer
+        or (adjudication is not None and policy.may_adjudicate(user)),
+        adjudication=adjudication,
+        may_adjudicate=policy.may_adjudicate(user),
+        shown_at=time.time(),
+    )
 
 
 def with_outcome(
@@ -212,6 +297,7 @@ def attempts_of(run: Run, item: Item) -> list[dict[str, Any]]:
 
 
 def item_context(run: Run, item: Item, user: Any, blind: bool) -> dict[str, Any]:
+    policy = ReviewPolicy.of(run.task_id)
     subjects = subject_views(run, item, user, blind)
     inputs, other_fields = inputs_of(run, item)
     revealed = not any(view.hidden for view in subjects)
@@ -225,7 +311,8 @@ def item_context(run: Run, item: Item, user: Any, blind: bool) -> dict[str, Any]
         "response": response_of(run, item),
         "evidence": evidence_context(run, item, revealed),
         # Locks are between people who change scores; a viewer is not told of them.
-        "lock": ReviewLock.holder(run, item) if user.can_edit else None,
+        "lock": ReviewLock.holder(run, item) if user.can_edit and not policy.several else None,
+        "policy": policy,
         "assignment": assignment,
     }
 

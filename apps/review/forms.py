@@ -32,6 +32,59 @@ class BlindForm(forms.Form):
     value = FiniteFloatField(error_messages={"required": "Enter your value."})
 
 
+class ReviewForm(forms.Form):
+    """One reviewer's own value when several review each item (apps.review.models.Review)."""
+
+    value = FiniteFloatField(error_messages={"required": "Enter your value."})
+    reason = forms.CharField(required=False, max_length=5000)
+    shown_at = FiniteFloatField(required=False, widget=forms.HiddenInput)
+
+
+class AdjudicationForm(forms.Form):
+    value = FiniteFloatField(error_messages={"required": "Enter the final value."})
+    reason = forms.CharField(max_length=5000, error_messages={"required": "Say why this value."})
+
+
+class PolicyForm(forms.Form):
+    """A task's review policy, as admins set it."""
+
+    reviews_per_item = forms.IntegerField(
+        min_value=1,
+        max_value=10,
+        help_text="People who review each item on their own; 1: one reviewer's override or "
+        "confirmation is the human value.",
+    )
+    adjudicator: forms.ModelChoiceField = forms.ModelChoiceField(
+        queryset=None,
+        required=False,
+        help_text="Settles disagreements besides admins.",
+    )
+    thresholds = forms.CharField(
+        required=False,
+        max_length=2000,
+        help_text="Per subject, the largest spread of the reviews' values still settled by "
+        "their consensus, e.g. “accuracy=1, clarity=0”; a subject not named: 0 (any "
+        "disagreement goes to adjudication).",
+    )
+
+    def clean_thresholds(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for part in (self.cleaned_data.get("thresholds") or "").split(","):
+            if not part.strip():
+                continue
+            name, sep, raw = part.partition("=")
+            try:
+                number = float(raw)
+            except ValueError:
+                number = math.nan
+            if not sep or not name.strip() or not math.isfinite(number) or number < 0:
+                raise ValidationError(
+                    f"“{part.strip()}”: write subject=number, the number 0 or more."
+                )
+            out[name.strip()] = number
+        return out
+
+
 class ListFilterForm(forms.Form):
     STATUS = [("", "Any status"), ("failed", "Failed"), ("ok", "OK"), ("pending", "Not judged")]
     REVIEW = [

@@ -1,12 +1,15 @@
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
-from apps.datasets.models import Item
-from apps.judges.models import Score
+from apps.datasets.models import Item, Task
+from apps.judges.models import Score, ScoreEvent, judge_of
+from apps.review.scales import is_two_valued
 from apps.runs.models import Run
 
 
@@ -116,3 +119,226 @@ class BlindEntry(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["score", "user"], name="blind_entry_once")]
+
+
+# ---- several reviewers per item ---------------------------------------------------------------
+class ReviewPolicy(models.Model):
+    """How a task's items are reviewed: by how many people each, when their disagreement needs
+    an adjudicator, and who adjudicates besides admins. A task without one takes one review
+    per item (the reviewer's override or confirmation is the human value)."""
+
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="review_policy")
+    reviews_per_item = models.PositiveIntegerField(default=1)
+    # subject → the largest spread (max − min of the reviews' values) still settled by
+    # consensus; beyond it the item goes to adjudication. A subject not listed: 0, so any
+    # disagreement is adjudicated.
+    thresholds = models.JSONField(default=dict, blank=True)
+    adjudicator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    MAX_REVIEWS = 10
+
+    def __str__(self) -> str:
+        return f"{self.task}: {self.reviews_per_item} reviews per item"
+
+    @classmethod
+    def of(cls, task_id: int) -> "ReviewPolicy":
+        """The task's policy (unsaved defaults when it has none)."""
+        return cls.objects.filter(task_id=task_id).first() or cls(task_id=task_id)
+
+    @property
+    def several(self) -> bool:
+        return self.reviews_per_item > 1
+
+    def threshold(self, subject: str) -> float:
+        try:
+            return max(0.0, float(self.thresholds.get(subject, 0)))
+        except (TypeError, ValueError):
+            return 0.0
+
+    def check_direct_change(self, user: Any) -> None:
+        """With several reviews per item a reviewer's value is a review, not an override: only
+        an admin overrides, confirms or reverts a score directly."""
+        if self.several and not user.is_admin:
+            raise PermissionDenied(
+                f"This task takes {self.reviews_per_item} reviews per item: submit your "
+                "review; an admin or the adjudicator settles disagreements."
+            )
+
+    def may_adjudicate(self, user: Any) -> bool:
+        return bool(user.is_authenticated and (user.is_admin or user.pk == self.adjudicator_id))
+
+
+class ReviewClaim(models.Model):
+    """One reviewer's reservation of an item while reviews from several people are wanted:
+    the queue hands an item out only while its reviews plus others' live claims are short of
+    the target, so N reviewers at once exceed it by at most the open claims."""
+
+    TTL = timedelta(minutes=10)
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "item", "user"], name="review_claim_once")
+        ]
+        indexes = [models.Index(fields=["run", "item", "expires_at"])]
+
+    @classmethod
+    def live(cls) -> models.QuerySet["ReviewClaim"]:
+        return cls.objects.filter(expires_at__gt=timezone.now())
+
+    @classmethod
+    def claim(cls, run: Run, item: Item, user: Any, target: int) -> bool:
+        """Reserve the item for `user` if it still needs a review from someone new: False when
+        they reviewed it already or others' reviews and live claims fill the target. The item's
+        row is locked for the check (PostgreSQL); SQLite's IMMEDIATE transactions serialize it."""
+        now = timezone.now()
+        with transaction.atomic():
+            Item.objects.select_for_update().filter(pk=item.pk).first()
+            if cls.objects.filter(run=run, item=item, user=user).update(expires_at=now + cls.TTL):
+                return not reviewed_by(run, item, user)
+            if reviewed_by(run, item, user):
+                return False
+            others = cls.objects.filter(run=run, item=item, expires_at__gt=now).count()
+            if reviewers_of(run, item) + others >= target:
+                return False
+            cls.objects.create(run=run, item=item, user=user, expires_at=now + cls.TTL)
+        return True
+
+    @classmethod
+    def release(cls, run: Run, item: Item, user: Any) -> None:
+        cls.objects.filter(run=run, item=item, user=user).delete()
+
+
+def reviewers_of(run: Run, item: Item) -> int:
+    """How many people have reviewed the item (a review of any of its subjects counts)."""
+    return (
+        Review.objects.filter(score__run=run, score__item=item).values("user_id").distinct().count()
+    )
+
+
+def reviewed_by(run: Run, item: Item, user: Any) -> bool:
+    return Review.objects.filter(score__run=run, score__item=item, user_id=user.pk).exists()
+
+
+class Review(models.Model):
+    """One reviewer's own value for one score (item × subject), with their reason and the
+    seconds they spent; kept apart from everyone else's. Their consensus, or an adjudicator,
+    gives the score its human value (`settle`)."""
+
+    score = models.ForeignKey(Score, on_delete=models.CASCADE, related_name="reviews")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    value = models.FloatField()
+    reason = models.TextField(blank=True)
+    seconds = models.FloatField(default=0.0)  # from the item's page opening to the submit
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    MAX_SECONDS = 4 * 3600  # a page left open overnight is not time spent reviewing
+
+    class Meta:
+        ordering = ["score", "created_at", "pk"]
+        constraints = [models.UniqueConstraint(fields=["score", "user"], name="review_once")]
+
+    @classmethod
+    def submit(cls, score: Score, user: Any, value: float, reason: str, seconds: float) -> "Review":
+        """Record `user`'s review (once: a second submit is refused), then settle the score if
+        it has all its reviews."""
+        score._check_value(value)
+        with transaction.atomic():
+            Score.objects.select_for_update().filter(pk=score.pk).first()
+            if cls.objects.filter(score=score, user_id=user.pk).exists():
+                raise ValidationError("You have reviewed this already; reviews are not edited.")
+            review = cls.objects.create(
+                score=score,
+                user=user,
+                value=float(value),
+                reason=(reason or "").strip(),
+                seconds=min(max(float(seconds), 0.0), cls.MAX_SECONDS),
+            )
+            settle(score)
+        return review
+
+
+class Adjudication(models.Model):
+    """A score whose reviewers disagreed beyond the subject's threshold: open until an admin
+    (or the task's adjudicator) sets the value, seeing every review side by side."""
+
+    score = models.OneToOneField(Score, on_delete=models.CASCADE, related_name="adjudication")
+    opened_at = models.DateTimeField(auto_now_add=True)
+    spread = models.FloatField(default=0.0)  # of the reviews' values when it opened
+    value = models.FloatField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    settled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["opened_at", "pk"]
+        indexes = [models.Index(fields=["settled_at"])]
+
+    @property
+    def is_open(self) -> bool:
+        return self.settled_at is None
+
+    def decide(self, value: float, user: Any, reason: str) -> None:
+        reason = (reason or "").strip()
+        if not reason:
+            raise ValidationError({"reason": "Say why this value."})
+        score = self.score
+        policy = ReviewPolicy.of(score.run.task_id)
+        if not policy.may_adjudicate(user):
+            raise PermissionDenied("Only an admin or the task's adjudicator adjudicates.")
+        with transaction.atomic():
+            score.settle_by_people(value, ScoreEvent.Kind.ADJUDICATE, user, reason)
+            Adjudication.objects.filter(pk=self.pk).update(
+                value=float(value), reason=reason, user=user, settled_at=timezone.now()
+            )
+        self.refresh_from_db()
+
+
+def is_categorical(judge: Any) -> bool:
+    """Right/wrong subjects (MCQ, pass/fail metrics): majority vote and nominal agreement."""
+    return is_two_valued(judge)
+
+
+def consensus(values: list[float], categorical: bool, worst: float | None) -> float:
+    """The mean of the values, or the majority on a categorical subject (a tie to the worst)."""
+    if not categorical:
+        return sum(values) / len(values)
+    counts = Counter(values)
+    top = max(counts.values())
+    tied = [v for v, n in counts.items() if n == top]
+    return worst if worst in tied else min(tied)
+
+
+def settle(score: Score) -> None:
+    """Once a score has its target of reviews: their consensus becomes its value, or, when
+    they differ by more than the subject's threshold, it waits for an adjudicator."""
+    run = score.run
+    policy = ReviewPolicy.of(run.task_id)
+    reviews = list(Review.objects.filter(score=score).select_related("user"))
+    if len(reviews) < policy.reviews_per_item or is_adjudicated(score):
+        return
+    values = [r.value for r in reviews]
+    spread = max(values) - min(values)
+    if spread > policy.threshold(score.subject):
+        Adjudication.objects.get_or_create(score=score, defaults={"spread": spread})
+        return
+    judge = judge_of(run)
+    spec = judge.subject(score.subject) or {}
+    worst = float(spec["min"]) if "min" in spec else None
+    value = consensus(values, is_categorical(judge), worst)
+    said = ", ".join(f"{r.user.username} {r.value:g}" for r in reviews)
+    reason = f"Consensus of {len(reviews)} reviews ({said}): {value:g}."
+    score.settle_by_people(value, ScoreEvent.Kind.CONSENSUS, None, reason)
+
+
+def is_adjudicated(score: Score) -> bool:
+    """An adjudicated score keeps the adjudicator's value whatever reviews come later."""
+    return Adjudication.objects.filter(score=score, settled_at__isnull=False).exists()

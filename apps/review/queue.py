@@ -16,6 +16,7 @@ from typing import Any
 from django.core.cache import cache
 from django.db.models import (
     Case,
+    Count,
     Exists,
     F,
     FloatField,
@@ -25,6 +26,7 @@ from django.db.models import (
     Min,
     OuterRef,
     Q,
+    Subquery,
     Value,
     When,
 )
@@ -32,7 +34,7 @@ from django.db.models.functions import Coalesce
 
 from apps.datasets.models import Item
 from apps.judges.models import RunItemQuerySet, Score, ScoreEvent, judge_of
-from apps.review.models import ReviewAssignment, ReviewLock
+from apps.review.models import Review, ReviewAssignment, ReviewClaim, ReviewLock, ReviewPolicy
 from apps.runs.models import Run
 
 ORDERS = {
@@ -188,6 +190,10 @@ class Queue:
             label += f" (n={self.n}, seed={self.seed})"
         return label
 
+    @cached_property
+    def policy(self) -> ReviewPolicy:
+        return ReviewPolicy.of(self.run.task_id)
+
     # ---- filters -------------------------------------------------------------------------
     def scoped(self, qs: RunItemQuerySet) -> RunItemQuerySet:
         """Judged items this reviewer may be served: theirs if assigned, nobody else's."""
@@ -198,11 +204,40 @@ class Queue:
         return qs.exclude(Exists(assignments.exclude(user_id=self.user.pk)))
 
     def servable(self, qs: RunItemQuerySet) -> RunItemQuerySet:
-        """Of those, what "next" may serve now: not reviewed (if asked), not held by another."""
+        """Of those, what "next" may serve now: not reviewed (if asked), not held by another;
+        with several reviews per item, one this reviewer has not reviewed whose reviews and
+        others' live claims are still short of the target."""
+        if self.policy.several:
+            return self._wanting_reviews(qs)
         if self.unreviewed:
             qs = qs.unreviewed()
         locks = ReviewLock.objects.live().filter(run=self.run, item=OuterRef("pk"))
         return qs.exclude(Exists(locks.exclude(user_id=self.user.pk)))
+
+    def _wanting_reviews(self, qs: RunItemQuerySet) -> RunItemQuerySet:
+        reviews = Review.objects.filter(score__run_id=self.run.pk, score__item_id=OuterRef("pk"))
+        people = (
+            reviews.order_by()
+            .values("score__item_id")
+            .annotate(n=Count("user_id", distinct=True))
+            .values("n")
+        )
+        claims = (
+            ReviewClaim.live()
+            .filter(run_id=self.run.pk, item_id=OuterRef("pk"))
+            .exclude(user_id=self.user.pk)
+            .order_by()
+            .values("item_id")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        return (
+            qs.exclude(Exists(reviews.filter(user_id=self.user.pk)))
+            .alias(
+                q_taken=Coalesce(Subquery(people), Value(0)) + Coalesce(Subquery(claims), Value(0))
+            )
+            .filter(q_taken__lt=self.policy.reviews_per_item)
+        )
 
     # ---- walking -------------------------------------------------------------------------
     def neighbours(self, current: Item | None, forward: bool = True, limit: int = 10) -> list[Item]:
@@ -345,7 +380,14 @@ class Queue:
             if not candidates:
                 return None
             for item in candidates:
-                if ReviewLock.claim(self.run, item, self.user) or not forward:
+                if self.policy.several:
+                    target = self.policy.reviews_per_item
+                    if ReviewClaim.claim(self.run, item, self.user, target) or not forward:
+                        ReviewClaim.objects.filter(run=self.run, user=self.user).exclude(
+                            item=item
+                        ).delete()
+                        return item
+                elif ReviewLock.claim(self.run, item, self.user) or not forward:
                     ReviewLock.release_others(self.run, self.user, keep_item_id=item.pk)
                     return item
         return None

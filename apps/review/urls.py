@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.review import views
+from apps.review import several, views
 
 app_name = "review"
 urlpatterns = [
@@ -15,4 +15,8 @@ urlpatterns = [
     path("score/<int:score_id>/confirm/", views.confirm, name="confirm"),
     path("score/<int:score_id>/revert/", views.revert, name="revert"),
     path("score/<int:score_id>/blind/", views.blind_entry, name="blind"),
+    path("score/<int:score_id>/review/", several.submit_review, name="submit"),
+    path("adjudication/<int:pk>/", several.adjudicate, name="adjudicate"),
+    path("task/<slug:slug>/adjudication/", several.adjudication_list, name="adjudication"),
+    path("task/<slug:slug>/policy/", several.policy, name="policy"),
 ]

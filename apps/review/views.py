@@ -17,7 +17,7 @@ from apps.datasets.models import Item
 from apps.judges.models import RunItemQuerySet, Score, StaleScore
 from apps.review import display, listing
 from apps.review.forms import BlindForm, BulkForm, ListFilterForm, OverrideForm, RevisionForm
-from apps.review.models import BlindEntry, ReviewLock
+from apps.review.models import BlindEntry, ReviewClaim, ReviewLock, ReviewPolicy
 from apps.review.queue import Queue, last_event_id, orders_for, review_counts
 from apps.runs.models import Run
 
@@ -28,7 +28,7 @@ def _judge_run(run_id: int) -> Run:
     return get_object_or_404(runs, pk=run_id)
 
 
-def _score(score_id: int) -> Score:
+def score_for_change(score_id: int) -> Score:
     scores = Score.objects.select_related(
         "run__judge", "run__dataset", "item", "override_by", "confirmed_by"
     )
@@ -145,6 +145,14 @@ def renew_lock(request: AppRequest, run_id: int, item_id: int) -> HttpResponse:
     """Keep the item claimed while its page is open (the page asks every minute)."""
     run = _judge_run(run_id)
     item = get_object_or_404(RunItemQuerySet.of(run), pk=item_id)
+    policy = ReviewPolicy.of(run.task_id)
+    if policy.several:
+        # Not exclusive: a reservation among the target's reviewers (see ReviewClaim).
+        held = ReviewClaim.claim(run, item, request.user, policy.reviews_per_item)
+        if not request.htmx:
+            return redirect("review:item", run.pk, item.pk)
+        context = {"run": run, "item": item, "claim": held, "policy": policy}
+        return render(request, "review/_lock.html", context)
     claimed = ReviewLock.claim(run, item, request.user)
     if claimed and request.POST.get("opened") == "1":
         # A page just opened on this item: the reviewer has moved on from any other.
@@ -179,7 +187,7 @@ def item_page(request: AppRequest, run_id: int, item_id: int) -> HttpResponse:
 
 
 # ---- changing one score ------------------------------------------------------------------
-def _answer(
+def answer(
     request: AppRequest, score: Score, queue: Queue, ok: bool, **outcome: Any
 ) -> HttpResponse:
     """The subject's card for HTMX; otherwise back to the page (or the page with the error)."""
@@ -213,7 +221,8 @@ def _evidence_oob(request: AppRequest, score: Score, queue: Queue) -> str:
 
 
 def _change(request: AppRequest, score_id: int, form_class: type, apply: Any) -> HttpResponse:
-    score = _score(score_id)
+    score = score_for_change(score_id)
+    ReviewPolicy.of(score.run.task_id).check_direct_change(request.user)
     queue = Queue.from_params(score.run, request.user, request.POST)
     form = form_class(request.POST)
     typed = {"value": request.POST.get("value", ""), "reason": request.POST.get("reason", "")}
@@ -222,10 +231,10 @@ def _change(request: AppRequest, score_id: int, form_class: type, apply: Any) ->
             raise ValidationError(form.errors.as_data())
         saved = apply(score, form.cleaned_data)
     except StaleScore as stale:
-        return _answer(request, score, queue, ok=False, stale=stale, **typed)
+        return answer(request, score, queue, ok=False, stale=stale, **typed)
     except ValidationError as error:
-        return _answer(request, score, queue, ok=False, error=error, **typed)
-    return _answer(request, score, queue, ok=True, saved=saved)
+        return answer(request, score, queue, ok=False, error=error, **typed)
+    return answer(request, score, queue, ok=True, saved=saved)
 
 
 @require_POST
@@ -251,7 +260,7 @@ def confirm(request: AppRequest, score_id: int) -> HttpResponse:
 @require_POST
 @reviewer_required
 def revert(request: AppRequest, score_id: int) -> HttpResponse:
-    if not _score(score_id).may_revert(request.user):
+    if not score_for_change(score_id).may_revert(request.user):
         raise PermissionDenied("Only an admin may revert someone else's change.")
 
     def apply(score: Score, data: dict[str, Any]) -> str:
