@@ -38,7 +38,8 @@ from apps.datasets.models import Item
 from apps.judges.models import JudgeRound, judge_of
 from apps.leaderboards.boards import Board, Row
 from apps.leaderboards.pairs import Pairs
-from apps.review.models import BlindEntry
+from apps.leaderboards.people import PeopleAgreement
+from apps.review.models import Adjudication, BlindEntry, Review
 from apps.runs.models import Response, Run
 
 CHUNK = 2000  # rows per database fetch
@@ -679,3 +680,180 @@ def board_jsonl(board: Board) -> Iterable[str]:
     return [
         json.dumps({**meta, **record}, ensure_ascii=False) + "\n" for record in board_records(board)
     ]
+
+
+# ---- agreement between people -------------------------------------------------------------
+PEOPLE_HEADER = [
+    "kind",
+    "judge",
+    "subject",
+    "scale",
+    "tag",
+    "reviewer",
+    "other_reviewer",
+    "units",
+    "reviews",
+    "alpha",
+    "fleiss_kappa",
+    "percent_agreement",
+    "judge_percent_agreement",
+    "items",
+    "median_seconds",
+    "same_as_settled",
+    "same_as_judge",
+]
+
+
+def people_records(found: PeopleAgreement) -> Iterator[dict[str, Any]]:
+    """One record per subject, per tag of a subject, per pair of reviewers and per reviewer."""
+    for s in found.subjects:
+        judge = f"{s.judge.name} v{s.judge.version}"
+        base = {"judge": judge, "subject": s.subject, "scale": s.level}
+        yield {
+            "kind": "subject",
+            **base,
+            "units": s.units,
+            "reviews": s.reviews,
+            "alpha": s.alpha,
+            "fleiss_kappa": s.fleiss,
+            "percent_agreement": s.percent,
+            "judge_percent_agreement": s.judge_percent,
+        }
+        for t in s.tags:
+            yield {
+                "kind": "tag",
+                **base,
+                "tag": t["tag"],
+                "units": t["units"],
+                "alpha": t["alpha"],
+                "fleiss_kappa": t["fleiss"],
+                "percent_agreement": t["percent"],
+            }
+    for p in found.pairs:
+        yield {
+            "kind": "pair",
+            "judge": f"{p.judge.name} v{p.judge.version}",
+            "subject": p.subject,
+            "reviewer": p.a,
+            "other_reviewer": p.b,
+            "units": p.n,
+            "alpha": p.alpha,
+            "percent_agreement": p.percent,
+        }
+    for r in found.reviewers:
+        yield {
+            "kind": "reviewer",
+            "reviewer": r.username,
+            "items": r.items,
+            "reviews": r.reviews,
+            "median_seconds": r.median_seconds,
+            "same_as_settled": r.with_people,
+            "same_as_judge": r.with_judge,
+        }
+
+
+def people_csv(found: PeopleAgreement) -> Iterable[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    buffer.write(BOM)
+    writer.writerow(PEOPLE_HEADER)
+    for record in people_records(found):
+        writer.writerow(
+            [
+                cell(v) if isinstance(v, str) else ("" if v is None else v)
+                for v in (record.get(name) for name in PEOPLE_HEADER)
+            ]
+        )
+    return [buffer.getvalue()]
+
+
+def people_json(found: PeopleAgreement) -> str:
+    grouped: dict[str, list[dict[str, Any]]] = {
+        "subjects": [],
+        "tags": [],
+        "pairs": [],
+        "reviewers": [],
+    }
+    plural = {"subject": "subjects", "tag": "tags", "pair": "pairs", "reviewer": "reviewers"}
+    for record in people_records(found):
+        grouped[plural[record.pop("kind")]].append(record)
+    return json.dumps(grouped, ensure_ascii=False, indent=2) + "\n"
+
+
+# ---- reviews: one row per review ----------------------------------------------------------
+REVIEW_HEADER = [
+    "key",
+    "position",
+    "subject",
+    "reviewer",
+    "value",
+    "reason",
+    "seconds",
+    "reviewed_at",
+    "judge_value",
+    "final_value",
+    "settled_by",
+    "adjudicated_by",
+    "adjudication_reason",
+]
+
+
+def review_records(run: Run) -> Iterator[dict[str, Any]]:
+    """Every review of the judge run's scores, with the score's judge and final value and how
+    it was settled (consensus, adjudication, or still open)."""
+    adjudications = {
+        a.score_id: a for a in Adjudication.objects.filter(score__run=run).select_related("user")
+    }
+    rows = (
+        Review.objects.filter(score__run=run)
+        .select_related("score__item", "user")
+        .order_by("score__item__position", "score__subject", "created_at", "pk")
+    )
+    for review in rows.iterator(chunk_size=CHUNK):
+        score = review.score
+        adjudication = adjudications.get(score.pk)
+        if adjudication is not None and not adjudication.is_open:
+            settled = "adjudication"
+        elif adjudication is not None:
+            settled = "waiting for adjudication"
+        elif score.is_reviewed:
+            settled = "consensus"
+        else:
+            settled = ""
+        yield {
+            "key": score.item.key,
+            "position": score.item.position,
+            "subject": score.subject,
+            "reviewer": review.user.username,
+            "value": review.value,
+            "reason": review.reason,
+            "seconds": round(review.seconds, 1),
+            "reviewed_at": review.created_at.isoformat(),
+            "judge_value": score.judge_value,
+            "final_value": score.final_value,
+            "settled_by": settled,
+            "adjudicated_by": adjudication.user.username
+            if adjudication is not None and adjudication.user is not None
+            else "",
+            "adjudication_reason": adjudication.reason if adjudication is not None else "",
+        }
+
+
+def reviews_csv(run: Run) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    buffer.write(BOM)
+    writer.writerow(REVIEW_HEADER)
+    for record in review_records(run):
+        writer.writerow(
+            [
+                cell(v) if isinstance(v, str) else ("" if v is None else v)
+                for v in (record[name] for name in REVIEW_HEADER)
+            ]
+        )
+    yield buffer.getvalue()
+
+
+def reviews_jsonl(run: Run) -> Iterator[str]:
+    for record in review_records(run):
+        yield json.dumps(record, ensure_ascii=False) + "\n"

@@ -23,7 +23,7 @@ import numpy as np
 LEVELS = ("nominal", "ordinal", "interval")
 
 
-def _pairable(matrix: Sequence[Sequence[float]]) -> np.ndarray:
+def _pairable(matrix: "Sequence[Sequence[float]] | np.ndarray") -> np.ndarray:
     data = np.asarray(matrix, dtype=float)
     if data.ndim != 2:
         raise ValueError("A reliability matrix is units × raters.")
@@ -54,7 +54,9 @@ def _delta(values: np.ndarray, marginals: np.ndarray, level: str) -> np.ndarray:
     raise ValueError(f"Unknown level {level!r}: use one of {', '.join(LEVELS)}.")
 
 
-def krippendorff_alpha(matrix: Sequence[Sequence[float]], level: str = "interval") -> float | None:
+def krippendorff_alpha(
+    matrix: "Sequence[Sequence[float]] | np.ndarray", level: str = "interval"
+) -> float | None:
     """α of a units × raters matrix (NaN: no value); None when no unit has two values or
     every value is the same (no expected disagreement)."""
     data = _pairable(matrix)
@@ -74,7 +76,7 @@ def krippendorff_alpha(matrix: Sequence[Sequence[float]], level: str = "interval
     return float(1 - observed / expected)
 
 
-def percent_agreement(matrix: Sequence[Sequence[float]]) -> float | None:
+def percent_agreement(matrix: "Sequence[Sequence[float]] | np.ndarray") -> float | None:
     """Mean over units (with two values or more) of the share of rater pairs that agree."""
     data = _pairable(matrix)
     if len(data) == 0:
@@ -84,7 +86,7 @@ def percent_agreement(matrix: Sequence[Sequence[float]]) -> float | None:
     return float(np.mean((counts * (counts - 1)).sum(axis=1) / (m * (m - 1))))
 
 
-def fleiss_kappa(matrix: Sequence[Sequence[float]]) -> float | None:
+def fleiss_kappa(matrix: "Sequence[Sequence[float]] | np.ndarray") -> float | None:
     """Fleiss' κ of a units × raters matrix of categories (NaN: no value; see the module)."""
     data = _pairable(matrix)
     if len(data) == 0:

@@ -6,6 +6,7 @@ app_name = "leaderboards"
 urlpatterns = [
     path("", views.index, name="index"),
     path("runs/<int:run_id>/export/", views.run_export, name="run-export"),
+    path("runs/<int:run_id>/reviews/", views.reviews_export, name="run-reviews"),
     path("<slug:slug>/", views.board, name="task"),
     path("<slug:slug>/export/", views.board_export, name="task-export"),
     path("<slug:slug>/compare/", views.compare, name="compare"),

@@ -12,6 +12,7 @@ from apps.datasets.models import Task
 from apps.leaderboards import agreement as agreement_mod
 from apps.leaderboards import boards, exports, formatting, pairs
 from apps.leaderboards.compare import compare as compare_runs
+from apps.leaderboards.people import people_agreement
 from apps.runs.models import Run
 
 VALUE_VIEWS = [("both", "Side by side"), ("human", "Human-corrected"), ("judge", "Judge only")]
@@ -89,6 +90,15 @@ def run_export(request: AppRequest, run_id: int) -> HttpResponseBase:
 
 
 @require_GET
+def reviews_export(request: AppRequest, run_id: int) -> HttpResponseBase:
+    """Every review of a judge run (several reviewers per item): one row per review."""
+    run = get_object_or_404(Run.objects.judging().select_related("task"), pk=run_id)
+    fmt = _format(request)
+    chunks = exports.reviews_csv(run) if fmt == "csv" else exports.reviews_jsonl(run)
+    return _download(chunks, fmt, f"{run.task.slug}-run-{run.pk}-reviews", stream=True)
+
+
+@require_GET
 def compare(request: AppRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     runs = list(
@@ -137,4 +147,5 @@ def _run_param(request: AppRequest, name: str, runs: dict[int, Run]) -> Run | No
 def agreement(request: AppRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     rows = agreement_mod.agreement(task)
-    return render(request, "leaderboards/agreement.html", {"task": task, "rows": rows})
+    context = {"task": task, "rows": rows, "people": people_agreement(task)}
+    return render(request, "leaderboards/agreement.html", context)
