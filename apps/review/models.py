@@ -253,6 +253,9 @@ class Review(models.Model):
             Score.objects.select_for_update().filter(pk=score.pk).first()
             if cls.objects.filter(score=score, user_id=user.pk).exists():
                 raise ValidationError("You have reviewed this already; reviews are not edited.")
+            target = ReviewPolicy.of(score.run.task_id).reviews_per_item
+            if cls.objects.filter(score=score).count() >= target:
+                raise ValidationError(f"This score has its {target} reviews already.")
             review = cls.objects.create(
                 score=score,
                 user=user,
