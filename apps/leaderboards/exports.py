@@ -700,7 +700,9 @@ PEOPLE_HEADER = [
     "items",
     "median_seconds",
     "same_as_settled",
+    "distance_to_settled",
     "same_as_judge",
+    "distance_to_judge",
 ]
 
 
@@ -748,7 +750,9 @@ def people_records(found: PeopleAgreement) -> Iterator[dict[str, Any]]:
             "reviews": r.reviews,
             "median_seconds": r.median_seconds,
             "same_as_settled": r.with_people,
+            "distance_to_settled": r.settled_distance,
             "same_as_judge": r.with_judge,
+            "distance_to_judge": r.judge_distance,
         }
 
 

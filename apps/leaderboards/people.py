@@ -74,6 +74,9 @@ class ReviewerStats:
     settled: int
     with_judge: float | None  # share of reviews equal to the judge's value
     judged: int
+    # On a range the consensus is a mean no one may have typed: the mean distance says more.
+    settled_distance: float | None = None  # mean |review − human value| on settled scores
+    judge_distance: float | None = None  # mean |review − judge value|
 
 
 @dataclass
@@ -215,4 +218,6 @@ def _reviewer(username: str, done: list[tuple[Any, ...]]) -> ReviewerStats:
         settled=len(settled),
         with_judge=sum(v == j for v, j in judged) / len(judged) if judged else None,
         judged=len(judged),
+        settled_distance=statistics.fmean(abs(v - f) for v, f in settled) if settled else None,
+        judge_distance=statistics.fmean(abs(v - j) for v, j in judged) if judged else None,
     )

@@ -172,7 +172,9 @@ def _several_view(
     submitted, nobody else's value (and in blind mode not the judge's) reaches the page."""
     mine = next((r for r in reviews if r.user_id == user.pk), None)
     spec = judge_of(run).subject(score.subject) or {}
-    reviewer = bool(user.can_edit)
+    # Whoever has not reviewed a score that has all its reviews is no longer one of its
+    # reviewers: nothing left to keep from them.
+    reviewer = bool(user.can_edit) and (mine is not None or len(reviews) < policy.reviews_per_item)
     return SubjectView(
         score=score,
         spec=spec,

@@ -230,3 +230,17 @@ def test_the_adjudication_page_lists_open_ones_with_every_review(several, people
     )
     assert score_of(run, items[1]).final_value == 4
     assert 'id="no-adjudications"' in admin.get(url).content.decode()
+
+
+def test_a_score_with_all_its_reviews_is_shown_to_others_without_a_form(several, people) -> None:
+    run, items = several
+    for subject in ("accuracy", "clarity"):
+        for name in ("alice", "bob", "carol"):
+            Review.submit(score_of(run, items[0], subject), people[name], 4, f"{name} OK", 3)
+    html = (
+        client_for(people["dave"])
+        .get(reverse("review:item", args=[run.pk, items[0].pk]), {"blind": "1"})
+        .content.decode()
+    )
+    assert "review-form" not in html and "This score has its 3 reviews." in html
+    assert "carol OK" in html and 'class="judge-value"' in html
