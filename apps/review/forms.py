@@ -57,6 +57,7 @@ class PolicyForm(forms.Form):
     adjudicator: forms.ModelChoiceField = forms.ModelChoiceField(
         queryset=None,
         required=False,
+        empty_label="Admins only",
         help_text="Settles disagreements besides admins.",
     )
     thresholds = forms.CharField(

@@ -215,6 +215,30 @@ class ReviewClaim(models.Model):
         cls.objects.filter(run=run, item=item, user=user).delete()
 
 
+def review_progress(run: Run, target: int) -> dict[str, Any]:
+    """Overall and per reviewer: items with all their reviewers, items waiting for
+    adjudication, and each reviewer's items and reviews in this run."""
+    reviews = Review.objects.filter(score__run=run)
+    per_item = (
+        reviews.order_by()
+        .values("score__item_id")
+        .annotate(people=models.Count("user_id", distinct=True))
+    )
+    complete = sum(1 for row in per_item if row["people"] >= target)
+    people = (
+        reviews.order_by("user__username")
+        .values("user__username")
+        .annotate(items=models.Count("score__item_id", distinct=True), reviews=models.Count("pk"))
+    )
+    waiting = (
+        Adjudication.objects.filter(score__run=run, settled_at__isnull=True)
+        .values("score__item_id")
+        .distinct()
+        .count()
+    )
+    return {"complete": complete, "adjudication": waiting, "people": list(people)}
+
+
 def reviewers_of(run: Run, item: Item) -> int:
     """How many people have reviewed the item (a review of any of its subjects counts)."""
     return (

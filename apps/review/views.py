@@ -17,7 +17,13 @@ from apps.datasets.models import Item
 from apps.judges.models import RunItemQuerySet, Score, StaleScore
 from apps.review import display, listing
 from apps.review.forms import BlindForm, BulkForm, ListFilterForm, OverrideForm, RevisionForm
-from apps.review.models import BlindEntry, ReviewClaim, ReviewLock, ReviewPolicy
+from apps.review.models import (
+    BlindEntry,
+    ReviewClaim,
+    ReviewLock,
+    ReviewPolicy,
+    review_progress,
+)
 from apps.review.queue import Queue, last_event_id, orders_for, review_counts
 from apps.runs.models import Run
 
@@ -53,6 +59,7 @@ def index(request: AppRequest) -> HttpResponse:
 @require_GET
 def run_review(request: AppRequest, run_id: int) -> HttpResponse:
     run = _judge_run(run_id)
+    policy = ReviewPolicy.of(run.task_id)
     form = ListFilterForm(request.GET)
     filters = form.values()
     page = listing.page_of(run, request.user, filters, request.GET.get("page"))
@@ -66,6 +73,8 @@ def run_review(request: AppRequest, run_id: int) -> HttpResponse:
         # Joined by hand per row: reversing a URL 500 times costs more than the queries.
         "item_base": reverse("review:item", args=[run.pk, 0]).removesuffix("0/"),
         "counts": review_counts(run),
+        "policy": policy,
+        "progress": review_progress(run, policy.reviews_per_item) if policy.several else None,
         "orders": orders_for(run),
         "reviewers": listing.reviewers(request.user),
         "tags": sorted((run.dataset.tag_counts or {}).keys()),

@@ -244,3 +244,18 @@ def test_a_score_with_all_its_reviews_is_shown_to_others_without_a_form(several,
     )
     assert "review-form" not in html and "This score has its 3 reviews." in html
     assert "carol OK" in html and 'class="judge-value"' in html
+
+
+def test_the_run_page_shows_progress_overall_and_per_reviewer(several, people) -> None:
+    run, items = several
+    for subject in ("accuracy", "clarity"):
+        for name in ("alice", "bob", "carol"):
+            Review.submit(score_of(run, items[0], subject), people[name], 4, "", 3)
+    Review.submit(score_of(run, items[1]), people["alice"], 1, "", 3)
+    html = client_for(people["val"]).get(reverse("review:run", args=[run.pk])).content.decode()
+    assert '<strong class="count-complete">1</strong> of 3 items' in html
+    assert (
+        'data-reviewer="alice"><td>alice</td><td class="num">2</td><td class="num">3</td>' in html
+    )
+    item_page = client_for(people["val"]).get(reverse("review:item", args=[run.pk, items[0].pk]))
+    assert item_page.content.decode().count('class="event event-review"') == 6
