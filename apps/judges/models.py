@@ -599,6 +599,10 @@ class ScoreEvent(models.Model):
         CONSENSUS = "consensus", "Consensus"
         ADJUDICATE = "adjudicate", "Adjudicated"
 
+    # The kinds that can give a score a value other than the judge's (an override value): only
+    # scores with such an event can differ from the judge (boards look only at those).
+    SETS_VALUE = (Kind.OVERRIDE, Kind.CONSENSUS, Kind.ADJUDICATE)
+
     score = models.ForeignKey(Score, on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     old_value = models.FloatField(null=True, blank=True)

@@ -111,10 +111,10 @@ def item_values(
         return _values[human_key]
     index = dataset_items(run.dataset).index
     human = {subject: column.copy() for subject, column in judged.items()}
-    # As summaries.human_overlay: only scores with an override event can differ now.
+    # As summaries.human_overlay: only scores with a value-setting event can differ now.
     overridden = Score.objects.filter(
         run_id=run.pk,
-        pk__in=ScoreEvent.objects.filter(kind=ScoreEvent.Kind.OVERRIDE).values("score_id"),
+        pk__in=ScoreEvent.objects.filter(kind__in=ScoreEvent.SETS_VALUE).values("score_id"),
         override_value__isnull=False,
     ).values_list("subject", "item_id", "override_value")
     for subject, item_id, value in overridden:

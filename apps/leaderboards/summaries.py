@@ -187,7 +187,7 @@ def load(runs: Iterable[Run]) -> dict[int, RunScores]:
 def human_overlay(scores: dict[int, RunScores]) -> None:
     """Move every currently overridden score from its judge bucket to its human bucket.
 
-    Only scores that ever had an override event can differ from the judge now; `pk__in` a
+    Only scores that ever had an event that sets a value (override, consensus, adjudication) can differ from the judge now; `pk__in` a
     subquery on the (small) event table makes SQLite and PostgreSQL look those scores up by
     primary key instead of walking every score of the runs.
     """
@@ -196,7 +196,7 @@ def human_overlay(scores: dict[int, RunScores]) -> None:
     touched = (
         Score.objects.filter(
             run_id__in=list(scores),
-            pk__in=ScoreEvent.objects.filter(kind=ScoreEvent.Kind.OVERRIDE).values("score_id"),
+            pk__in=ScoreEvent.objects.filter(kind__in=ScoreEvent.SETS_VALUE).values("score_id"),
             override_value__isnull=False,
         )
         .values_list(

@@ -13,6 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.judges.models import Score
+from apps.leaderboards import boards
 from apps.leaderboards.people import people_agreement
 from apps.review.models import Review, ReviewPolicy
 from tests.base import make_user
@@ -125,3 +126,13 @@ def test_the_agreement_command(reviewed, capsys) -> None:
     assert kinds.count("subject") == 1 and kinds.count("reviewer") == 3
     with pytest.raises(CommandError, match="has no judge run #999"):
         call_command("agreement", task.slug, "--run", "999")
+
+
+def test_the_human_corrected_board_uses_the_consensus(reviewed) -> None:
+    task, run = reviewed
+    board = boards.build(task, boards.Params(judge_id=run.judge_id))
+    cells = board.rows[0].cells
+    # q2's three reviews (5, 5, 4) settle on 14/3; q0's on the judge's 4; q1 and q3 wait.
+    assert cells["judge"]["accuracy"].mean == pytest.approx(4)
+    assert cells["human"]["accuracy"].mean == pytest.approx((4 + 4 + 14 / 3 + 4) / 4)
+    assert cells["human"]["accuracy"].overridden == 1
