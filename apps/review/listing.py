@@ -16,7 +16,7 @@ from apps.accounts.models import User
 from apps.datasets.models import Item
 from apps.judges.launching import retry_failed_items
 from apps.judges.models import RunItemQuerySet, Score, judge_of
-from apps.review.models import ReviewAssignment, ReviewLock
+from apps.review.models import ReviewAssignment, ReviewLock, ReviewPolicy
 from apps.review.templatetags.review import num
 from apps.runs.models import Run
 
@@ -114,6 +114,7 @@ def reviewers(user: Any) -> QuerySet[User]:
 
 # ---- bulk actions ------------------------------------------------------------------------
 def bulk_confirm(request: AppRequest, run: Run, items: QuerySet[Item]) -> None:
+    ReviewPolicy.of(run.task_id).check_direct_change(request.user)
     scores = Score.objects.filter(run=run, item__in=items)
     confirmed = scores.bulk_confirm(request.user)
     still_open = scores.unreviewed().count()

@@ -259,3 +259,13 @@ def test_the_run_page_shows_progress_overall_and_per_reviewer(several, people) -
     )
     item_page = client_for(people["val"]).get(reverse("review:item", args=[run.pk, items[0].pk]))
     assert item_page.content.decode().count('class="event event-review"') == 6
+
+
+def test_a_reviewer_cannot_bulk_confirm_when_items_take_several_reviews(several, people) -> None:
+    run, items = several
+    form = {"action": "confirm", "item": [items[0].pk]}
+    refused = client_for(people["alice"]).post(reverse("review:bulk", args=[run.pk]), form)
+    assert refused.status_code == 403
+    assert not Score.objects.filter(run=run, confirmed_at__isnull=False).exists()
+    client_for(people["root"]).post(reverse("review:bulk", args=[run.pk]), form)
+    assert Score.objects.filter(run=run, confirmed_at__isnull=False).count() == 2
