@@ -806,6 +806,85 @@ def parse_answer_key(
     return frozenset(labels)
 
 
+# ---- pairwise replies -----------------------------------------------------------------------
+VERDICT_KEYS = ("verdict", "winner", "better", "choice", "preference", "preferred", "answer")
+_VERDICT_WORDS = {
+    "a": "A",
+    "b": "B",
+    "tie": "tie",
+    "c": "tie",  # MT-Bench writes a tie as [[C]]
+    "equal": "tie",
+    "draw": "tie",
+    "both": "tie",
+    "neither": "tie",
+    "none": "tie",
+}
+_BRACKETED = re.compile(r"\[\[\s*(A|B|C|tie)\s*\]\]", re.IGNORECASE)
+_LABELLED = re.compile(
+    r"^\W*(?:final\s+)?(?:verdict|winner|better(?:\s+answer)?|choice|preference)\s*[:=\-]\s*"
+    r"\W*(?:answer|response|assistant)?\s*\(?(A|B|tie|equal|draw|neither|both)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+@dataclass(frozen=True)
+class PairwiseResult:
+    """One pairwise reply: which answer was better as shown ("A", "B" or "tie"), and why.
+    `repaired` says the verdict came from free text rather than a JSON object."""
+
+    verdict: str
+    reason: str = ""
+    repaired: bool = False
+
+
+def _verdict_word(value: Any) -> str | None:
+    word = as_text(value).strip().strip("[]()'\".").casefold()
+    word = word.removeprefix("answer ").removeprefix("response ").removeprefix("assistant ")
+    return _VERDICT_WORDS.get(word)
+
+
+def parse_pairwise_reply(text: str) -> PairwiseResult:
+    """Which of two answers a judge preferred, read tolerantly, in this order:
+
+    1. a JSON object (found as for rubric replies) with a verdict key ("verdict", "winner",
+       "better", …) whose value is A, B or a tie word (tie, C, equal, draw, both, neither);
+    2. MT-Bench's bracketed verdict, the last one in the text: [[A]], [[B]], [[C]] (a tie);
+    3. a line "Verdict: A" (or "Winner:", "Better answer:", "Final verdict -", …).
+    Anything else is an `unparseable` failure naming what was expected.
+    """
+    try:
+        objects = list(iter_json_objects(text))
+    except JudgeReplyError:
+        objects = []  # no JSON: the bracketed or labelled verdict may still be there
+    for obj in objects:
+        for key, value in obj.items():
+            if str(key).strip().casefold() in VERDICT_KEYS:
+                verdict = _verdict_word(value)
+                if verdict is not None:
+                    reason = next(
+                        (
+                            _text_of(v)
+                            for k, v in obj.items()
+                            if str(k).strip().casefold() in REASON_KEYS
+                        ),
+                        "",
+                    )
+                    return PairwiseResult(verdict, reason)
+    bracketed = _BRACKETED.findall(text)
+    if bracketed:
+        verdict = _VERDICT_WORDS[bracketed[-1].casefold()]
+        return PairwiseResult(verdict, _BRACKETED.sub("", text).strip(), repaired=True)
+    labelled = _LABELLED.findall(text)
+    if labelled:
+        verdict = _VERDICT_WORDS[labelled[-1].casefold()]
+        return PairwiseResult(verdict, text.strip(), repaired=True)
+    raise JudgeReplyError(
+        UNPARSEABLE,
+        'No verdict in the reply: expected JSON with a "verdict" of A, B or tie, or [[A]], '
+        f"[[B]] or [[C]] (a tie); got {_clip(text)}.",
+    )
+
+
 __all__ = [
     "MISSING_SUBJECT",
     "OUT_OF_RANGE",
@@ -813,6 +892,7 @@ __all__ = [
     "UNPARSEABLE",
     "AnswerKeyError",
     "JudgeReplyError",
+    "PairwiseResult",
     "RubricResult",
     "Subject",
     "extract_json_object",
@@ -821,6 +901,7 @@ __all__ = [
     "labels_for",
     "parse_answer_key",
     "parse_mcq_choice",
+    "parse_pairwise_reply",
     "parse_rubric_reply",
     "response_format_for",
     "score_mcq",
