@@ -8,7 +8,7 @@ class JudgesConfig(AppConfig):
     def ready(self) -> None:
         # The judge run plug-in registers itself with the runs engine on import.
         from apps.datasets.signals import dataset_imported
-        from apps.judges import auto, judging  # noqa: F401
+        from apps.judges import auto, judging, pairwise  # noqa: F401
         from apps.runs.signals import run_finished
 
         # Evaluate everything: the task's default judge judges each new response set.

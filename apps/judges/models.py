@@ -32,6 +32,7 @@ class Judge(Versioned):
         MCQ = "mcq", "Multiple choice (LLM)"
         MCQ_RULE = "mcq_rule", "Multiple choice (rule-based)"
         METRIC = "metric", "Metric (rule-based)"
+        PAIRWISE = "pairwise", "Pairwise (LLM): which of two answers is better"
 
     class LabelType(models.TextChoices):
         UPPER = "upper", "A, B, C…"
@@ -78,6 +79,7 @@ class Judge(Versioned):
     # subjects) is for every kind. The judge form shows each group for its kinds only.
     KIND_FIELDS = (
         ((Kind.RUBRIC, Kind.MCQ), ("system_prompt", "user_prompt", "n_iter", "aggregation")),
+        ((Kind.PAIRWISE,), ("system_prompt", "user_prompt")),
         ((Kind.RUBRIC,), ("use_structured_output",)),
         ((Kind.MCQ, Kind.MCQ_RULE), ("label_type", "label_count")),
         ((Kind.METRIC,), ("metric", "metric_options", "postprocess")),
@@ -113,7 +115,7 @@ class Judge(Versioned):
 
     @property
     def uses_llm(self) -> bool:
-        return self.kind in (self.Kind.RUBRIC, self.Kind.MCQ)
+        return self.kind in (self.Kind.RUBRIC, self.Kind.MCQ, self.Kind.PAIRWISE)
 
     def subject(self, name: str) -> dict[str, Any] | None:
         for subject in self.subjects:
@@ -722,3 +724,81 @@ class RunItemQuerySet(ItemQuerySet):
             case "pending":
                 return self.pending()
         return self
+
+
+# ---- pairwise comparisons -----------------------------------------------------------------------
+class PairwiseSetup(models.Model):
+    """What a pairwise run compares: two or more response sets (generation runs) over one
+    dataset, every pair, or each against a baseline."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="pairwise")
+    responses = models.ManyToManyField(Run, related_name="+")
+    baseline = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    def pairs(self) -> list[tuple[int, int]]:
+        """(a, b) run ids, a < b unless the baseline is a: the baseline comes first."""
+        ids = sorted(self.responses.values_list("pk", flat=True))
+        if self.baseline_id is not None:
+            return [(self.baseline_id, other) for other in ids if other != self.baseline_id]
+        return [(a, b) for i, a in enumerate(ids) for b in ids[i + 1 :]]
+
+
+class Comparison(models.Model):
+    """One judgement of a pair of responses to an item in one order: `order` 0 shows the
+    pair's a as "A", 1 shows b as "A". The verdict is stored as said (`shown`) and for the
+    pair (`verdict`: a, b or tie)."""
+
+    class Status(models.TextChoices):
+        OK = "ok", "OK"
+        FAILED = "failed", "Failed"
+
+    class Verdict(models.TextChoices):
+        A = "a", "a better"
+        B = "b", "b better"
+        TIE = "tie", "Tie"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="comparisons")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    a_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    b_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    order = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=8, choices=Status.choices)
+    shown = models.CharField(max_length=4, blank=True)  # "A", "B" or "tie" as the judge said
+    verdict = models.CharField(max_length=4, choices=Verdict.choices, blank=True)
+    repaired = models.BooleanField(default=False)  # read from free text, not JSON
+    reason = models.TextField(blank=True)
+    raw_reply = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(default=0.0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
+    error = models.TextField(blank=True)
+    launch = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    RESULT_FIELDS = (
+        "status",
+        "shown",
+        "verdict",
+        "repaired",
+        "reason",
+        "raw_reply",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost",
+        "latency_ms",
+        "error_kind",
+        "error",
+        "launch",
+    )
+
+    class Meta:
+        ordering = ["run", "item", "a_run", "b_run", "order"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "item", "a_run", "b_run", "order"], name="comparison_once"
+            )
+        ]

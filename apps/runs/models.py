@@ -235,6 +235,7 @@ class Run(models.Model):
     class Kind(models.TextChoices):
         GENERATION = "generation", "Generation"
         JUDGE = "judge", "Judge"
+        PAIRWISE = "pairwise", "Pairwise"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

@@ -1,0 +1,500 @@
+"""Pairwise runs (#13): a pairwise judge over two or more response sets of one dataset, each
+pair of answers to an item judged in both orders, on the shared engine (apps/runs/engine.py:
+chunks, limits, retries, resume, cancel and logs as for any run).
+
+A unit is (item, pair): key "item:a:b" with a and b generation run ids (`PairwiseSetup.pairs`).
+It asks both orders at once (order 0 shows a's answer as "A", order 1 shows b's) and writes
+both `Comparison` rows in one transaction, so each (item, pair, order) is judged exactly once
+per launch. An item that a response set did not answer fails with `no_response` before any
+request. A verdict that flips with the order (A in one order, A again in the other: the same
+position, not the same answer) is a position effect, not a preference: the pair's outcome is
+a tie, flagged inconsistent (`outcomes`).
+"""
+
+import asyncio
+from argparse import ArgumentParser
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.management.base import CommandError
+from django.db import transaction
+from django.db.models import Count, Q
+
+from apps.datasets.models import Item
+from apps.judges.judge_prompts import PromptError, build_pairwise_messages
+from apps.judges.launching import JudgeRunError, find_judge
+from apps.judges.models import Comparison, Judge, PairwiseSetup, judge_of
+from apps.judges.parsing import JudgeReplyError, parse_pairwise_reply
+from apps.runs.engine import Call, Progress, Result, RunPlugin, launch, register
+from apps.runs.llm import RAW_LIMIT, Attempt, LLMError
+from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run
+
+ORDERS = (0, 1)
+
+
+def unit_key(item_id: int, a: int, b: int) -> str:
+    return f"{item_id}:{a}:{b}"
+
+
+def parse_key(key: str) -> tuple[int, int, int]:
+    item, a, b = (int(part) for part in key.split(":"))
+    return item, a, b
+
+
+@dataclass
+class PairwiseContext:
+    system_prompt: str
+    user_prompt: str
+    input_columns: list[str] | None
+    hidden_columns: set[str]
+    limit: int = 1
+    _requests: asyncio.Semaphore | None = None
+
+    @property
+    def requests(self) -> asyncio.Semaphore:
+        if self._requests is None:
+            self._requests = asyncio.Semaphore(self.limit)
+        return self._requests
+
+
+@dataclass(slots=True)
+class PairUnit:
+    key: str
+    item_id: int
+    a: int
+    b: int
+    messages: dict[int, list[dict[str, str]]] = field(default_factory=dict)  # per order
+    error_kind: str = ""
+    error: str = ""
+
+
+@dataclass(slots=True)
+class OrderOutcome:
+    order: int
+    ok: bool
+    shown: str = ""
+    verdict: str = ""
+    repaired: bool = False
+    reason: str = ""
+    raw_reply: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    latency_ms: int = 0
+    error_kind: str = ""
+    error: str = ""
+
+
+def normalise(shown: str, order: int) -> str:
+    """The verdict for the pair (a, b) from what the judge said about the shown order."""
+    if shown == "tie":
+        return Comparison.Verdict.TIE
+    first = Comparison.Verdict.A if order == 0 else Comparison.Verdict.B
+    second = Comparison.Verdict.B if order == 0 else Comparison.Verdict.A
+    return first if shown == "A" else second
+
+
+class PairwisePlugin(RunPlugin):
+    kind = Run.Kind.PAIRWISE
+
+    @staticmethod
+    def _pairs(run: Run) -> list[tuple[int, int]]:
+        return run.pairwise.pairs()
+
+    def total(self, run: Run) -> int:
+        return Item.objects.filter(dataset_id=run.dataset_id).count() * len(self._pairs(run))
+
+    def _rows(self, run: Run) -> dict[tuple[int, int, int], list[tuple[str, int]]]:
+        """(item, a, b) → [(status, launch)] of its comparisons so far."""
+        rows: dict[tuple[int, int, int], list[tuple[str, int]]] = {}
+        for item, a, b, status, done_in in Comparison.objects.filter(run=run).values_list(
+            "item_id", "a_run_id", "b_run_id", "status", "launch"
+        ):
+            rows.setdefault((item, a, b), []).append((status, done_in))
+        return rows
+
+    @staticmethod
+    def _is_pending(run: Run, mode: str, found: list[tuple[str, int]] | None) -> bool:
+        """Whether this launch must (re)do a unit with these comparisons (status, launch)."""
+        if not found or len(found) < len(ORDERS):
+            # Never judged (or half, which persist never leaves): resume and overwrite do it;
+            # retry failed only redoes what failed.
+            return mode != Run.Mode.RETRY_FAILED
+        if mode == Run.Mode.OVERWRITE:
+            return any(done_in < run.launch for _, done_in in found)
+        if mode == Run.Mode.RETRY_FAILED:
+            return any(s == Comparison.Status.FAILED and d < run.launch for s, d in found)
+        return False
+
+    def pending_keys(self, run: Run, mode: str) -> list[str]:
+        rows = self._rows(run)
+        ids = Item.objects.filter(dataset_id=run.dataset_id).order_by("position")
+        return [
+            unit_key(item, a, b)
+            for item in ids.values_list("pk", flat=True)
+            for a, b in self._pairs(run)
+            if self._is_pending(run, mode, rows.get((item, a, b)))
+        ]
+
+    def settled_counts(self, run: Run, mode: str) -> tuple[int, int]:
+        pending = set(self.pending_keys(run, mode))
+        done = failed = 0
+        for (item, a, b), found in self._rows(run).items():
+            if unit_key(item, a, b) in pending or len(found) < len(ORDERS):
+                continue
+            if all(status == Comparison.Status.OK for status, _ in found):
+                done += 1
+            else:
+                failed += 1
+        return done, failed
+
+    def lanes(self, run: Run) -> int:
+        return run.endpoint.concurrency_limit if run.endpoint is not None else 1
+
+    def prepare(self, run: Run) -> PairwiseContext:
+        judge = judge_of(run)
+        dataset = run.dataset
+        hidden = {*dataset.response_columns, dataset.reference_column, dataset.tags_column}
+        return PairwiseContext(
+            system_prompt=judge.system_prompt,
+            user_prompt=judge.user_prompt,
+            input_columns=dataset.input_columns or None,
+            hidden_columns={c for c in hidden if c},
+            limit=run.endpoint.concurrency_limit if run.endpoint is not None else 1,
+        )
+
+    def load_units(self, run: Run, ctx: PairwiseContext, keys: list[str]) -> list[PairUnit]:
+        wanted = [parse_key(key) for key in keys]
+        item_ids = {item for item, _, _ in wanted}
+        items: dict[int, dict[str, Any]] = {
+            row["id"]: dict(row)
+            for row in Item.objects.filter(id__in=item_ids).values("id", "fields", "reference")
+        }
+        texts = {
+            (item, source): (status, text)
+            for item, source, status, text in Response.objects.filter(
+                item_id__in=item_ids, run_id__in={r for _, a, b in wanted for r in (a, b)}, epoch=0
+            ).values_list("item_id", "run_id", "status", "text")
+        }
+        units = []
+        for item_id, a, b in wanted:
+            unit = PairUnit(unit_key(item_id, a, b), item_id, a, b)
+            answers = []
+            for source in (a, b):
+                status, text = texts.get((item_id, source), (None, ""))
+                if status != Response.Status.OK:
+                    unit.error_kind = ErrorKind.NO_RESPONSE
+                    unit.error = f"Nothing to compare: run #{source} has no answer to this item."
+                answers.append(text)
+            if not unit.error:
+                self._messages(ctx, unit, items[item_id], answers)
+            units.append(unit)
+        return units
+
+    @staticmethod
+    def _messages(
+        ctx: PairwiseContext, unit: PairUnit, row: dict[str, Any], answers: list[str]
+    ) -> None:
+        fields = row["fields"] or {}
+        if ctx.input_columns is not None:
+            inputs = {name: fields.get(name) for name in ctx.input_columns}
+        else:
+            inputs = {k: v for k, v in fields.items() if k not in ctx.hidden_columns}
+        for order in ORDERS:
+            first, second = answers if order == 0 else answers[::-1]
+            try:
+                unit.messages[order] = build_pairwise_messages(
+                    response_a=first,
+                    response_b=second,
+                    reference=row["reference"] or "",
+                    fields=fields,
+                    inputs=inputs,
+                    system_prompt=ctx.system_prompt,
+                    user_prompt=ctx.user_prompt,
+                )
+            except PromptError as exc:
+                unit.error_kind, unit.error = ErrorKind.TEMPLATE, str(exc)
+                return
+
+    async def perform(self, run: Run, ctx: Any, unit: PairUnit, call: Call) -> Result:
+        if unit.error:
+            call.record(
+                Attempt(
+                    item_id=unit.item_id,
+                    attempt=1,
+                    ok=False,
+                    request_messages=[],
+                    error_kind=unit.error_kind,
+                    error=unit.error,
+                )
+            )
+            return self.failed_result(run, ctx, unit, unit.error_kind, unit.error)
+        tasks = [asyncio.create_task(self._ask(ctx, unit, order, call)) for order in ORDERS]
+        try:
+            outcomes = list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        return Result(unit.key, unit.item_id, all(o.ok for o in outcomes), data=outcomes)
+
+    async def _ask(
+        self, ctx: PairwiseContext, unit: PairUnit, order: int, call: Call
+    ) -> OrderOutcome:
+        try:
+            async with ctx.requests:
+                reply = await call.chat(unit.messages[order], round=order)
+        except LLMError as exc:
+            if exc.fatal:
+                raise
+            return OrderOutcome(
+                order, False, raw_reply=exc.raw[:RAW_LIMIT], error_kind=exc.kind, error=exc.message
+            )
+        usage: dict[str, Any] = {
+            "raw_reply": reply.text[:RAW_LIMIT],
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "cost": reply.cost,
+            "latency_ms": reply.latency_ms,
+        }
+        try:
+            found = parse_pairwise_reply(reply.text)
+        except JudgeReplyError as exc:
+            for attempt in reversed(call.log):
+                if attempt.round == order and attempt.ok:
+                    attempt.ok, attempt.error_kind, attempt.error = False, exc.kind, exc.message
+                    break
+            return OrderOutcome(order, False, error_kind=exc.kind, error=exc.message, **usage)
+        return OrderOutcome(
+            order,
+            True,
+            shown=found.verdict,
+            verdict=normalise(found.verdict, order),
+            repaired=found.repaired,
+            reason=found.reason,
+            **usage,
+        )
+
+    def failed_result(
+        self, run: Run, ctx: Any, unit: PairUnit, error_kind: str, message: str
+    ) -> Result:
+        outcomes = [OrderOutcome(o, False, error_kind=error_kind, error=message) for o in ORDERS]
+        return Result(unit.key, unit.item_id, False, data=outcomes)
+
+    def persist(self, run: Run, ctx: Any, results: list[Result]) -> Progress:
+        """Both orders of each unit once per launch; a duplicate (a relaunched chunk) is dropped."""
+        progress = Progress()
+        for result in results:
+            for attempt in result.attempts:
+                progress += Progress(
+                    prompt_tokens=attempt.prompt_tokens,
+                    completion_tokens=attempt.completion_tokens,
+                    cost=attempt.cost,
+                )
+        keys = {parse_key(r.key): r for r in results}
+        existing = {
+            (item, a, b): done_in
+            for item, a, b, done_in in Comparison.objects.filter(
+                run=run, item_id__in={k[0] for k in keys}
+            ).values_list("item_id", "a_run_id", "b_run_id", "launch")
+        }
+        rows = []
+        for (item, a, b), result in keys.items():
+            if (item, a, b) in existing and (
+                run.mode == Run.Mode.RESUME or existing[(item, a, b)] >= run.launch
+            ):
+                continue
+            progress += Progress(done=int(result.ok), failed=int(not result.ok))
+            rows += [
+                Comparison(
+                    run_id=run.pk,
+                    item_id=item,
+                    a_run_id=a,
+                    b_run_id=b,
+                    order=o.order,
+                    status=Comparison.Status.OK if o.ok else Comparison.Status.FAILED,
+                    shown=o.shown,
+                    verdict=o.verdict,
+                    repaired=o.repaired,
+                    reason=o.reason,
+                    raw_reply=o.raw_reply,
+                    prompt_tokens=o.prompt_tokens,
+                    completion_tokens=o.completion_tokens,
+                    cost=o.cost,
+                    latency_ms=o.latency_ms,
+                    error_kind=o.error_kind,
+                    error=o.error,
+                    launch=run.launch,
+                )
+                for o in result.data
+            ]
+        if rows:
+            Comparison.objects.bulk_create(
+                rows,
+                update_conflicts=True,
+                unique_fields=["run", "item", "a_run", "b_run", "order"],
+                update_fields=list(Comparison.RESULT_FIELDS),
+            )
+        return progress
+
+    # -- the command line -----------------------------------------------------------------------
+    def add_cli_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument(
+            "--responses",
+            action="append",
+            required=True,
+            help="a generation run (id or label) to compare; give two or more",
+        )
+        parser.add_argument("--judge", required=True, help="a pairwise judge of the task")
+        parser.add_argument("--judge-version", type=int, help="default: the latest version")
+        parser.add_argument("--baseline", help="compare each with this one (id or label)")
+        parser.add_argument("--endpoint", help="default: the task's judge endpoint")
+        parser.add_argument(
+            "--logging", choices=[m.value for m in LoggingMode], default=LoggingMode.FAILED.value
+        )
+        parser.add_argument("--chunk-size", type=int, default=100)
+
+    def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
+        try:
+            runs = [find_responses(value) for value in options["responses"]]
+            task_id = runs[0].task_id
+            judge = find_judge(task_id, options["judge"], options.get("judge_version"))
+            baseline = find_responses(options["baseline"]) if options.get("baseline") else None
+            if options.get("endpoint"):
+                endpoint = Endpoint.objects.filter(name=options["endpoint"]).first()
+                if endpoint is None:
+                    raise JudgeRunError(f"No endpoint named {options['endpoint']!r}.")
+            else:
+                endpoint = runs[0].task.default_judge_endpoint
+            return create_pairwise_run(
+                judge,
+                runs,
+                endpoint=endpoint,
+                baseline=baseline,
+                user=user,
+                logging_mode=options.get("logging") or LoggingMode.FAILED,
+                chunk_size=options.get("chunk_size") or 100,
+            )
+        except JudgeRunError as exc:
+            raise CommandError(str(exc)) from None
+
+
+def find_responses(value: str) -> Run:
+    runs = Run.objects.generation()
+    found = runs.filter(pk=int(value)).first() if value.isdigit() else None
+    if found is None:
+        matches = list(runs.filter(label=value)[:2])
+        if len(matches) > 1:
+            raise JudgeRunError(f"Two generation runs are labelled {value!r}: give the run id.")
+        found = matches[0] if matches else None
+    if found is None:
+        raise JudgeRunError(f"No generation run {value!r} (give its id or its label).")
+    return found
+
+
+def create_pairwise_run(
+    judge: Judge,
+    runs: list[Run],
+    *,
+    endpoint: Endpoint | None,
+    baseline: Run | None = None,
+    user: Any = None,
+    logging_mode: str = LoggingMode.FAILED,
+    chunk_size: int = 100,
+) -> Run:
+    """A pairwise run over these response sets, launched when the transaction commits."""
+    if judge.kind != Judge.Kind.PAIRWISE:
+        raise JudgeRunError(f"{judge} is not a pairwise judge.")
+    unique = {run.pk: run for run in runs}
+    if baseline is not None:
+        unique.setdefault(baseline.pk, baseline)
+    if len(unique) < 2:
+        raise JudgeRunError("Compare two response sets or more.")
+    datasets = {run.dataset_id for run in unique.values()}
+    if len(datasets) != 1:
+        raise JudgeRunError("The response sets answer different datasets: compare like with like.")
+    if any(run.task_id != judge.task_id for run in unique.values()):
+        raise JudgeRunError("The judge belongs to another task than the responses.")
+    if endpoint is None:
+        raise JudgeRunError(f"{judge} is an LLM judge: choose the endpoint that judges.")
+    first = next(iter(unique.values()))
+    labels = " vs ".join(run.label or f"run #{run.pk}" for run in unique.values())
+    with transaction.atomic():
+        run = Run.objects.create(
+            task_id=judge.task_id,
+            kind=Run.Kind.PAIRWISE,
+            dataset_id=first.dataset_id,
+            endpoint=endpoint,
+            judge=judge,
+            label=f"{judge} on {labels}"[:200],
+            logging_mode=logging_mode,
+            chunk_size=max(1, chunk_size),
+            created_by=user if getattr(user, "pk", None) else None,
+        )
+        setup = PairwiseSetup.objects.create(run=run, baseline=baseline)
+        setup.responses.set(list(unique.values()))
+        launch(run, Run.Mode.RESUME)
+    return run
+
+
+# ---- what the comparisons say ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Outcome:
+    item_id: int
+    a: int
+    b: int
+    verdict: str  # a, b or tie (a flip between orders is a tie)
+    consistent: bool
+
+
+def outcomes(run: Run) -> list[Outcome]:
+    """Each (item, pair) judged in both orders, its outcome and whether the orders agreed."""
+    by_unit: dict[tuple[int, int, int], dict[int, str]] = {}
+    ok = Comparison.objects.filter(run=run, status=Comparison.Status.OK)
+    for item, a, b, order, verdict in ok.values_list(
+        "item_id", "a_run_id", "b_run_id", "order", "verdict"
+    ):
+        by_unit.setdefault((item, a, b), {})[order] = verdict
+    found = []
+    for (item, a, b), verdicts in sorted(by_unit.items()):
+        if len(verdicts) < len(ORDERS):
+            continue
+        same = verdicts[0] == verdicts[1]
+        found.append(Outcome(item, a, b, verdicts[0] if same else Comparison.Verdict.TIE, same))
+    return found
+
+
+@dataclass(frozen=True)
+class Consistency:
+    pairs: int  # judged in both orders
+    consistent: int
+    first_preferred: int  # verdicts (of either order) for the answer shown first
+    decided: int  # verdicts that were not a tie
+
+    @property
+    def rate(self) -> float | None:
+        return self.consistent / self.pairs if self.pairs else None
+
+    @property
+    def first_share(self) -> float | None:
+        return self.first_preferred / self.decided if self.decided else None
+
+
+def consistency(judge: Judge) -> Consistency:
+    """The judge version's position consistency over all its pairwise runs, and how often a
+    decided verdict went to the answer shown first."""
+    runs = Run.objects.filter(judge=judge, kind=Run.Kind.PAIRWISE)
+    pairs = consistent = 0
+    for run in runs:
+        found = outcomes(run)
+        pairs += len(found)
+        consistent += sum(o.consistent for o in found)
+    said = Comparison.objects.filter(run__in=runs, status=Comparison.Status.OK).aggregate(
+        first=Count("pk", filter=Q(shown="A")),
+        decided=Count("pk", filter=~Q(shown="tie")),
+    )
+    return Consistency(pairs, consistent, said["first"], said["decided"])
+
+
+register(PairwisePlugin())

@@ -1,0 +1,168 @@
+"""Pairwise runs (#13.1–2) end to end: real workers, the real SDK against the loopback server.
+Every (item, pair) is judged in both orders exactly once; a judge that always picks the first
+position gets no winner (flips are ties, consistency near 0); a judge with a real preference
+gives it; a missing answer fails the unit before any request; retry failed redoes just it."""
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import transaction
+
+from apps.judges.launching import JudgeRunError
+from apps.judges.models import Comparison, Judge
+from apps.judges.pairwise import consistency, create_pairwise_run, outcomes
+from apps.runs.engine import launch
+from apps.runs.models import ErrorKind, Run
+from tests.base import work
+from tests.factories import make_generation_run, make_judge, make_qa_dataset
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+N = 6
+
+
+@pytest.fixture
+def three_models(task):
+    dataset = make_qa_dataset(task, N)
+    runs = {
+        "good": make_generation_run(
+            dataset, {i: f"GOOD answer {i}" for i in range(N)}, label="good"
+        ),
+        "bad": make_generation_run(dataset, {i: f"poor answer {i}" for i in range(N)}, label="bad"),
+        "meh": make_generation_run(
+            dataset, {i: f"plain answer {i}" for i in range(N)}, label="meh"
+        ),
+    }
+    judge = make_judge(task, Judge.Kind.PAIRWISE, name="which", subjects=[])
+    return dataset, runs, judge
+
+
+def start(judge, runs, endpoint, **kwargs) -> Run:
+    with transaction.atomic():
+        return create_pairwise_run(judge, runs, endpoint=endpoint, **kwargs)
+
+
+def test_a_judge_that_always_picks_the_first_position_finds_no_winner(
+    three_models, endpoint, llm_server
+) -> None:
+    _, runs, judge = three_models
+    llm_server.configure(default_reply='{"verdict": "A", "reason": "first is best"}')
+    run = start(judge, list(runs.values()), endpoint, logging_mode="all")
+    assert run.total == N * 3
+    work()
+    run.refresh_from_db()
+    assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, N * 3, 0)
+    assert llm_server.stats()["requests"] == N * 3 * 2  # items × pairs × orders
+    assert Comparison.objects.filter(run=run).count() == N * 3 * 2
+    found = outcomes(run)
+    assert len(found) == N * 3 and all(o.verdict == "tie" and not o.consistent for o in found)
+    stats = consistency(judge)
+    assert (stats.rate, stats.first_share) == (0.0, 1.0)
+
+
+def test_a_true_preference_wins_in_both_orders(three_models, endpoint, llm_server) -> None:
+    _, runs, judge = three_models
+    llm_server.configure(
+        default_reply='{"verdict": "tie"}',
+        script=[
+            {"regex": r"<response_a>\s*GOOD", "reply": '{"verdict": "A"}'},
+            {"regex": r"<response_b>\s*GOOD", "reply": '{"verdict": "B"}'},
+            {
+                "regex": r"<response_a>\s*plain[^<]*</response_a>\s*<response_b>\s*poor",
+                "reply": "[[A]]",
+            },
+            {
+                "regex": r"<response_a>\s*poor[^<]*</response_a>\s*<response_b>\s*plain",
+                "reply": "[[B]]",
+            },
+        ],
+    )
+    run = start(judge, [runs["bad"], runs["good"], runs["meh"]], endpoint)
+    work()
+    found = outcomes(run)
+    assert all(o.consistent for o in found)
+    good, bad, meh = runs["good"].pk, runs["bad"].pk, runs["meh"].pk
+    winners = {
+        (o.a, o.b): (o.a if o.verdict == "a" else o.b)
+        for o in found
+        if o.item_id == found[0].item_id
+    }
+    assert winners[tuple(sorted((good, bad)))] == good
+    assert winners[tuple(sorted((good, meh)))] == good
+    assert winners[tuple(sorted((meh, bad)))] == meh
+    assert consistency(judge).rate == 1.0
+    repaired = Comparison.objects.filter(run=run, repaired=True).count()
+    assert repaired == N * 2  # the [[A]]/[[B]] replies were free text
+
+
+def test_a_missing_answer_fails_before_asking_and_retry_redoes_only_it(
+    task, endpoint, llm_server
+) -> None:
+    dataset = make_qa_dataset(task, 3)
+    a = make_generation_run(dataset, {0: "x", 1: "y", 2: "z"}, label="a")
+    b = make_generation_run(dataset, {0: "x", 1: None, 2: "z"}, label="b")
+    judge = make_judge(task, Judge.Kind.PAIRWISE, name="which", subjects=[])
+    llm_server.configure(default_reply='{"verdict": "tie"}')
+    run = start(judge, [a, b], endpoint)
+    work()
+    run.refresh_from_db()
+    assert (run.done, run.failed) == (2, 1)
+    assert llm_server.stats()["requests"] == 4
+    failed = Comparison.objects.filter(run=run, status="failed")
+    assert failed.count() == 2 and {c.error_kind for c in failed} == {ErrorKind.NO_RESPONSE}
+    b.responses.filter(item__position=1).update(status="ok", text="y", error_kind="", error="")
+    llm_server.reset()
+    llm_server.configure(default_reply='{"verdict": "tie"}')
+    with transaction.atomic():
+        assert launch(run, Run.Mode.RETRY_FAILED) == 1
+    work()
+    run.refresh_from_db()
+    assert (run.done, run.failed, run.launch) == (3, 0, 2) and llm_server.stats()["requests"] == 2
+
+
+def test_start_run_pairwise_from_the_command_line(three_models, endpoint, llm_server) -> None:
+    _, runs, _ = three_models
+    with pytest.raises(CommandError, match="No generation run 'nope'"):
+        call_command(
+            "start_run",
+            "pairwise",
+            "--responses",
+            "good",
+            "--responses",
+            "nope",
+            "--judge",
+            "which",
+        )
+    llm_server.configure(default_reply='{"verdict": "tie"}')
+    call_command(
+        "start_run",
+        *("pairwise", "--responses", "good", "--responses", str(runs["bad"].pk)),
+        *(
+            "--responses",
+            "meh",
+            "--baseline",
+            "good",
+            "--judge",
+            "which",
+            "--endpoint",
+            endpoint.name,
+        ),
+    )
+    run = Run.objects.get(kind=Run.Kind.PAIRWISE)
+    assert run.pairwise.pairs() == [
+        (runs["good"].pk, runs["bad"].pk),
+        (runs["good"].pk, runs["meh"].pk),
+    ]
+    assert run.total == N * 2
+
+
+def test_like_with_like(task, endpoint) -> None:
+    one = make_qa_dataset(task, 2, name="one")
+    two = make_qa_dataset(task, 2, name="two")
+    judge = make_judge(task, Judge.Kind.PAIRWISE, name="which", subjects=[])
+    a, b = make_generation_run(one, {0: "x"}), make_generation_run(two, {0: "y"})
+    with pytest.raises(JudgeRunError, match="different datasets"):
+        create_pairwise_run(judge, [a, b], endpoint=endpoint)
+    with pytest.raises(JudgeRunError, match="two response sets or more"):
+        create_pairwise_run(judge, [a], endpoint=endpoint)
+    with pytest.raises(JudgeRunError, match="not a pairwise judge"):
+        create_pairwise_run(make_judge(task), [a, b], endpoint=endpoint)
