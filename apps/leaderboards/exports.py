@@ -38,6 +38,7 @@ from apps.datasets.models import Item
 from apps.judges.models import JudgeRound, judge_of
 from apps.leaderboards.boards import Board, Row
 from apps.leaderboards.pairs import Pairs
+from apps.leaderboards.pairwise_board import PairwiseBoard
 from apps.leaderboards.people import PeopleAgreement
 from apps.review.models import Adjudication, BlindEntry, Review
 from apps.runs.models import Response, Run
@@ -861,3 +862,46 @@ def reviews_csv(run: Run) -> Iterator[str]:
 def reviews_jsonl(run: Run) -> Iterator[str]:
     for record in review_records(run):
         yield json.dumps(record, ensure_ascii=False) + "\n"
+
+
+# ---- the pairwise board ------------------------------------------------------------------------
+PAIRWISE_HEADER = [
+    "rank",
+    "model",
+    "rating",
+    "ci_low",
+    "ci_high",
+    "battles",
+    "win_rate",
+    "judge",
+    "source",
+    "position_consistency",
+    "first_position_share",
+]
+
+
+def pairwise_csv(board: PairwiseBoard) -> Iterable[str]:
+    """The Bradley–Terry ratings (rank by CI overlap), one row per model."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    buffer.write(BOM)
+    writer.writerow(PAIRWISE_HEADER)
+    judge = f"{board.judge.name} v{board.judge.version}" if board.judge else ""
+    stats = board.consistency
+    for r in board.ratings.ratings if board.ratings else []:
+        writer.writerow(
+            [
+                r.rank,
+                cell(r.model),
+                round(r.rating, 1),
+                round(r.low, 1),
+                round(r.high, 1),
+                r.battles,
+                round(r.win_rate, 4),
+                cell(judge),
+                board.source,
+                "" if stats is None or stats.rate is None else round(stats.rate, 4),
+                "" if stats is None or stats.first_share is None else round(stats.first_share, 4),
+            ]
+        )
+    return [buffer.getvalue()]

@@ -11,4 +11,5 @@ urlpatterns = [
     path("<slug:slug>/export/", views.board_export, name="task-export"),
     path("<slug:slug>/compare/", views.compare, name="compare"),
     path("<slug:slug>/agreement/", views.agreement, name="agreement"),
+    path("<slug:slug>/pairwise/", views.pairwise, name="pairwise"),
 ]

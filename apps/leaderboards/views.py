@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 from apps.accounts.access import AppRequest
 from apps.datasets.models import Task
 from apps.leaderboards import agreement as agreement_mod
-from apps.leaderboards import boards, exports, formatting, pairs
+from apps.leaderboards import boards, exports, formatting, pairs, pairwise_board
 from apps.leaderboards.compare import compare as compare_runs
 from apps.leaderboards.people import people_agreement
 from apps.runs.models import Run
@@ -87,6 +87,17 @@ def run_export(request: AppRequest, run_id: int) -> HttpResponseBase:
     fmt = _format(request)
     chunks = exports.results_csv(run) if fmt == "csv" else exports.results_jsonl(run)
     return _download(chunks, fmt, f"{run.task.slug}-run-{run.pk}-results", stream=True)
+
+
+@require_GET
+def pairwise(request: AppRequest, slug: str) -> HttpResponseBase:
+    """Bradley–Terry ratings from the task's pairwise runs, with the win-rate matrix."""
+    task = get_object_or_404(Task, slug=slug)
+    judge = request.GET.get("judge", "")
+    built = pairwise_board.build(task, int(judge) if judge.isdigit() else None)
+    if request.GET.get("format") == "csv":
+        return _download(exports.pairwise_csv(built), "csv", f"{task.slug}-pairwise", stream=False)
+    return render(request, "leaderboards/pairwise.html", {"task": task, "board": built})
 
 
 @require_GET

@@ -3,16 +3,21 @@ Every (item, pair) is judged in both orders exactly once; a judge that always pi
 position gets no winner (flips are ties, consistency near 0); a judge with a real preference
 gives it; a missing answer fails the unit before any request; retry failed redoes just it."""
 
+import csv
+import io
+
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import transaction
+from django.test import Client
+from django.urls import reverse
 
 from apps.judges.launching import JudgeRunError
 from apps.judges.models import Comparison, Judge
 from apps.judges.pairwise import consistency, create_pairwise_run, outcomes
 from apps.runs.engine import launch
 from apps.runs.models import ErrorKind, Run
-from tests.base import work
+from tests.base import make_user, work
 from tests.factories import make_generation_run, make_judge, make_qa_dataset
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -166,3 +171,28 @@ def test_like_with_like(task, endpoint) -> None:
         create_pairwise_run(judge, [a], endpoint=endpoint)
     with pytest.raises(JudgeRunError, match="not a pairwise judge"):
         create_pairwise_run(make_judge(task), [a, b], endpoint=endpoint)
+
+
+def test_the_pairwise_board_ranks_a_true_preference_and_not_a_position(
+    three_models, endpoint, llm_server, capsys
+) -> None:
+    dataset, runs, judge = three_models
+    llm_server.configure(
+        default_reply='{"verdict": "tie"}',
+        script=[
+            {"regex": r"<response_a>\s*GOOD", "reply": '{"verdict": "A"}'},
+            {"regex": r"<response_b>\s*GOOD", "reply": '{"verdict": "B"}'},
+        ],
+    )
+    start(judge, list(runs.values()), endpoint)
+    work()
+    call_command("leaderboard", dataset.task.slug, "--pairwise")
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out.lstrip("\ufeff"))))
+    assert (rows[0]["model"], rows[0]["rank"]) == ("good", "1")
+    assert {r["rank"] for r in rows[1:]} == {"2"}  # bad and meh: only ties between them
+    assert float(rows[0]["ci_low"]) > max(float(r["ci_high"]) for r in rows[1:])
+    assert rows[0]["position_consistency"] == "1.0"
+    client = Client()
+    client.force_login(make_user("viewer"))
+    html = client.get(reverse("leaderboards:pairwise", args=[dataset.task.slug])).content.decode()
+    assert 'id="pairwise-ratings"' in html and 'data-model="good"' in html and "nan" not in html

@@ -1,5 +1,6 @@
 """Links that change one setting of a board and keep the others."""
 
+import math
 from typing import Any
 
 from django import template
@@ -65,3 +66,13 @@ def arrow(board: Any, key: str) -> str:
 @register.filter
 def get_item(mapping: Any, key: Any) -> Any:
     return mapping.get(key) if hasattr(mapping, "get") else None
+
+
+@register.filter
+def win_rows(board: Any) -> list[tuple[str, list[float | None]]]:
+    """The pairwise board's win-rate matrix as rows, None where two models never met."""
+    found = board.ratings
+    return [
+        (model, [None if math.isnan(v) else float(v) for v in row])
+        for model, row in zip(found.models, found.win_rates, strict=True)
+    ]

@@ -16,7 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.datasets.models import Task
-from apps.leaderboards import boards, exports, formatting, pairs
+from apps.leaderboards import boards, exports, formatting, pairs, pairwise_board
 from apps.leaderboards.epochs import Reduction
 
 
@@ -60,12 +60,23 @@ class Command(BaseCommand):
             help="every pair of models instead: difference, CI, raw and adjusted p-values",
         )
         parser.add_argument("--correction", choices=list(pairs.CORRECTIONS), default="holm")
+        parser.add_argument(
+            "--pairwise",
+            action="store_true",
+            help="Bradley–Terry ratings from the task's pairwise runs instead (CSV)",
+        )
         parser.add_argument("--format", choices=["table", "csv", "jsonl"], default="table")
 
     def handle(self, *args: Any, **options: Any) -> None:
         task = Task.objects.filter(slug=options["task"]).first()
         if task is None:
             raise CommandError(f"There is no task {options['task']!r}.")
+        if options["pairwise"]:
+            built = pairwise_board.build(task)
+            if built.ratings is None:
+                raise CommandError(f"No pairwise run of {task.slug} has finished a comparison.")
+            sys.stdout.writelines(exports.pairwise_csv(built))
+            return
         params = boards.Params(
             judge_name=options["judge"],
             judge_version=options["judge_version"],
