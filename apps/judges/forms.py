@@ -25,6 +25,7 @@ PROMPT_NAMES: dict[str, set[str]] = {
         "json_format",
     },
     Judge.Kind.MCQ: {"inputs", "response", "reference", "labels", "label_count"},
+    Judge.Kind.PAIRWISE: {"inputs", "reference", "response_a", "response_b"},
 }
 _SUBJECT_LINE = re.compile(
     r"^\s*(?P<name>[^:\s][^:]*?)\s*(?::\s*|\s+)"
@@ -187,7 +188,14 @@ class JudgeForm(forms.ModelForm):
         if kind not in (Judge.Kind.MCQ, Judge.Kind.MCQ_RULE):
             data["label_type"], data["label_count"] = Judge.LabelType.UPPER, 4
         if kind not in (Judge.Kind.RUBRIC, Judge.Kind.MCQ):
-            data["n_iter"], data["system_prompt"], data["user_prompt"] = 1, "", ""
+            data["n_iter"] = 1
+        if kind not in (Judge.Kind.RUBRIC, Judge.Kind.MCQ, Judge.Kind.PAIRWISE):
+            data["system_prompt"], data["user_prompt"] = "", ""
+        if kind == Judge.Kind.PAIRWISE:
+            # A verdict between two answers, not values per subject: nothing for boards.
+            data["subjects"] = []
+            self._check_prompts(kind, data)
+            return data
         try:
             data["subjects"] = self._subjects(kind, subjects, data)
             spec = JudgeSpec(
@@ -247,10 +255,11 @@ class JudgeForm(forms.ModelForm):
                     f"available: {available}.",
                 )
         user = data.get("user_prompt") or ""
-        if user.strip() and "response" not in placeholders(user):
-            self.add_error(
-                "user_prompt", "Include {{ response }}: the judge must see the response."
-            )
+        needed = ["response_a", "response_b"] if kind == Judge.Kind.PAIRWISE else ["response"]
+        missing = [name for name in needed if name not in placeholders(user)]
+        if user.strip() and missing:
+            names = " and ".join("{{ %s }}" % name for name in missing)  # noqa: UP031
+            self.add_error("user_prompt", f"Include {names}: the judge must see the responses.")
 
     def build(self) -> Judge:
         """The judge as an unsaved row (save it with `save_as_new_version`)."""
@@ -301,6 +310,48 @@ class JudgeRunForm(forms.Form):
             return {"source_run": Run.objects.get(pk=int(rest))}
         dataset_id, _, column = rest.partition(":")
         return {"dataset": Dataset.objects.get(pk=int(dataset_id)), "source_column": column}
+
+
+class GenerationRunChoices(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return f"#{obj.pk} {obj.label} · {obj.dataset}"
+
+
+class PairwiseRunForm(forms.Form):
+    """Start a pairwise run: which generation runs (of one dataset), a baseline or every pair."""
+
+    responses = GenerationRunChoices(
+        queryset=Run.objects.none(),
+        widget=forms.CheckboxSelectMultiple,
+        label="Response sets to compare",
+        help_text="Two or more generation runs of the same dataset.",
+    )
+    baseline = forms.ModelChoiceField(
+        queryset=Run.objects.none(),
+        required=False,
+        empty_label="None: every pair",
+        help_text="Compare each response set with this one only.",
+    )
+    endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.all())
+    logging_mode = forms.ChoiceField(
+        choices=LoggingMode.choices, initial=LoggingMode.FAILED, label="Keep attempt logs"
+    )
+
+    def __init__(self, *args: Any, judge: Judge, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.judge = judge
+        runs = (
+            Run.objects.generation()
+            .filter(task=judge.task, status__in=Run.TERMINAL_STATUSES)
+            .select_related("dataset")
+            .order_by("-pk")
+        )
+        cast(forms.ModelMultipleChoiceField, self.fields["responses"]).queryset = runs
+        cast(forms.ModelChoiceField, self.fields["baseline"]).queryset = runs
+        only = list(Endpoint.objects.values_list("pk", flat=True)[:2])
+        self.fields["endpoint"].initial = judge.task.default_judge_endpoint_id or (
+            only[0] if len(only) == 1 else None
+        )
 
 
 def response_choices(task: Task) -> list[tuple[str, Any]]:

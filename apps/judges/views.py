@@ -10,8 +10,12 @@ from django.views.decorators.http import require_POST
 from apps.accounts.access import AppRequest, reviewer_required
 from apps.datasets.models import Item, Task
 from apps.judges import results
-from apps.judges.forms import DefaultJudgeForm, JudgeForm, JudgeRunForm
-from apps.judges.judge_prompts import DEFAULT_MCQ_SYSTEM, DEFAULT_RUBRIC_SYSTEM
+from apps.judges.forms import DefaultJudgeForm, JudgeForm, JudgeRunForm, PairwiseRunForm
+from apps.judges.judge_prompts import (
+    DEFAULT_MCQ_SYSTEM,
+    DEFAULT_PAIRWISE_SYSTEM,
+    DEFAULT_RUBRIC_SYSTEM,
+)
 from apps.judges.launching import (
     JudgeRunError,
     create_judge_run,
@@ -20,6 +24,7 @@ from apps.judges.launching import (
     retry_kind,
 )
 from apps.judges.models import Judge, judge_of
+from apps.judges.pairwise import consistency, create_pairwise_run
 from apps.runs.engine import LaunchError
 from apps.runs.models import ErrorKind, Run
 
@@ -100,16 +105,19 @@ def judge_edit(request: AppRequest, pk: int) -> HttpResponse:
 
 def judge_detail(request: AppRequest, pk: int) -> HttpResponse:
     judge = get_object_or_404(Judge.objects.select_related("task", "created_by"), pk=pk)
+    if judge.kind == Judge.Kind.PAIRWISE:
+        return _judge_page(request, judge, PairwiseRunForm(judge=judge))
     initial = {"responses": request.GET.get("responses", "")}
     return _judge_page(request, judge, JudgeRunForm(judge=judge, initial=initial))
 
 
 def _judge_page(
-    request: AppRequest, judge: Judge, form: JudgeRunForm, status: int = 200
+    request: AppRequest, judge: Judge, form: JudgeRunForm | PairwiseRunForm, status: int = 200
 ) -> HttpResponse:
     default_system: dict[str, str] = {
         Judge.Kind.RUBRIC: DEFAULT_RUBRIC_SYSTEM,
         Judge.Kind.MCQ: DEFAULT_MCQ_SYSTEM,
+        Judge.Kind.PAIRWISE: DEFAULT_PAIRWISE_SYSTEM,
     }
     context = {
         "judge": judge,
@@ -119,6 +127,7 @@ def _judge_page(
         "default_system": default_system.get(judge.kind, ""),
         "is_default": judge.task.default_judge_id == judge.pk,
         "default_form": DefaultJudgeForm(task=judge.task),
+        "consistency": consistency(judge) if judge.kind == Judge.Kind.PAIRWISE else None,
     }
     return render(request, "judges/judge_detail.html", context, status=status)
 
@@ -127,6 +136,8 @@ def _judge_page(
 @reviewer_required
 def judge_run_start(request: AppRequest, pk: int) -> HttpResponse:
     judge = get_object_or_404(Judge.objects.select_related("task"), pk=pk)
+    if judge.kind == Judge.Kind.PAIRWISE:
+        return _pairwise_start(request, judge)
     form = JudgeRunForm(request.POST, judge=judge)
     if form.is_valid():
         try:
@@ -143,6 +154,26 @@ def judge_run_start(request: AppRequest, pk: int) -> HttpResponse:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Started judge run #{run.pk}: {run.total} items.")
+            return redirect(run)
+    return _judge_page(request, judge, form, status=400)
+
+
+def _pairwise_start(request: AppRequest, judge: Judge) -> HttpResponse:
+    form = PairwiseRunForm(request.POST, judge=judge)
+    if form.is_valid():
+        try:
+            run = create_pairwise_run(
+                judge,
+                list(form.cleaned_data["responses"]),
+                endpoint=form.cleaned_data["endpoint"],
+                baseline=form.cleaned_data["baseline"],
+                user=request.user,
+                logging_mode=form.cleaned_data["logging_mode"],
+            )
+        except JudgeRunError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Started pairwise run #{run.pk}: {run.total} comparisons.")
             return redirect(run)
     return _judge_page(request, judge, form, status=400)
 

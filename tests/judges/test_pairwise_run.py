@@ -196,3 +196,57 @@ def test_the_pairwise_board_ranks_a_true_preference_and_not_a_position(
     client.force_login(make_user("viewer"))
     html = client.get(reverse("leaderboards:pairwise", args=[dataset.task.slug])).content.decode()
     assert 'id="pairwise-ratings"' in html and 'data-model="good"' in html and "nan" not in html
+
+
+def test_a_pairwise_judge_is_made_and_started_in_the_browser_forms(
+    three_models, endpoint, llm_server
+) -> None:
+    dataset, runs, _ = three_models
+    client = Client()
+    client.force_login(make_user("reviewer"))
+    made = client.post(
+        reverse("judges:create") + f"?task={dataset.task.slug}",
+        {
+            "task": dataset.task.slug,
+            "name": "duel",
+            "kind": "pairwise",
+            "user_prompt": "Is {{ response_a }} good?",
+            "aggregation": "mean",
+            "label_type": "upper",
+            "label_count": 4,
+            "n_iter": 1,
+            "use_structured_output": "on",
+        },
+    )
+    assert "Include {{ response_a }} and {{ response_b }}" not in made.content.decode()
+    assert "Include {{ response_b }}" in made.content.decode()
+    made = client.post(
+        reverse("judges:create") + f"?task={dataset.task.slug}",
+        {
+            "task": dataset.task.slug,
+            "name": "duel",
+            "kind": "pairwise",
+            "aggregation": "mean",
+            "label_type": "upper",
+            "label_count": 4,
+            "n_iter": 1,
+        },
+    )
+    judge = Judge.objects.get(name="duel")
+    assert (judge.kind, judge.subjects) == ("pairwise", [])
+    page = client.get(reverse("judges:detail", args=[judge.pk])).content.decode()
+    assert 'id="position-consistency"' in page and "Start pairwise run" in page
+    llm_server.configure(default_reply='{"verdict": "A"}')
+    started = client.post(
+        reverse("judges:start", args=[judge.pk]),
+        {
+            "responses": [runs["good"].pk, runs["bad"].pk],
+            "endpoint": endpoint.pk,
+            "logging_mode": "failed",
+        },
+    )
+    run = Run.objects.get(kind=Run.Kind.PAIRWISE)
+    assert started.status_code == 302 and run.total == N
+    work()
+    page = client.get(reverse("judges:detail", args=[judge.pk])).content.decode()
+    assert f"Over {N} pairs judged in both orders" in page and "0 times (0%)" in page
