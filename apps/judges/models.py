@@ -32,7 +32,7 @@ class Judge(Versioned):
         MCQ = "mcq", "Multiple choice (LLM)"
         MCQ_RULE = "mcq_rule", "Multiple choice (rule-based)"
         METRIC = "metric", "Metric (rule-based)"
-        PAIRWISE = "pairwise", "Pairwise (LLM): which of two answers is better"
+        PAIRWISE = "pairwise", "Pairwise (LLM)"
 
     class LabelType(models.TextChoices):
         UPPER = "upper", "A, B, C…"
@@ -78,8 +78,8 @@ class Judge(Versioned):
     # The settings that only some kinds use, in groups: (kinds, fields). The rest (name, kind,
     # subjects) is for every kind. The judge form shows each group for its kinds only.
     KIND_FIELDS = (
-        ((Kind.RUBRIC, Kind.MCQ), ("system_prompt", "user_prompt", "n_iter", "aggregation")),
-        ((Kind.PAIRWISE,), ("system_prompt", "user_prompt")),
+        ((Kind.RUBRIC, Kind.MCQ, Kind.PAIRWISE), ("system_prompt", "user_prompt")),
+        ((Kind.RUBRIC, Kind.MCQ), ("n_iter", "aggregation")),
         ((Kind.RUBRIC,), ("use_structured_output",)),
         ((Kind.MCQ, Kind.MCQ_RULE), ("label_type", "label_count")),
         ((Kind.METRIC,), ("metric", "metric_options", "postprocess")),

@@ -29,9 +29,13 @@ def fieldsets(page: str) -> dict[str, tuple[str, list[str]]]:
 def test_without_javascript_every_group_says_which_kinds_it_is_for(task, reviewer_client):
     page = reviewer_client.get(create_url(task)).content.decode()
     assert fieldsets(page) == {
+        "rubric mcq pairwise": (
+            "For LLM rubric and multiple choice (LLM) and pairwise (LLM) judges",
+            ["system_prompt", "user_prompt"],
+        ),
         "rubric mcq": (
             "For LLM rubric and multiple choice (LLM) judges",
-            ["system_prompt", "user_prompt", "n_iter", "aggregation"],
+            ["n_iter", "aggregation"],
         ),
         "rubric": ("For LLM rubric judges only", ["use_structured_output"]),
         "mcq mcq_rule": (
