@@ -35,7 +35,7 @@ from django.db.models.functions import Cast, Concat
 
 from apps.datasets.csvsafe import cell, neutralise
 from apps.datasets.models import Item
-from apps.judges.models import JudgeRound, judge_of
+from apps.judges.models import Comparison, JudgeRound, judge_of
 from apps.leaderboards.boards import Board, Row
 from apps.leaderboards.pairs import Pairs
 from apps.leaderboards.pairwise_board import PairwiseBoard
@@ -263,6 +263,9 @@ def results_csv(run: Run) -> Iterator[str]:
     if run.kind == Run.Kind.GENERATION:
         yield from responses_csv(run)
         return
+    if run.kind == Run.Kind.PAIRWISE:
+        yield from comparisons_csv(run)
+        return
     names, subjects = field_names(run), subjects_of(run)
     width = len(SCORE_COLUMNS)
     empty = ("",) * len(RESULT_COLUMNS)
@@ -327,6 +330,10 @@ def _score_record(
 def results_jsonl(run: Run) -> Iterator[str]:
     if run.kind == Run.Kind.GENERATION:
         yield from responses_jsonl(run)
+        return
+    if run.kind == Run.Kind.PAIRWISE:
+        for record in comparison_records(run):
+            yield json.dumps(record, ensure_ascii=False) + "\n"
         return
     subjects = subjects_of(run)
     width = len(SCORE_COLUMNS)
@@ -905,3 +912,66 @@ def pairwise_csv(board: PairwiseBoard) -> Iterable[str]:
             ]
         )
     return [buffer.getvalue()]
+
+
+# ---- a pairwise run: one row per comparison -------------------------------------------------------
+COMPARISON_HEADER = [
+    "key",
+    "position",
+    "model_a",
+    "model_b",
+    "order",
+    "shown_first",
+    "status",
+    "said",
+    "verdict",
+    "winner",
+    "repaired",
+    "reason",
+    "error",
+]
+
+
+def comparison_records(run: Run) -> Iterator[dict[str, Any]]:
+    """Each comparison of a pairwise run: the pair, the order it was shown in, what the judge
+    said of the shown order and what that means for the pair."""
+    labels = {
+        r.pk: r.label or f"run #{r.pk}" for r in Run.objects.generation().filter(task=run.task)
+    }
+    rows = (
+        Comparison.objects.filter(run=run)
+        .select_related("item")
+        .order_by("item__position", "a_run_id", "b_run_id", "order")
+    )
+    for c in rows.iterator(chunk_size=CHUNK):
+        a, b = labels.get(c.a_run_id, ""), labels.get(c.b_run_id, "")
+        winner = {"a": a, "b": b}.get(c.verdict, "tie" if c.verdict == "tie" else "")
+        yield {
+            "key": c.item.key,
+            "position": c.item.position,
+            "model_a": a,
+            "model_b": b,
+            "order": c.order,
+            "shown_first": a if c.order == 0 else b,
+            "status": c.status,
+            "said": c.shown,
+            "verdict": c.verdict,
+            "winner": winner,
+            "repaired": c.repaired,
+            "reason": c.reason,
+            "error": f"{c.error_kind}: {c.error}" if c.error_kind else c.error,
+        }
+
+
+def comparisons_csv(run: Run) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    buffer.write(BOM)
+    writer.writerow(COMPARISON_HEADER)
+    for count, record in enumerate(comparison_records(run), start=1):
+        writer.writerow(
+            [cell(v) if isinstance(v, str) else v for v in (record[h] for h in COMPARISON_HEADER)]
+        )
+        if count % FLUSH == 0:
+            yield _drain(buffer)
+    yield _drain(buffer)

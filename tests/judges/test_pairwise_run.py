@@ -250,3 +250,34 @@ def test_a_pairwise_judge_is_made_and_started_in_the_browser_forms(
     work()
     page = client.get(reverse("judges:detail", args=[judge.pk])).content.decode()
     assert f"Over {N} pairs judged in both orders" in page and "0 times (0%)" in page
+
+
+def test_a_pairwise_runs_export_has_a_row_per_comparison(
+    three_models, endpoint, llm_server
+) -> None:
+    _, runs, judge = three_models
+    llm_server.configure(default_reply='{"verdict": "A", "reason": "=cmd|first"}')
+    run = start(judge, [runs["good"], runs["bad"]], endpoint)
+    work()
+    client = Client()
+    client.force_login(make_user("viewer"))
+    url = reverse("leaderboards:run-export", args=[run.pk])
+    body = b"".join(client.get(url, {"format": "csv"}).streaming_content).decode()
+    rows = list(csv.DictReader(io.StringIO(body.lstrip("\ufeff"))))
+    assert len(rows) == N * 2
+    first, second = rows[0], rows[1]
+    assert (first["order"], first["shown_first"], first["said"], first["winner"]) == (
+        "0",
+        "good",
+        "A",
+        "good",
+    )
+    assert (second["order"], second["shown_first"], second["said"], second["winner"]) == (
+        "1",
+        "bad",
+        "A",
+        "bad",
+    )
+    assert first["reason"] == "'=cmd|first"  # neutralised
+    html = client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert "Pairwise board" in html
