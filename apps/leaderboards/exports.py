@@ -906,7 +906,7 @@ def pairwise_csv(board: PairwiseBoard) -> Iterable[str]:
                 r.battles,
                 round(r.win_rate, 4),
                 cell(judge),
-                board.source,
+                board.source_label,
                 "" if stats is None or stats.rate is None else round(stats.rate, 4),
                 "" if stats is None or stats.first_share is None else round(stats.first_share, 4),
             ]

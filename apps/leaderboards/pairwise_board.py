@@ -1,6 +1,7 @@
 """The pairwise board (#13.4): Bradley–Terry ratings of the response sets a task's pairwise
 runs compared, from the judge's battles (each (item, pair) judged in both orders; a flip
-between the orders is a tie), with the judge's position consistency beside them."""
+between the orders is a tie), people's votes in the A/B queue, or both; with the judge's
+position consistency and its agreement with people on the same pairs beside them."""
 
 from dataclasses import dataclass
 
@@ -8,7 +9,11 @@ from apps.datasets.models import Task
 from apps.judges.models import Judge
 from apps.judges.pairwise import Consistency, consistency, outcomes
 from apps.leaderboards.bradley_terry import Ratings, ratings
+from apps.review.models import Vote
 from apps.runs.models import Run
+
+SOURCES = {"judge": "judge battles", "human": "human battles", "both": "judge and human battles"}
+OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
 
 
 @dataclass
@@ -19,14 +24,29 @@ class PairwiseBoard:
     ratings: Ratings | None
     consistency: Consistency | None
     labels: dict[str, int]  # model label → its generation run id
-    source: str = "judge battles"
+    source: str = "judge"
+    # Judge–human agreement on pairs: people's votes on pairs the judge decided in both
+    # orders, and how many of them the judge's outcome matched.
+    compared_votes: int = 0
+    agreeing_votes: int = 0
+
+    @property
+    def source_label(self) -> str:
+        return SOURCES[self.source]
+
+    @property
+    def agreement(self) -> float | None:
+        return self.agreeing_votes / self.compared_votes if self.compared_votes else None
 
 
 def label_of(run: Run) -> str:
     return run.label or f"run #{run.pk}"
 
 
-def build(task: Task, judge_id: int | None = None) -> PairwiseBoard:
+def build(task: Task, judge_id: int | None = None, source: str = "judge") -> PairwiseBoard:
+    """The board of one pairwise judge's runs (the newest judge by default), from the judge's
+    battles, people's votes (the A/B queue) or both."""
+    source = source if source in SOURCES else "judge"
     runs = list(
         Run.objects.filter(task=task, kind=Run.Kind.PAIRWISE)
         .exclude(status=Run.Status.QUEUED)
@@ -36,16 +56,36 @@ def build(task: Task, judge_id: int | None = None) -> PairwiseBoard:
     judges = sorted({run.judge for run in runs if run.judge}, key=lambda j: (j.name, -j.version))
     judge = next((j for j in judges if j.pk == judge_id), judges[0] if judges else None)
     if judge is None:
-        return PairwiseBoard(task, judges, None, None, None, {})
+        return PairwiseBoard(task, judges, None, None, None, {}, source)
     generation = {r.pk: r for r in Run.objects.generation().filter(task=task)}
-    battles = []
-    for run in runs:
-        if run.judge_id != judge.pk:
-            continue
+    mine = [run for run in runs if run.judge_id == judge.pk]
+    judged: dict[tuple[int, int, int, int], str] = {}
+    for run in mine:
         for found in outcomes(run):
-            a, b = label_of(generation[found.a]), label_of(generation[found.b])
-            battles.append((a, b, {"a": 1.0, "b": 0.0}.get(found.verdict, 0.5)))
-    labels = {label_of(r): r.pk for r in generation.values()}
-    return PairwiseBoard(
-        task, judges, judge, ratings(battles) if battles else None, consistency(judge), labels
+            judged[(run.pk, found.item_id, found.a, found.b)] = found.verdict
+    votes = list(
+        Vote.objects.filter(run__in=mine).values_list(
+            "run_id", "item_id", "a_run_id", "b_run_id", "choice"
+        )
     )
+    battles = []
+    if source in ("judge", "both"):
+        battles += [(a, b, OUTCOME[v]) for (_, _, a, b), v in judged.items()]
+    if source in ("human", "both"):
+        battles += [(a, b, OUTCOME[choice]) for _, _, a, b, choice in votes]
+    named = [(label_of(generation[a]), label_of(generation[b]), o) for a, b, o in battles]
+    board = PairwiseBoard(
+        task,
+        judges,
+        judge,
+        ratings(named) if named else None,
+        consistency(judge),
+        {label_of(r): r.pk for r in generation.values()},
+        source,
+    )
+    for run_id, item, a, b, choice in votes:
+        verdict = judged.get((run_id, item, a, b))
+        if verdict is not None:
+            board.compared_votes += 1
+            board.agreeing_votes += verdict == choice
+    return board

@@ -94,10 +94,12 @@ def pairwise(request: AppRequest, slug: str) -> HttpResponseBase:
     """Bradley–Terry ratings from the task's pairwise runs, with the win-rate matrix."""
     task = get_object_or_404(Task, slug=slug)
     judge = request.GET.get("judge", "")
-    built = pairwise_board.build(task, int(judge) if judge.isdigit() else None)
+    source = request.GET.get("source", "judge")
+    built = pairwise_board.build(task, int(judge) if judge.isdigit() else None, source)
     if request.GET.get("format") == "csv":
         return _download(exports.pairwise_csv(built), "csv", f"{task.slug}-pairwise", stream=False)
-    return render(request, "leaderboards/pairwise.html", {"task": task, "board": built})
+    context = {"task": task, "board": built, "sources": pairwise_board.SOURCES}
+    return render(request, "leaderboards/pairwise.html", context)
 
 
 @require_GET

@@ -1,3 +1,4 @@
+import random
 from collections import Counter
 from datetime import timedelta
 from typing import Any
@@ -369,3 +370,40 @@ def settle(score: Score) -> None:
 def is_adjudicated(score: Score) -> bool:
     """An adjudicated score keeps the adjudicator's value whatever reviews come later."""
     return Adjudication.objects.filter(score=score, settled_at__isnull=False).exists()
+
+
+# ---- pairwise: people choosing between two answers ----------------------------------------------
+class Vote(models.Model):
+    """One person's choice between two answers to an item in a pairwise run (the A/B queue):
+    which side they saw on the left (randomised per item and pair, seeded, kept here), and
+    what they chose for the pair: a, b or a tie."""
+
+    class Choice(models.TextChoices):
+        A = "a", "a better"
+        B = "b", "b better"
+        TIE = "tie", "Tie"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="votes")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    a_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    b_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    a_on_left = models.BooleanField()
+    choice = models.CharField(max_length=4, choices=Choice.choices)
+    reason = models.TextField(blank=True)
+    seconds = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "item", "a_run", "b_run", "created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "item", "a_run", "b_run", "user"], name="vote_once"
+            )
+        ]
+
+
+def a_on_left(run_id: int, item_id: int, a: int, b: int) -> bool:
+    """The side a's answer is shown on: drawn once per (run, item, pair) from a seed of
+    them, so everyone sees the same sides and a reload never swaps them."""
+    return random.Random(f"ab:{run_id}:{item_id}:{a}:{b}").random() < 0.5

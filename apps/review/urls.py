@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.review import several, views
+from apps.review import ab, several, views
 
 app_name = "review"
 urlpatterns = [
@@ -19,4 +19,8 @@ urlpatterns = [
     path("adjudication/<int:pk>/", several.adjudicate, name="adjudicate"),
     path("task/<slug:slug>/adjudication/", several.adjudication_list, name="adjudication"),
     path("task/<slug:slug>/policy/", several.policy, name="policy"),
+    path("ab/<int:run_id>/", ab.ab_start, name="ab"),
+    path("ab/<int:run_id>/<int:item_id>/<int:a>/<int:b>/", ab.ab_item, name="ab-item"),
+    path("ab/<int:run_id>/<int:item_id>/<int:a>/<int:b>/vote/", ab.ab_vote, name="ab-vote"),
+    path("ab/<int:run_id>/<int:item_id>/<int:a>/<int:b>/next/", ab.ab_next, name="ab-next"),
 ]

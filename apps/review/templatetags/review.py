@@ -12,3 +12,9 @@ def num(value: object, empty: str = "—") -> str:
         return f"{round(float(value), 3):g}"  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return str(value)
+
+
+@register.filter
+def get_name(names: dict[int, str], run_id: int) -> str:
+    """A response set's label (its run id when it has none), for the A/B page."""
+    return names.get(run_id) or f"run #{run_id}"
