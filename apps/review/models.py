@@ -205,7 +205,14 @@ class ReviewClaim(models.Model):
                 return not reviewed_by(run, item, user)
             if reviewed_by(run, item, user):
                 return False
-            others = cls.objects.filter(run=run, item=item, expires_at__gt=now).count()
+            # A claim of someone who has begun the item (reviewed a subject) is already
+            # counted among its reviewers: counting it twice would leave a place unfilled.
+            begun = Review.objects.filter(score__run=run, score__item=item).values("user_id")
+            others = (
+                cls.objects.filter(run=run, item=item, expires_at__gt=now)
+                .exclude(user_id__in=begun)
+                .count()
+            )
             if reviewers_of(run, item) + others >= target:
                 return False
             cls.objects.create(run=run, item=item, user=user, expires_at=now + cls.TTL)

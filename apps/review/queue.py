@@ -222,10 +222,17 @@ class Queue:
             .annotate(n=Count("user_id", distinct=True))
             .values("n")
         )
+        begun = Review.objects.filter(
+            score__run_id=self.run.pk,
+            score__item_id=OuterRef("item_id"),
+            user_id=OuterRef("user_id"),
+        )
         claims = (
             ReviewClaim.live()
             .filter(run_id=self.run.pk, item_id=OuterRef("pk"))
             .exclude(user_id=self.user.pk)
+            # Someone who has begun the item is counted among its reviewers already.
+            .exclude(Exists(begun))
             .order_by()
             .values("item_id")
             .annotate(n=Count("pk"))

@@ -269,3 +269,18 @@ def test_a_reviewer_cannot_bulk_confirm_when_items_take_several_reviews(several,
     assert not Score.objects.filter(run=run, confirmed_at__isnull=False).exists()
     client_for(people["root"]).post(reverse("review:bulk", args=[run.pk]), form)
     assert Score.objects.filter(run=run, confirmed_at__isnull=False).count() == 2
+
+
+def test_a_claim_of_someone_halfway_through_is_not_counted_twice(several, people) -> None:
+    """Alice has reviewed one subject of item 0 and still holds it; bob has reviewed it all.
+    Two people, one place left: carol must be served it (counting alice's review and her
+    claim both once filled the item with two people, and left it short for good)."""
+    run, items = several
+    assert Queue(run, people["alice"]).claim_next(None) == items[0]
+    Review.submit(score_of(run, items[0], "accuracy"), people["alice"], 4, "", 1)
+    assert Queue(run, people["bob"]).claim_next(None) == items[0]
+    for subject in ("accuracy", "clarity"):
+        Review.submit(score_of(run, items[0], subject), people["bob"], 4, "", 1)
+    ReviewClaim.release(run, items[0], people["bob"])
+    assert Queue(run, people["carol"]).claim_next(None) == items[0]
+    assert Queue(run, people["dave"]).claim_next(None) == items[1]  # now it is full
