@@ -141,3 +141,40 @@ def ratings(
         )
     out.sort(key=lambda r: -r.rating)
     return Ratings(out, found.models, matrix, total)
+
+
+# ---- length-controlled win rate ---------------------------------------------------------------
+@dataclass(frozen=True)
+class LengthControlled:
+    """A model's win rate against a baseline, raw and with the length effect taken out."""
+
+    model: str
+    battles: int
+    raw: float  # share of battles won (a tie half)
+    controlled: float | None  # σ(a) of the fit below; None when it cannot be fitted
+    length_difference: float  # mean words of the model's answer − the baseline's
+
+
+def length_controlled(model: str, rows: Sequence[tuple[float, float]]) -> LengthControlled:
+    """AlpacaEval 2's idea in its simplest form: the outcome (1 win, 0.5 tie, 0 loss against
+    the baseline) is logistic in a + φ·tanh(Δ / s), with Δ the difference in answer length
+    (words) and s its standard deviation; the length-controlled win rate is σ(a), the win
+    rate when the lengths are equal. Equal lengths everywhere give the raw win rate."""
+    y = np.array([outcome for outcome, _ in rows], dtype=float)
+    delta = np.array([d for _, d in rows], dtype=float)
+    raw = float(y.mean()) if len(y) else float("nan")
+    spread = float(delta.std())
+    t = np.tanh(delta / spread) if spread > 0 else np.zeros_like(delta)
+    if not len(y):
+        return LengthControlled(model, 0, raw, None, 0.0)
+
+    def loss(params: np.ndarray) -> tuple[float, np.ndarray]:
+        z = params[0] + params[1] * t
+        value = -np.sum(y * log_expit(z) + (1 - y) * log_expit(-z)) + RIDGE * params @ params
+        residual = y - expit(z)
+        grad = -np.array([residual.sum(), (residual * t).sum()]) + 2 * RIDGE * params
+        return float(value), grad
+
+    found = optimize.minimize(loss, np.zeros(2), jac=True, method="L-BFGS-B")
+    controlled = float(expit(found.x[0])) if found.success else None
+    return LengthControlled(model, len(y), raw, controlled, float(delta.mean()))

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from apps.datasets.models import Task
 from apps.judges.models import Judge
 from apps.judges.pairwise import Consistency, consistency, outcomes
-from apps.leaderboards.bradley_terry import Ratings, ratings
+from apps.leaderboards.bradley_terry import LengthControlled, Ratings, length_controlled, ratings
 from apps.review.models import Vote
-from apps.runs.models import Run
+from apps.runs.models import Response, Run
 
 SOURCES = {"judge": "judge battles", "human": "human battles", "both": "judge and human battles"}
 OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
@@ -29,6 +29,8 @@ class PairwiseBoard:
     # orders, and how many of them the judge's outcome matched.
     compared_votes: int = 0
     agreeing_votes: int = 0
+    baseline: str = ""  # with a baseline: each model's win rate against it, raw and
+    length_controlled: list[LengthControlled] | None = None  # length-controlled
 
     @property
     def source_label(self) -> str:
@@ -43,7 +45,9 @@ def label_of(run: Run) -> str:
     return run.label or f"run #{run.pk}"
 
 
-def build(task: Task, judge_id: int | None = None, source: str = "judge") -> PairwiseBoard:
+def build(
+    task: Task, judge_id: int | None = None, source: str = "judge", baseline: int | None = None
+) -> PairwiseBoard:
     """The board of one pairwise judge's runs (the newest judge by default), from the judge's
     battles, people's votes (the A/B queue) or both."""
     source = source if source in SOURCES else "judge"
@@ -88,4 +92,37 @@ def build(task: Task, judge_id: int | None = None, source: str = "judge") -> Pai
         if verdict is not None:
             board.compared_votes += 1
             board.agreeing_votes += verdict == choice
+    if baseline in generation:
+        board.baseline = label_of(generation[baseline])
+        board.length_controlled = _length_controlled(baseline, judged, votes, source, generation)
     return board
+
+
+def _length_controlled(
+    baseline: int,
+    judged: dict[tuple[int, int, int, int], str],
+    votes: list[tuple[int, int, int, int, str]],
+    source: str,
+    generation: dict[int, Run],
+) -> list[LengthControlled]:
+    """Each model's battles against the baseline, with the answers' length difference."""
+    battles = []
+    if source in ("judge", "both"):
+        battles += [(item, a, b, v) for (_, item, a, b), v in judged.items()]
+    if source in ("human", "both"):
+        battles += [(item, a, b, choice) for _, item, a, b, choice in votes]
+    battles = [battle for battle in battles if baseline in battle[1:3]]
+    words = {
+        (item, run): len(text.split())
+        for item, run, text in Response.objects.filter(
+            run_id__in={r for _, a, b, _ in battles for r in (a, b)}, epoch=0
+        ).values_list("item_id", "run_id", "text")
+    }
+    per_model: dict[int, list[tuple[float, float]]] = {}
+    for item, a, b, verdict in battles:
+        other = b if a == baseline else a
+        won = OUTCOME[verdict] if other == a else 1 - OUTCOME[verdict]
+        difference = words.get((item, other), 0) - words.get((item, baseline), 0)
+        per_model.setdefault(other, []).append((won, float(difference)))
+    found = [length_controlled(label_of(generation[m]), rows) for m, rows in per_model.items()]
+    return sorted(found, key=lambda r: -(r.controlled if r.controlled is not None else r.raw))

@@ -94,8 +94,13 @@ def pairwise(request: AppRequest, slug: str) -> HttpResponseBase:
     """Bradley–Terry ratings from the task's pairwise runs, with the win-rate matrix."""
     task = get_object_or_404(Task, slug=slug)
     judge = request.GET.get("judge", "")
-    source = request.GET.get("source", "judge")
-    built = pairwise_board.build(task, int(judge) if judge.isdigit() else None, source)
+    source, baseline = request.GET.get("source", "judge"), request.GET.get("baseline", "")
+    built = pairwise_board.build(
+        task,
+        int(judge) if judge.isdigit() else None,
+        source,
+        int(baseline) if baseline.isdigit() else None,
+    )
     if request.GET.get("format") == "csv":
         return _download(exports.pairwise_csv(built), "csv", f"{task.slug}-pairwise", stream=False)
     context = {"task": task, "board": built, "sources": pairwise_board.SOURCES}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from apps.leaderboards.bradley_terry import SCALE, Battles, fit, ratings
+from apps.leaderboards.bradley_terry import SCALE, Battles, fit, length_controlled, ratings
 
 
 def reference_fit(rows: list[tuple[str, str, float]], models: list[str]) -> np.ndarray:
@@ -88,3 +88,41 @@ def test_bootstrap_intervals_are_seeded_and_ranks_follow_their_overlap() -> None
 def test_bad_outcomes_are_refused() -> None:
     with pytest.raises(ValueError, match="An outcome is 1"):
         Battles.of([("a", "b", 2)])
+
+
+def reference_length_fit(rows: list[tuple[float, float]]) -> tuple[float, float]:
+    """(a, φ) maximising Σ y log σ(a + φ t) + (1 − y) log σ(−a − φ t), t = tanh(Δ / sd(Δ))."""
+    deltas = np.array([d for _, d in rows])
+    t = np.tanh(deltas / deltas.std())
+
+    def nll(params: np.ndarray) -> float:
+        total = 0.0
+        for (y, _), tt in zip(rows, t, strict=True):
+            z = params[0] + params[1] * tt
+            total -= y * -math.log1p(math.exp(-z)) + (1 - y) * -math.log1p(math.exp(z))
+        return total
+
+    found = optimize.minimize(nll, np.zeros(2), method="BFGS", options={"gtol": 1e-10})
+    return float(found.x[0]), float(found.x[1])
+
+
+def test_length_control_takes_a_length_preference_out() -> None:
+    rng = random.Random(5)
+    rows = []
+    for _ in range(2000):
+        delta = rng.gauss(3, 4)  # the model mostly answers longer than the baseline
+        p = 1 / (1 + math.exp(-2 * math.tanh(delta / 4)))  # the judge likes length, nothing else
+        rows.append((1.0 if rng.random() < p else 0.0, delta))
+    found = length_controlled("verbose", rows)
+    assert found.raw > 0.65 and abs(found.controlled - 0.5) < 0.06
+    assert found.length_difference == pytest.approx(np.mean([d for _, d in rows]))
+    a, _ = reference_length_fit(rows)
+    assert found.controlled == pytest.approx(1 / (1 + math.exp(-a)), abs=1e-6)
+
+
+def test_equal_lengths_leave_the_win_rate_as_it_is() -> None:
+    rows = [(1.0, 0.0)] * 7 + [(0.5, 0.0)] * 2 + [(0.0, 0.0)] * 3
+    found = length_controlled("same", rows)
+    assert found.raw == pytest.approx(8 / 12) and found.controlled == pytest.approx(
+        8 / 12, abs=1e-6
+    )

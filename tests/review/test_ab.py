@@ -116,3 +116,18 @@ def test_the_ab_queue_by_keyboard_moves_the_board(login, live_server) -> None:
     expect(page.locator("#source-label")).to_have_text("human battles")
     expect(page.locator("#pairwise-ratings tbody tr").first).to_have_attribute("data-model", "x")
     expect(page.locator("#judge-human")).to_contain_text("0.0% of 4")
+
+
+@pytest.mark.django_db
+def test_the_pairwise_board_against_a_baseline_shows_length_controlled_win_rates() -> None:
+    # y wins item 0 in both orders, flips on item 1 (a tie), ties elsewhere; equal lengths.
+    _, dataset, x, _ = pairwise_run({0: ("B", "A"), 1: ("A", "A")})
+    client = client_for(make_user("viewer"))
+    url = reverse("leaderboards:pairwise", args=[dataset.task.slug])
+    html = client.get(url, {"baseline": x.pk}).content.decode()
+    assert 'id="length-controlled"' in html
+    table = html[html.index('id="length-controlled"') :]
+    row = re.search(r'<tr data-model="y">(.*?)</tr>', table, re.S)[1]
+    cells = re.findall(r'<td class="num"[^>]*>([^<]*)</td>', row)
+    # 4 battles: 1 win, 3 ties → 62.5%; equal lengths: the same controlled.
+    assert cells[:4] == ["4", "62.5%", "62.5%", "0.0"]
