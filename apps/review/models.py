@@ -374,6 +374,23 @@ def settle(score: Score) -> None:
     score.settle_by_people(value, ScoreEvent.Kind.CONSENSUS, None, reason)
 
 
+def settle_task(task_id: int) -> int:
+    """After the policy changed (fewer reviews per item, say): settle every score that now
+    has its reviews and was waiting. Returns how many were looked at."""
+    target = ReviewPolicy.of(task_id).reviews_per_item
+    waiting = (
+        Score.objects.filter(run__task_id=task_id, adjudication__isnull=True)
+        .unreviewed()
+        .annotate(n=models.Count("reviews"))
+        .filter(n__gte=target)
+    )
+    scores = list(waiting.select_related("run"))
+    for score in scores:
+        with transaction.atomic():
+            settle(score)
+    return len(scores)
+
+
 def is_adjudicated(score: Score) -> bool:
     """An adjudicated score keeps the adjudicator's value whatever reviews come later."""
     return Adjudication.objects.filter(score=score, settled_at__isnull=False).exists()

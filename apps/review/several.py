@@ -17,7 +17,7 @@ from apps.datasets.models import Task
 from apps.judges.models import Score
 from apps.review import views
 from apps.review.forms import AdjudicationForm, PolicyForm, ReviewForm
-from apps.review.models import Adjudication, Review, ReviewClaim, ReviewPolicy
+from apps.review.models import Adjudication, Review, ReviewClaim, ReviewPolicy, settle_task
 from apps.review.queue import Queue
 
 
@@ -114,6 +114,8 @@ def policy(request: AppRequest, slug: str) -> HttpResponse:
                     "adjudicator": form.cleaned_data["adjudicator"],
                 },
             )
-        messages.success(request, f"Review policy of {task.slug} saved.")
+        settled = settle_task(task.pk)
+        note = f" {settled} waiting score{'s' if settled != 1 else ''} settled." if settled else ""
+        messages.success(request, f"Review policy of {task.slug} saved.{note}")
         return redirect(reverse("review:policy", args=[task.slug]))
     return render(request, "review/policy.html", {"task": task, "form": form, "policy": current})

@@ -284,3 +284,19 @@ def test_a_claim_of_someone_halfway_through_is_not_counted_twice(several, people
     ReviewClaim.release(run, items[0], people["bob"])
     assert Queue(run, people["carol"]).claim_next(None) == items[0]
     assert Queue(run, people["dave"]).claim_next(None) == items[1]  # now it is full
+
+
+def test_lowering_the_target_settles_what_now_has_its_reviews(several, people) -> None:
+    run, items = several
+    score = score_of(run, items[0])
+    for name in ("alice", "bob"):
+        Review.submit(score, people[name], 5, "", 1)
+    assert not score_of(run, items[0]).is_reviewed  # 2 of 3
+    admin = client_for(people["root"])
+    answer = admin.post(
+        reverse("review:policy", args=[run.task.slug]),
+        {"reviews_per_item": "2", "thresholds": "accuracy=1"},
+        follow=True,
+    )
+    assert "1 waiting score settled." in answer.content.decode()
+    assert score_of(run, items[0]).final_value == 5
