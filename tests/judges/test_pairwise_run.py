@@ -15,6 +15,7 @@ from django.urls import reverse
 from apps.judges.launching import JudgeRunError
 from apps.judges.models import Comparison, Judge
 from apps.judges.pairwise import consistency, create_pairwise_run, outcomes
+from apps.leaderboards import pairwise_board
 from apps.runs.engine import launch
 from apps.runs.models import ErrorKind, Run
 from tests.base import make_user, work
@@ -62,6 +63,10 @@ def test_a_judge_that_always_picks_the_first_position_finds_no_winner(
     assert len(found) == N * 3 and all(o.verdict == "tie" and not o.consistent for o in found)
     stats = consistency(judge)
     assert (stats.rate, stats.first_share) == (0.0, 1.0)
+    # No fake winner: every model ties with every other.
+    board = pairwise_board.build(run.task)
+    assert {r.rank for r in board.ratings.ratings} == {1}
+    assert all(abs(r.rating - 1000) < 1e-6 for r in board.ratings.ratings)
 
 
 def test_a_true_preference_wins_in_both_orders(three_models, endpoint, llm_server) -> None:
