@@ -8,7 +8,7 @@ and the `leaderboard` command all read the same `Board` and print the same numbe
 import dataclasses
 import functools
 import math
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +19,7 @@ from apps.datasets.models import Dataset, Task
 from apps.judges.models import Judge
 from apps.leaderboards import items, summaries
 from apps.leaderboards.epochs import Reduction
-from apps.leaderboards.items import flaky_count
+from apps.leaderboards.items import flaky_count, remember
 from apps.leaderboards.stats import (
     Dist,
     Interval,
@@ -399,7 +399,20 @@ def build(task: Task, params: Params) -> Board:
     if params.common and board.coverage is not None:
         array_tag_table(board, common=True)
     elif not board.reduction.is_mean:
-        array_tag_table(board, common=False)
+        key = (
+            tuple(_reduced_key(board, row.run, board.mode) for row in board.rows),
+            board.params.tag_subject,
+            tuple(board.tags),
+        )
+        if key in _epoch_tags:
+            _epoch_tags.move_to_end(key)
+            board.tag_subject = board.subject(board.params.tag_subject or "") or (
+                board.subjects[0] if board.subjects else None
+            )
+            board.tag_rows = list(_epoch_tags[key])
+        else:
+            array_tag_table(board, common=False)
+            remember(_epoch_tags, key, list(board.tag_rows))
     else:
         tag_table(board, scores)
     return board
@@ -411,12 +424,41 @@ def values_of(board: Board, run: Run, mode: str) -> dict[str, np.ndarray]:
     return items.item_values(run, mode, board.last_event, board.reduction)
 
 
+_epoch_cells: "OrderedDict[tuple, tuple]" = OrderedDict()
+_epoch_tags: "OrderedDict[tuple, list]" = OrderedDict()
+
+
+def _reduced_key(board: Board, run: Run, mode: str) -> tuple:
+    """What a reduced computation of one run depends on (the run's results, the reviews for
+    human values, and the board's settings)."""
+    return (
+        run.pk,
+        summaries.fingerprint(run),
+        mode,
+        board.last_event if mode == "human" else 0,
+        board.reduction,
+        board.params.scoring,
+    )
+
+
 def epoch_cells(board: Board, tag: str | None) -> None:
     """Every model's cells, overall and overall CI again with each item's value the board's
     reduction of its epochs (majority vote, pass@k) instead of their mean. Failed and
-    missing items count as the scoring says, as in the mean's cells."""
+    missing items count as the scoring says, as in the mean's cells. Cached per state of the
+    results and settings: intervals over 100k items are not recomputed on every request."""
+    weights = tuple(sorted(board.weights.items()))
     for mode in MODES:
         for row in board.rows:
+            key = (*_reduced_key(board, row.run, mode), tag, weights)
+            if key in _epoch_cells:
+                _epoch_cells.move_to_end(key)
+                cells, overall, overall_ci = _epoch_cells[key]
+                row.cells[mode], row.overall[mode], row.overall_ci[mode] = (
+                    dict(cells),
+                    overall,
+                    overall_ci,
+                )
+                continue
             found = items.dataset_items(row.run.dataset)
             mask = items.tag_mask(found.tags, tag)
             values = values_of(board, row.run, mode)
@@ -439,6 +481,9 @@ def epoch_cells(board: Board, tag: str | None) -> None:
                 _per_item_overall_ci(board, own, everything)
                 if row.overall[mode] is not None
                 else None
+            )
+            remember(
+                _epoch_cells, key, (dict(row.cells[mode]), row.overall[mode], row.overall_ci[mode])
             )
 
 
