@@ -312,25 +312,18 @@ class JudgeRunForm(forms.Form):
         return {"dataset": Dataset.objects.get(pk=int(dataset_id)), "source_column": column}
 
 
-class GenerationRunChoices(forms.ModelMultipleChoiceField):
-    def label_from_instance(self, obj: Any) -> str:
-        return f"#{obj.pk} {obj.label} · {obj.dataset}"
-
-
 class PairwiseRunForm(forms.Form):
-    """Start a pairwise run: which generation runs (of one dataset), a baseline or every pair."""
+    """Start a pairwise run: which response sets of one dataset (generation runs or response
+    columns of the file), a baseline or every pair."""
 
-    responses = GenerationRunChoices(
-        queryset=Run.objects.none(),
+    responses = forms.MultipleChoiceField(
         widget=forms.CheckboxSelectMultiple,
         label="Response sets to compare",
-        help_text="Two or more generation runs of the same dataset.",
+        help_text="Two or more generation runs or response columns of the same dataset "
+        "(runs with several epochs are compared on their first answer to each item).",
     )
-    baseline = forms.ModelChoiceField(
-        queryset=Run.objects.none(),
-        required=False,
-        empty_label="None: every pair",
-        help_text="Compare each response set with this one only.",
+    baseline = forms.ChoiceField(
+        required=False, help_text="Compare each response set with this one only."
     )
     endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.all())
     logging_mode = forms.ChoiceField(
@@ -340,18 +333,32 @@ class PairwiseRunForm(forms.Form):
     def __init__(self, *args: Any, judge: Judge, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.judge = judge
-        runs = (
-            Run.objects.generation()
+        runs = [
+            (f"run:{run.pk}", f"#{run.pk} {run.label} · {run.dataset}")
+            for run in Run.objects.generation()
             .filter(task=judge.task, status__in=Run.TERMINAL_STATUSES)
             .select_related("dataset")
-            .order_by("-pk")
-        )
-        cast(forms.ModelMultipleChoiceField, self.fields["responses"]).queryset = runs
-        cast(forms.ModelChoiceField, self.fields["baseline"]).queryset = runs
+            .order_by("-pk")[:200]
+        ]
+        columns = [
+            (source, f"column {column} · {dataset}")
+            for dataset in Dataset.objects.ready().filter(task=judge.task).order_by("-pk")
+            for column, source in dataset.response_sources
+        ]
+        cast(forms.ChoiceField, self.fields["responses"]).choices = runs + columns
+        cast(forms.ChoiceField, self.fields["baseline"]).choices = [
+            ("", "None: every pair"),
+            *runs,
+            *columns,
+        ]
         only = list(Endpoint.objects.values_list("pk", flat=True)[:2])
         self.fields["endpoint"].initial = judge.task.default_judge_endpoint_id or (
             only[0] if len(only) == 1 else None
         )
+
+    def response_sets(self) -> tuple[list[str], str]:
+        """The chosen sources ("run:ID" or "column:DATASET:COLUMN") and the baseline's."""
+        return list(self.cleaned_data["responses"]), self.cleaned_data.get("baseline") or ""
 
 
 def response_choices(task: Task) -> list[tuple[str, Any]]:

@@ -22,7 +22,7 @@ from django.db.models import Count, Q
 
 from apps.datasets.models import Item
 from apps.judges.judge_prompts import PromptError, build_pairwise_messages
-from apps.judges.launching import JudgeRunError, find_judge
+from apps.judges.launching import JudgeRunError, find_judge, parse_responses
 from apps.judges.models import Comparison, Judge, PairwiseSetup, judge_of
 from apps.judges.parsing import JudgeReplyError, parse_pairwise_reply
 from apps.runs.engine import Call, Progress, Result, RunPlugin, launch, register
@@ -176,6 +176,7 @@ class PairwisePlugin(RunPlugin):
                 item_id__in=item_ids, run_id__in={r for _, a, b in wanted for r in (a, b)}, epoch=0
             ).values_list("item_id", "run_id", "status", "text")
         }
+        names = {run.pk: run.title for run in run.pairwise.responses.with_names()}
         units = []
         for item_id, a, b in wanted:
             unit = PairUnit(unit_key(item_id, a, b), item_id, a, b)
@@ -184,7 +185,10 @@ class PairwisePlugin(RunPlugin):
                 status, text = texts.get((item_id, source), (None, ""))
                 if status != Response.Status.OK:
                     unit.error_kind = ErrorKind.NO_RESPONSE
-                    unit.error = f"Nothing to compare: run #{source} has no answer to this item."
+                    unit.error = (
+                        f"Nothing to compare: #{source} {names.get(source, '')} has no answer "
+                        "to this item."
+                    )
                 answers.append(text)
             if not unit.error:
                 self._messages(ctx, unit, items[item_id], answers)
@@ -344,11 +348,12 @@ class PairwisePlugin(RunPlugin):
             "--responses",
             action="append",
             required=True,
-            help="a generation run (id or label) to compare; give two or more",
+            help="a response set to compare, two or more: a generation run (id or label) or "
+            "a response column of a dataset (DATASET:COLUMN)",
         )
         parser.add_argument("--judge", required=True, help="a pairwise judge of the task")
         parser.add_argument("--judge-version", type=int, help="default: the latest version")
-        parser.add_argument("--baseline", help="compare each with this one (id or label)")
+        parser.add_argument("--baseline", help="compare each with this one (as --responses)")
         parser.add_argument("--endpoint", help="default: the task's judge endpoint")
         parser.add_argument(
             "--logging", choices=[m.value for m in LoggingMode], default=LoggingMode.FAILED.value
@@ -357,40 +362,61 @@ class PairwisePlugin(RunPlugin):
 
     def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
         try:
-            runs = [find_responses(value) for value in options["responses"]]
-            task_id = runs[0].task_id
-            judge = find_judge(task_id, options["judge"], options.get("judge_version"))
-            baseline = find_responses(options["baseline"]) if options.get("baseline") else None
-            if options.get("endpoint"):
-                endpoint = Endpoint.objects.filter(name=options["endpoint"]).first()
-                if endpoint is None:
-                    raise JudgeRunError(f"No endpoint named {options['endpoint']!r}.")
-            else:
-                endpoint = runs[0].task.default_judge_endpoint
-            return create_pairwise_run(
-                judge,
-                runs,
-                endpoint=endpoint,
-                baseline=baseline,
-                user=user,
-                logging_mode=options.get("logging") or LoggingMode.FAILED,
-                chunk_size=options.get("chunk_size") or 100,
-            )
+            with transaction.atomic():  # a response column read for nothing is not kept
+                return self._create(options, user)
         except JudgeRunError as exc:
             raise CommandError(str(exc)) from None
 
+    @staticmethod
+    def _create(options: dict[str, Any], user: Any) -> Run:
+        runs = [find_responses(value) for value in options["responses"]]
+        task_id = runs[0].task_id
+        judge = find_judge(task_id, options["judge"], options.get("judge_version"))
+        baseline = find_responses(options["baseline"]) if options.get("baseline") else None
+        if options.get("endpoint"):
+            endpoint = Endpoint.objects.filter(name=options["endpoint"]).first()
+            if endpoint is None:
+                raise JudgeRunError(f"No endpoint named {options['endpoint']!r}.")
+        else:
+            endpoint = runs[0].task.default_judge_endpoint
+        return create_pairwise_run(
+            judge,
+            runs,
+            endpoint=endpoint,
+            baseline=baseline,
+            user=user,
+            logging_mode=options.get("logging") or LoggingMode.FAILED,
+            chunk_size=options.get("chunk_size") or 100,
+        )
+
 
 def find_responses(value: str) -> Run:
-    runs = Run.objects.generation()
-    found = runs.filter(pk=int(value)).first() if value.isdigit() else None
-    if found is None:
-        matches = list(runs.filter(label=value)[:2])
-        if len(matches) > 1:
-            raise JudgeRunError(f"Two generation runs are labelled {value!r}: give the run id.")
-        found = matches[0] if matches else None
-    if found is None:
-        raise JudgeRunError(f"No generation run {value!r} (give its id or its label).")
-    return found
+    """A response set by reference: "run:ID" or "column:DATASET:COLUMN" (the start form's
+    values), a run id or label, or DATASET:COLUMN (a dataset id or name: its latest version)."""
+    value = value.strip()
+    prefix, _, rest = value.partition(":")
+    if (prefix == "run" and rest.isdigit()) or (prefix == "column" and ":" in rest):
+        value = rest
+    if value.isdigit():
+        found = Run.objects.response_sets().filter(pk=int(value)).first()
+        if found is None:
+            raise JudgeRunError(f"No generation run or response column #{value}.")
+        return found
+    matches = list(Run.objects.generation().filter(label=value)[:2])
+    if len(matches) > 1:
+        raise JudgeRunError(f"Two generation runs are labelled {value!r}: give the run id.")
+    if matches:
+        return matches[0]
+    if ":" not in value:
+        raise JudgeRunError(
+            f"No generation run {value!r}: give a run's id or label, or DATASET:COLUMN for a "
+            "response column of a dataset."
+        )
+    _, dataset, column = parse_responses(value)
+    try:
+        return Run.objects.for_column(dataset, column)
+    except ValueError as exc:
+        raise JudgeRunError(str(exc)) from None
 
 
 def create_pairwise_run(
@@ -436,6 +462,15 @@ def create_pairwise_run(
         setup.responses.set(list(unique.values()))
         launch(run, Run.Mode.RESUME)
     return run
+
+
+def start_pairwise_run(judge: Judge, sources: list[str], baseline: str = "", **options: Any) -> Run:
+    """A pairwise run over response sets given by reference (see `find_responses`); a response
+    column read for a run that cannot be made is not kept."""
+    with transaction.atomic():
+        runs = [find_responses(source) for source in sources]
+        chosen = find_responses(baseline) if baseline else None
+        return create_pairwise_run(judge, runs, baseline=chosen, **options)
 
 
 # ---- what the comparisons say ----------------------------------------------------------------------

@@ -24,7 +24,7 @@ from apps.judges.launching import (
     retry_kind,
 )
 from apps.judges.models import Judge, judge_of
-from apps.judges.pairwise import consistency, create_pairwise_run
+from apps.judges.pairwise import consistency, start_pairwise_run
 from apps.runs.engine import LaunchError
 from apps.runs.models import ErrorKind, Run
 
@@ -162,11 +162,12 @@ def _pairwise_start(request: AppRequest, judge: Judge) -> HttpResponse:
     form = PairwiseRunForm(request.POST, judge=judge)
     if form.is_valid():
         try:
-            run = create_pairwise_run(
+            sources, baseline = form.response_sets()
+            run = start_pairwise_run(
                 judge,
-                list(form.cleaned_data["responses"]),
+                sources,
+                baseline,
                 endpoint=form.cleaned_data["endpoint"],
-                baseline=form.cleaned_data["baseline"],
                 user=request.user,
                 logging_mode=form.cleaned_data["logging_mode"],
             )

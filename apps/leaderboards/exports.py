@@ -38,7 +38,7 @@ from apps.datasets.models import Item
 from apps.judges.models import Comparison, JudgeRound, judge_of
 from apps.leaderboards.boards import Board, Row
 from apps.leaderboards.pairs import Pairs
-from apps.leaderboards.pairwise_board import PairwiseBoard
+from apps.leaderboards.pairwise_board import PairwiseBoard, names_of
 from apps.leaderboards.people import PeopleAgreement
 from apps.review.models import Adjudication, BlindEntry, Review
 from apps.runs.models import Response, Run
@@ -260,7 +260,7 @@ def result_header(run: Run) -> list[str]:
 
 
 def results_csv(run: Run) -> Iterator[str]:
-    if run.kind == Run.Kind.GENERATION:
+    if run.holds_responses:
         yield from responses_csv(run)
         return
     if run.kind == Run.Kind.PAIRWISE:
@@ -328,7 +328,7 @@ def _score_record(
 
 
 def results_jsonl(run: Run) -> Iterator[str]:
-    if run.kind == Run.Kind.GENERATION:
+    if run.holds_responses:
         yield from responses_jsonl(run)
         return
     if run.kind == Run.Kind.PAIRWISE:
@@ -935,9 +935,7 @@ COMPARISON_HEADER = [
 def comparison_records(run: Run) -> Iterator[dict[str, Any]]:
     """Each comparison of a pairwise run: the pair, the order it was shown in, what the judge
     said of the shown order and what that means for the pair."""
-    labels = {
-        r.pk: r.label or f"run #{r.pk}" for r in Run.objects.generation().filter(task=run.task)
-    }
+    labels = names_of(list(Run.objects.response_sets().filter(task=run.task)))
     rows = (
         Comparison.objects.filter(run=run)
         .select_related("item")

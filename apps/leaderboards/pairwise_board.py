@@ -23,7 +23,7 @@ class PairwiseBoard:
     judge: Judge | None
     ratings: Ratings | None
     consistency: Consistency | None
-    labels: dict[str, int]  # model label → its generation run id
+    labels: dict[str, int]  # a response set's name on the board → its run id
     source: str = "judge"
     # Judge–human agreement on pairs: people's votes on pairs the judge decided in both
     # orders, and how many of them the judge's outcome matched.
@@ -41,8 +41,14 @@ class PairwiseBoard:
         return self.agreeing_votes / self.compared_votes if self.compared_votes else None
 
 
-def label_of(run: Run) -> str:
-    return run.label or f"run #{run.pk}"
+def names_of(runs: list[Run]) -> dict[int, str]:
+    """Each response set's name on the board: its label (its id when it has none), with the
+    id added where two share a label, so two models never merge into one player."""
+    plain = {run.pk: run.label or f"run #{run.pk}" for run in runs}
+    counts: dict[str, int] = {}
+    for name in plain.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {pk: f"{name} (#{pk})" if counts[name] > 1 else name for pk, name in plain.items()}
 
 
 def build(
@@ -61,7 +67,7 @@ def build(
     judge = next((j for j in judges if j.pk == judge_id), judges[0] if judges else None)
     if judge is None:
         return PairwiseBoard(task, judges, None, None, None, {}, source)
-    generation = {r.pk: r for r in Run.objects.generation().filter(task=task)}
+    names = names_of(list(Run.objects.response_sets().filter(task=task)))
     mine = [run for run in runs if run.judge_id == judge.pk]
     judged: dict[tuple[int, int, int, int], str] = {}
     for run in mine:
@@ -77,14 +83,14 @@ def build(
         battles += [(a, b, OUTCOME[v]) for (_, _, a, b), v in judged.items()]
     if source in ("human", "both"):
         battles += [(a, b, OUTCOME[choice]) for _, _, a, b, choice in votes]
-    named = [(label_of(generation[a]), label_of(generation[b]), o) for a, b, o in battles]
+    named = [(names[a], names[b], o) for a, b, o in battles]
     board = PairwiseBoard(
         task,
         judges,
         judge,
         ratings(named) if named else None,
         consistency(judge),
-        {label_of(r): r.pk for r in generation.values()},
+        {name: pk for pk, name in names.items()},
         source,
     )
     for run_id, item, a, b, choice in votes:
@@ -92,9 +98,9 @@ def build(
         if verdict is not None:
             board.compared_votes += 1
             board.agreeing_votes += verdict == choice
-    if baseline in generation:
-        board.baseline = label_of(generation[baseline])
-        board.length_controlled = _length_controlled(baseline, judged, votes, source, generation)
+    if baseline in names:
+        board.baseline = names[baseline]
+        board.length_controlled = _length_controlled(baseline, judged, votes, source, names)
     return board
 
 
@@ -103,7 +109,7 @@ def _length_controlled(
     judged: dict[tuple[int, int, int, int], str],
     votes: list[tuple[int, int, int, int, str]],
     source: str,
-    generation: dict[int, Run],
+    names: dict[int, str],
 ) -> list[LengthControlled]:
     """Each model's battles against the baseline, with the answers' length difference."""
     battles = []
@@ -124,5 +130,5 @@ def _length_controlled(
         won = OUTCOME[verdict] if other == a else 1 - OUTCOME[verdict]
         difference = words.get((item, other), 0) - words.get((item, baseline), 0)
         per_model.setdefault(other, []).append((won, float(difference)))
-    found = [length_controlled(label_of(generation[m]), rows) for m, rows in per_model.items()]
+    found = [length_controlled(names[m], rows) for m, rows in per_model.items()]
     return sorted(found, key=lambda r: -(r.controlled if r.controlled is not None else r.raw))

@@ -416,6 +416,8 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
     Call inside a transaction (or autocommit): the Redis list and the jobs appear only
     after commit, so no worker sees a half-made launch.
     """
+    if run.kind not in PLUGINS:
+        raise LaunchError(f"{run} is read from a file: there is nothing to run.")
     plugin = plugin_for(run)
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)

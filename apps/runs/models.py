@@ -3,12 +3,13 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
 from apps.datasets.models import Dataset, Item, Task, Versioned, slug_validator
+from apps.datasets.values import as_text
 
 
 class ErrorKind(models.TextChoices):
@@ -224,6 +225,29 @@ class RunQuerySet(models.QuerySet["Run"]):
     def judging(self) -> "RunQuerySet":
         return self.filter(kind=Run.Kind.JUDGE)
 
+    def response_sets(self) -> "RunQuerySet":
+        """Runs that hold answers: generation runs and response columns."""
+        return self.filter(kind__in=Run.RESPONSE_KINDS)
+
+    def for_column(self, dataset: Dataset, column: str) -> "Run":
+        """The response set of a dataset's response column, made once (with a Response per
+        item: failed where the file has no value) and shared by every run that compares it."""
+        if column not in dataset.response_columns:
+            known = ", ".join(dataset.response_columns) or "none"
+            raise ValueError(
+                f"Dataset {dataset} has no response column {column!r} (response columns: {known})."
+            )
+        with transaction.atomic():
+            run, created = Run.objects.get_or_create(
+                kind=Run.Kind.COLUMN,
+                dataset=dataset,
+                source_column=column,
+                defaults={"task_id": dataset.task_id, "label": column, "launch": 1},
+            )
+            if created:
+                run.copy_column()
+        return run
+
     def with_names(self) -> "RunQuerySet":
         """What `Run.title` and `Run.cost_known` read, in the same query (lists of runs)."""
         return self.select_related("dataset", "judge", "source_run", "endpoint")
@@ -236,6 +260,12 @@ class Run(models.Model):
         GENERATION = "generation", "Generation"
         JUDGE = "judge", "Judge"
         PAIRWISE = "pairwise", "Pairwise"
+        # A dataset's response column read as a response set (`Run.objects.for_column`), so
+        # pairwise runs compare it like a generation run; nothing is generated or launched.
+        COLUMN = "column", "Response column"
+
+    # Kinds whose rows hold Responses: what pairwise runs compare and run pages list.
+    RESPONSE_KINDS = (Kind.GENERATION, Kind.COLUMN)
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -322,6 +352,11 @@ class Run(models.Model):
                 condition=~models.Q(kind="judge") | models.Q(judge__isnull=False),
                 name="judge_run_has_judge",
             ),
+            models.UniqueConstraint(
+                fields=["dataset", "source_column"],
+                condition=models.Q(kind="column"),
+                name="column_run_once",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -331,6 +366,37 @@ class Run(models.Model):
         return reverse("runs:detail", args=[self.pk])
 
     # ---- names -----------------------------------------------------------------
+    def copy_column(self) -> None:
+        """A response column run's answers, read from its items (`for_column`)."""
+        rows = []
+        for item_id, fields in Item.objects.filter(dataset_id=self.dataset_id).values_list(
+            "pk", "fields"
+        ):
+            value = (fields or {}).get(self.source_column)
+            rows.append(
+                Response(
+                    run=self,
+                    item_id=item_id,
+                    status=Response.Status.OK if value is not None else Response.Status.FAILED,
+                    text=as_text(value),
+                    error=""
+                    if value is not None
+                    else f"The file has no value in column “{self.source_column}” for this item.",
+                    launch=1,
+                )
+            )
+        Response.objects.bulk_create(rows, batch_size=2000)
+        failed = sum(row.status == Response.Status.FAILED for row in rows)
+        now = timezone.now()
+        self.total, self.done, self.failed = len(rows), len(rows) - failed, failed
+        self.status = self.Status.COMPLETED_WITH_FAILURES if failed else self.Status.COMPLETED
+        self.started_at = self.finished_at = now
+        self.save(update_fields=["total", "done", "failed", "status", "started_at", "finished_at"])
+
+    @property
+    def holds_responses(self) -> bool:
+        return self.kind in self.RESPONSE_KINDS
+
     @property
     def judged_label(self) -> str:
         """What a judge run scores: the generation run's label (its id when it has none),
@@ -364,6 +430,8 @@ class Run(models.Model):
         "quality v2 on model-a"; the run's own label leads when it says something more.
         Needs judge, dataset and source_run loaded (`RunQuerySet.with_names`) in lists.
         """
+        if self.kind == self.Kind.COLUMN:
+            return f"{self.dataset} · column {self.source_column}"
         if self.kind != self.Kind.JUDGE or not self.judge_id:
             return self.label
         judged = self.judged_label
@@ -459,11 +527,16 @@ class Run(models.Model):
 
     @property
     def can_resume(self) -> bool:
-        """Resuming makes sense when the run stopped (or stalled) with items left to do."""
+        """Resuming makes sense when the run stopped (or stalled) with items left to do (a
+        response column is read, not run: there is nothing to resume)."""
+        if self.kind == self.Kind.COLUMN:
+            return False
         return (self.is_terminal and self.status != self.Status.COMPLETED) or self.is_stalled
 
     @property
     def can_retry_failed(self) -> bool:
+        if self.kind == self.Kind.COLUMN:
+            return False
         return self.failed > 0 and (self.is_terminal or self.is_stalled)
 
     @property

@@ -245,7 +245,7 @@ def test_a_pairwise_judge_is_made_and_started_in_the_browser_forms(
     started = client.post(
         reverse("judges:start", args=[judge.pk]),
         {
-            "responses": [runs["good"].pk, runs["bad"].pk],
+            "responses": [f"run:{runs['good'].pk}", f"run:{runs['bad'].pk}"],
             "endpoint": endpoint.pk,
             "logging_mode": "failed",
         },

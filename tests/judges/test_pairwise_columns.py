@@ -1,0 +1,154 @@
+"""Pairwise runs over response columns (#13.2): answers that came with the uploaded file are a
+response set like a generation run's, from the judge's start form and from the command line;
+read once per (dataset, column), an empty cell fails its comparisons with a message naming the
+column, and nothing is kept when the run cannot be made."""
+
+import csv
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
+
+from apps.judges.models import Comparison, Judge
+from apps.judges.pairwise import outcomes
+from apps.leaderboards import pairwise_board
+from apps.runs.engine import LaunchError, launch
+from apps.runs.models import Response, Run
+from tests.base import make_user, work
+from tests.factories import make_dataset, make_generation_run, make_judge
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+N = 5
+
+
+@pytest.fixture
+def with_columns(task):
+    rows = [
+        {
+            "key": f"q{i}",
+            "fields": {
+                "question": f"question {i}",
+                "gpt": f"GOOD answer {i}",
+                "llama": f"poor answer {i}" if i != 3 else None,
+            },
+            "reference": "",
+        }
+        for i in range(N)
+    ]
+    mapping = {"input_columns": ["question"], "response_columns": ["gpt", "llama"]}
+    dataset = make_dataset(task, rows, name="answers", mapping=mapping)
+    judge = make_judge(task, Judge.Kind.PAIRWISE, name="which", subjects=[])
+    return dataset, judge
+
+
+def test_response_columns_and_a_generation_run_compared_from_the_command_line(
+    with_columns, endpoint, llm_server, capsys
+) -> None:
+    dataset, _ = with_columns
+    run_answers = {i: f"plain answer {i}" for i in range(N)}
+    generated = make_generation_run(dataset, run_answers, label="mistral")
+    llm_server.configure(
+        default_reply='{"verdict": "tie"}',
+        script=[
+            {"regex": r"<response_a>\s*GOOD", "reply": '{"verdict": "A"}'},
+            {"regex": r"<response_b>\s*GOOD", "reply": '{"verdict": "B"}'},
+        ],
+    )
+    args = ["start_run", "pairwise", "--judge", "which", "--endpoint", endpoint.name]
+    call_command(
+        *args,
+        *("--responses", "answers:gpt", "--responses", f"{dataset.pk}:llama"),
+        *("--responses", "mistral"),
+    )
+    run = Run.objects.get(kind=Run.Kind.PAIRWISE)
+    columns = {r.source_column: r for r in Run.objects.filter(kind=Run.Kind.COLUMN)}
+    assert set(columns) == {"gpt", "llama"}
+    gpt, llama = columns["gpt"], columns["llama"]
+    assert (gpt.label, gpt.status, gpt.total, gpt.done) == ("gpt", "completed", N, N)
+    assert (llama.status, llama.done, llama.failed) == ("completed_with_failures", N - 1, 1)
+    assert Response.objects.get(run=gpt, item__key="q2").text == "GOOD answer 2"
+    assert run.total == N * 3
+    work()
+    run.refresh_from_db()
+    # The one empty cell fails its two pairs (llama vs gpt, llama vs mistral), before asking.
+    assert (run.done, run.failed) == (N * 3 - 2, 2)
+    assert llm_server.stats()["requests"] == (N * 3 - 2) * 2
+    failed = Comparison.objects.filter(run=run, status="failed").first()
+    assert "llama" in failed.error and "no answer" in failed.error
+    assert all(o.consistent for o in outcomes(run))
+    board = pairwise_board.build(dataset.task)
+    assert board.ratings.ratings[0].model == "gpt" and board.ratings.ratings[0].rank == 1
+    assert set(board.labels) == {"gpt", "llama", "mistral"}
+    assert board.labels["mistral"] == generated.pk
+    # A second pairwise run reads the same columns again: no second copy.
+    call_command(*args, "--responses", "answers:gpt", "--responses", "answers:llama")
+    assert Run.objects.filter(kind=Run.Kind.COLUMN).count() == 2
+    second = Run.objects.filter(kind=Run.Kind.PAIRWISE).order_by("-pk").first()
+    assert second.pairwise.pairs() == [(gpt.pk, llama.pk)]
+    # A column run is read, not run: nothing to resume or retry.
+    assert not gpt.can_resume and not llama.can_retry_failed
+    with pytest.raises(LaunchError, match="read from a file"):
+        launch(llama, Run.Mode.RETRY_FAILED)
+    capsys.readouterr()
+    call_command("leaderboard", dataset.task.slug, "--pairwise")
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out.lstrip("\ufeff"))))
+    assert (rows[0]["model"], rows[0]["rank"]) == ("gpt", "1")
+
+
+def test_bad_column_references_say_why_and_keep_nothing(with_columns, endpoint) -> None:
+    args = ["start_run", "pairwise", "--judge", "which", "--endpoint", endpoint.name]
+    with pytest.raises(CommandError, match=r"no response column 'question'.*gpt, llama"):
+        call_command(*args, "--responses", "answers:gpt", "--responses", "answers:question")
+    with pytest.raises(CommandError, match="No dataset named 'nope'"):
+        call_command(*args, "--responses", "answers:gpt", "--responses", "nope:gpt")
+    with pytest.raises(CommandError, match="No judge 'missing'"):
+        call_command(
+            "start_run",
+            "pairwise",
+            *("--judge", "missing", "--responses", "answers:gpt", "--responses", "answers:llama"),
+        )
+    assert not Run.objects.exists() and not Response.objects.exists()
+
+
+def test_the_start_form_offers_response_columns_and_the_run_page_shows_them(
+    with_columns, endpoint, llm_server
+) -> None:
+    dataset, judge = with_columns
+    generated = make_generation_run(dataset, {i: f"x {i}" for i in range(N)}, label="mistral")
+    client = Client()
+    client.force_login(make_user("reviewer"))
+    page = client.get(reverse("judges:detail", args=[judge.pk])).content.decode()
+    assert f'value="column:{dataset.pk}:gpt"' in page and f'value="run:{generated.pk}"' in page
+    llm_server.configure(default_reply='{"verdict": "A"}')
+    started = client.post(
+        reverse("judges:start", args=[judge.pk]),
+        {
+            "responses": [f"column:{dataset.pk}:gpt", f"column:{dataset.pk}:llama"],
+            "baseline": f"run:{generated.pk}",
+            "endpoint": endpoint.pk,
+            "logging_mode": "failed",
+        },
+    )
+    run = Run.objects.get(kind=Run.Kind.PAIRWISE)
+    assert started.status_code == 302 and run.total == N * 2
+    gpt = Run.objects.get(kind=Run.Kind.COLUMN, source_column="gpt")
+    llama = Run.objects.get(kind=Run.Kind.COLUMN, source_column="llama")
+    assert run.pairwise.pairs() == [(generated.pk, gpt.pk), (generated.pk, llama.pk)]
+    html = client.get(reverse("runs:detail", args=[gpt.pk])).content.decode()
+    assert "GOOD answer 4" in html and 'id="resume-run"' not in html
+    assert "read as a response set" in html
+    work()
+    listing = client.get(reverse("runs:list")).content.decode()
+    assert "Response column" in listing and "answers" in listing
+
+
+def test_two_response_sets_with_one_label_stay_two_players(with_columns, endpoint) -> None:
+    dataset, _ = with_columns
+    a = make_generation_run(dataset, {0: "x"}, label="same")
+    b = make_generation_run(dataset, {0: "y"}, label="same")
+    column = Run.objects.for_column(dataset, "gpt")
+    names = pairwise_board.names_of([a, b, column])
+    assert names == {a.pk: f"same (#{a.pk})", b.pk: f"same (#{b.pk})", column.pk: "gpt"}
