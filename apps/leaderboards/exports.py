@@ -887,31 +887,57 @@ PAIRWISE_HEADER = [
 ]
 
 
+LENGTH_HEADER = ["baseline", "win_rate_vs_baseline", "lc_win_rate", "length_difference"]
+
+
+def pairwise_records(board: PairwiseBoard) -> list[dict[str, Any]]:
+    """The Bradley–Terry ratings (rank by CI overlap), one record per model; with a baseline,
+    each model's raw and length-controlled win rate against it and the length difference."""
+    judge = f"{board.judge.name} v{board.judge.version}" if board.judge else ""
+    stats = board.consistency
+    against = {r.model: r for r in board.length_controlled or []}
+    records = []
+    for r in board.ratings.ratings if board.ratings else []:
+        record: dict[str, Any] = {
+            "rank": r.rank,
+            "model": r.model,
+            "rating": round(r.rating, 1),
+            "ci_low": round(r.low, 1),
+            "ci_high": round(r.high, 1),
+            "battles": r.battles,
+            "win_rate": round(r.win_rate, 4),
+            "judge": judge,
+            "source": board.source_label,
+            "position_consistency": None if stats is None else _rounded(stats.rate, 4),
+            "first_position_share": None if stats is None else _rounded(stats.first_share, 4),
+        }
+        if board.baseline:
+            lc = against.get(r.model)
+            record |= {
+                "baseline": board.baseline,
+                "win_rate_vs_baseline": None if lc is None else round(lc.raw, 4),
+                "lc_win_rate": None if lc is None else _rounded(lc.controlled, 4),
+                "length_difference": None if lc is None else round(lc.length_difference, 1),
+            }
+        records.append(record)
+    return records
+
+
 def pairwise_csv(board: PairwiseBoard) -> Iterable[str]:
-    """The Bradley–Terry ratings (rank by CI overlap), one row per model."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     buffer.write(BOM)
-    writer.writerow(PAIRWISE_HEADER)
-    judge = f"{board.judge.name} v{board.judge.version}" if board.judge else ""
-    stats = board.consistency
-    for r in board.ratings.ratings if board.ratings else []:
+    header = PAIRWISE_HEADER + (LENGTH_HEADER if board.baseline else [])
+    writer.writerow(header)
+    for record in pairwise_records(board):
         writer.writerow(
-            [
-                r.rank,
-                cell(r.model),
-                round(r.rating, 1),
-                round(r.low, 1),
-                round(r.high, 1),
-                r.battles,
-                round(r.win_rate, 4),
-                cell(judge),
-                board.source_label,
-                "" if stats is None or stats.rate is None else round(stats.rate, 4),
-                "" if stats is None or stats.first_share is None else round(stats.first_share, 4),
-            ]
+            [cell(v) if isinstance(v, str) else ("" if v is None else v) for v in record.values()]
         )
     return [buffer.getvalue()]
+
+
+def pairwise_jsonl(board: PairwiseBoard) -> Iterable[str]:
+    return [json.dumps(record, ensure_ascii=False) + "\n" for record in pairwise_records(board)]
 
 
 # ---- a pairwise run: one row per comparison -------------------------------------------------------

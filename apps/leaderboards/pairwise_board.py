@@ -29,6 +29,7 @@ class PairwiseBoard:
     # orders, and how many of them the judge's outcome matched.
     compared_votes: int = 0
     agreeing_votes: int = 0
+    baseline_id: int | None = None
     baseline: str = ""  # with a baseline: each model's win rate against it, raw and
     length_controlled: list[LengthControlled] | None = None  # length-controlled
 
@@ -49,6 +50,23 @@ def names_of(runs: list[Run]) -> dict[int, str]:
     for name in plain.values():
         counts[name] = counts.get(name, 0) + 1
     return {pk: f"{name} (#{pk})" if counts[name] > 1 else name for pk, name in plain.items()}
+
+
+def find_set(task: Task, name: str) -> int | None:
+    """A response set of the task by its name on the board (or its run id)."""
+    names = names_of(list(Run.objects.response_sets().filter(task=task)))
+    found = [pk for pk, known in names.items() if known == name or str(pk) == name]
+    return found[0] if found else None
+
+
+def find_judge(task: Task, name: str) -> int | None:
+    """The newest version of a pairwise judge, by name, that has a pairwise run."""
+    return (
+        Judge.objects.filter(task=task, name=name, runs__kind=Run.Kind.PAIRWISE)
+        .order_by("-version")
+        .values_list("pk", flat=True)
+        .first()
+    )
 
 
 def build(
@@ -99,7 +117,7 @@ def build(
             board.compared_votes += 1
             board.agreeing_votes += verdict == choice
     if baseline in names:
-        board.baseline = names[baseline]
+        board.baseline, board.baseline_id = names[baseline], baseline
         board.length_controlled = _length_controlled(baseline, judged, votes, source, names)
     return board
 

@@ -101,8 +101,10 @@ def pairwise(request: AppRequest, slug: str) -> HttpResponseBase:
         source,
         int(baseline) if baseline.isdigit() else None,
     )
-    if request.GET.get("format") == "csv":
-        return _download(exports.pairwise_csv(built), "csv", f"{task.slug}-pairwise", stream=False)
+    fmt = request.GET.get("format", "")
+    if fmt in ("csv", "jsonl"):
+        chunks = exports.pairwise_csv(built) if fmt == "csv" else exports.pairwise_jsonl(built)
+        return _download(chunks, fmt, f"{task.slug}-pairwise", stream=False)
     context = {"task": task, "board": built, "sources": pairwise_board.SOURCES}
     return render(request, "leaderboards/pairwise.html", context)
 

@@ -5,6 +5,7 @@ column, and nothing is kept when the run cannot be made."""
 
 import csv
 import io
+import json
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -96,6 +97,30 @@ def test_response_columns_and_a_generation_run_compared_from_the_command_line(
     call_command("leaderboard", dataset.task.slug, "--pairwise")
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out.lstrip("\ufeff"))))
     assert (rows[0]["model"], rows[0]["rank"]) == ("gpt", "1")
+    # JSONL, against a baseline: each model's raw and length-controlled win rate against it.
+    call_command(
+        "leaderboard",
+        dataset.task.slug,
+        *("--pairwise", "--format", "jsonl", "--baseline", "mistral", "--judge", "which"),
+    )
+    records = {r["model"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert set(records) == {"gpt", "llama", "mistral"}
+    # gpt beat mistral on every item; llama tied it on the 4 it answered; same word counts.
+    assert records["gpt"]["win_rate_vs_baseline"] == 1.0
+    assert records["llama"]["win_rate_vs_baseline"] == 0.5
+    assert records["llama"]["lc_win_rate"] == pytest.approx(0.5, abs=1e-4)
+    assert records["mistral"]["baseline"] == "mistral"
+    assert records["mistral"]["win_rate_vs_baseline"] is None
+    with pytest.raises(CommandError, match="No response set 'nobody'"):
+        call_command("leaderboard", dataset.task.slug, "--pairwise", "--baseline", "nobody")
+    client = Client()
+    client.force_login(make_user("viewer"))
+    url = reverse("leaderboards:pairwise", args=[dataset.task.slug])
+    page = client.get(url, {"baseline": generated.pk}).content.decode()
+    assert 'id="pairwise-jsonl"' in page and f"baseline={generated.pk}" in page
+    body = client.get(url, {"baseline": generated.pk, "format": "jsonl"}).content.decode()
+    lines = [json.loads(line) for line in body.splitlines()]
+    assert (lines[0]["model"], lines[0]["lc_win_rate"]) == ("gpt", records["gpt"]["lc_win_rate"])
 
 
 def test_bad_column_references_say_why_and_keep_nothing(with_columns, endpoint) -> None:

@@ -63,19 +63,45 @@ class Command(BaseCommand):
         parser.add_argument(
             "--pairwise",
             action="store_true",
-            help="Bradley–Terry ratings from the task's pairwise runs instead (CSV)",
+            help="Bradley–Terry ratings from the task's pairwise runs instead (CSV or JSONL)",
+        )
+        parser.add_argument(
+            "--source",
+            choices=list(pairwise_board.SOURCES),
+            default="judge",
+            help="with --pairwise: the judge's battles, people's (the A/B queue) or both",
+        )
+        parser.add_argument(
+            "--baseline",
+            help="with --pairwise: a model's name; adds win rates against it, raw and "
+            "length-controlled",
         )
         parser.add_argument("--format", choices=["table", "csv", "jsonl"], default="table")
+
+    def _pairwise(self, task: Task, options: dict[str, Any]) -> None:
+        judge = None
+        if options["judge"]:
+            judge = pairwise_board.find_judge(task, options["judge"])
+            if judge is None:
+                raise CommandError(f"No pairwise judge {options['judge']!r} has runs in {task}.")
+        baseline = None
+        if options["baseline"]:
+            baseline = pairwise_board.find_set(task, options["baseline"])
+            if baseline is None:
+                raise CommandError(f"No response set {options['baseline']!r} in {task}.")
+        built = pairwise_board.build(task, judge, options["source"], baseline)
+        if built.ratings is None:
+            raise CommandError(f"No pairwise run of {task.slug} has finished a comparison.")
+        fmt = options["format"]
+        write = exports.pairwise_jsonl if fmt == "jsonl" else exports.pairwise_csv
+        sys.stdout.writelines(write(built))
 
     def handle(self, *args: Any, **options: Any) -> None:
         task = Task.objects.filter(slug=options["task"]).first()
         if task is None:
             raise CommandError(f"There is no task {options['task']!r}.")
         if options["pairwise"]:
-            built = pairwise_board.build(task)
-            if built.ratings is None:
-                raise CommandError(f"No pairwise run of {task.slug} has finished a comparison.")
-            sys.stdout.writelines(exports.pairwise_csv(built))
+            self._pairwise(task, options)
             return
         params = boards.Params(
             judge_name=options["judge"],
