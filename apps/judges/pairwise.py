@@ -18,7 +18,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 
 from apps.datasets.models import Item
 from apps.judges.judge_prompts import PromptError, build_pairwise_messages
@@ -27,7 +27,7 @@ from apps.judges.models import Comparison, Judge, PairwiseSetup, judge_of
 from apps.judges.parsing import JudgeReplyError, parse_pairwise_reply
 from apps.runs.engine import Call, Progress, Result, RunPlugin, launch, register
 from apps.runs.llm import RAW_LIMIT, Attempt, LLMError
-from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run
+from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run, set_names
 
 ORDERS = (0, 1)
 
@@ -498,6 +498,79 @@ def outcomes(run: Run) -> list[Outcome]:
         same = verdicts[0] == verdicts[1]
         found.append(Outcome(item, a, b, verdicts[0] if same else Comparison.Verdict.TIE, same))
     return found
+
+
+# ---- a pairwise run's comparisons, a unit per line (its page) -------------------------------------
+UNIT_FILTERS = {"": "All", "failed": "Failed", "flipped": "Flipped with the order", "ok": "Judged"}
+
+
+@dataclass
+class UnitLine:
+    """One (item, pair) of a pairwise run: both orders side by side."""
+
+    first: Comparison  # order 0: a shown as "A"
+    second: Comparison | None  # order 1: b shown as "A"
+    a_name: str
+    b_name: str
+
+    @property
+    def failed(self) -> bool:
+        return any(c.status == Comparison.Status.FAILED for c in self.orders)
+
+    @property
+    def orders(self) -> list[Comparison]:
+        return [c for c in (self.first, self.second) if c is not None]
+
+    @property
+    def outcome(self) -> str:
+        """Who won the pair, "tie", "flipped (tie)" or "" while an order is missing/failed."""
+        if self.failed or self.second is None:
+            return ""
+        if self.first.verdict != self.second.verdict:
+            return "flipped (tie)"
+        names: dict[str, str] = {"a": self.a_name, "b": self.b_name}
+        return names.get(self.first.verdict, "tie")
+
+
+def unit_lines(run: Run, which: str = "") -> Any:
+    """The run's first-order comparisons (one per unit) matching a filter of UNIT_FILTERS, as
+    a queryset to page; `lines` turns a page of them into UnitLines."""
+    first = Comparison.objects.filter(run=run, order=0).select_related("item")
+    other = Comparison.objects.filter(
+        run=run,
+        order=1,
+        item_id=OuterRef("item_id"),
+        a_run_id=OuterRef("a_run_id"),
+        b_run_id=OuterRef("b_run_id"),
+    )
+    if which == "failed":
+        first = first.filter(
+            Q(status=Comparison.Status.FAILED) | Exists(other.filter(status="failed"))
+        )
+    elif which in ("ok", "flipped"):
+        first = first.filter(status=Comparison.Status.OK).filter(
+            Exists(other.filter(status=Comparison.Status.OK))
+        )
+        if which == "flipped":
+            first = first.filter(Exists(other.exclude(verdict=OuterRef("verdict"))))
+    return first.order_by("item__position", "a_run_id", "b_run_id")
+
+
+def lines(run: Run, page: list[Comparison]) -> list[UnitLine]:
+    seconds = {
+        (c.item_id, c.a_run_id, c.b_run_id): c
+        for c in Comparison.objects.filter(run=run, order=1, item_id__in={c.item_id for c in page})
+    }
+    names = set_names(list(run.pairwise.responses.all()))
+    return [
+        UnitLine(
+            c,
+            seconds.get((c.item_id, c.a_run_id, c.b_run_id)),
+            names.get(c.a_run_id, f"run #{c.a_run_id}"),
+            names.get(c.b_run_id, f"run #{c.b_run_id}"),
+        )
+        for c in page
+    ]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ urlpatterns = [
     path("<int:pk>/start/", views.judge_run_start, name="start"),
     path("task/<slug:slug>/default/", views.set_default, name="set-default"),
     path("runs/<int:pk>/results/", views.run_results, name="results"),
+    path("runs/<int:pk>/comparisons/", views.comparisons, name="comparisons"),
     path("runs/<int:pk>/failed/", views.failed_items, name="failed"),
     path("runs/<int:pk>/failed/<int:item_id>/retry/", views.retry_item, name="retry-item"),
     path("runs/<int:pk>/retry-failed/", views.retry_failed, name="retry-failed"),

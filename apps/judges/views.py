@@ -1,6 +1,7 @@
 from typing import Any
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -9,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.access import AppRequest, reviewer_required
 from apps.datasets.models import Item, Task
-from apps.judges import results
+from apps.judges import pairwise, results
 from apps.judges.forms import DefaultJudgeForm, JudgeForm, JudgeRunForm, PairwiseRunForm
 from apps.judges.judge_prompts import (
     DEFAULT_MCQ_SYSTEM,
@@ -187,6 +188,27 @@ def _judge_run(pk: int) -> Run:
     if run.kind != Run.Kind.JUDGE:
         raise Http404("Not a judge run.")
     return run
+
+
+def comparisons(request: AppRequest, pk: int) -> HttpResponse:
+    """A pairwise run's comparisons, both orders of each (item, pair) on one line, with what
+    the judge said, the outcome and, for failures, why (the raw reply folded)."""
+    run = get_object_or_404(
+        Run.objects.select_related("task", "dataset", "judge"), pk=pk, kind=Run.Kind.PAIRWISE
+    )
+    which = request.GET.get("show", "")
+    which = which if which in pairwise.UNIT_FILTERS else ""
+    page = Paginator(pairwise.unit_lines(run, which), 50).get_page(request.GET.get("page"))
+    context = {
+        "run": run,
+        "page": page,
+        "lines": pairwise.lines(run, list(page.object_list)),
+        "show": which,
+        "filters": pairwise.UNIT_FILTERS,
+        "page_query": {"show": which} if which else {},
+    }
+    partial = "#comparisons" if request.htmx and request.htmx.target == "comparisons" else ""
+    return render(request, f"judges/comparisons.html{partial}", context)
 
 
 def run_results(request: AppRequest, pk: int) -> HttpResponse:

@@ -38,10 +38,10 @@ from apps.datasets.models import Item
 from apps.judges.models import Comparison, JudgeRound, judge_of
 from apps.leaderboards.boards import Board, Row
 from apps.leaderboards.pairs import Pairs
-from apps.leaderboards.pairwise_board import PairwiseBoard, names_of
+from apps.leaderboards.pairwise_board import PairwiseBoard
 from apps.leaderboards.people import PeopleAgreement
 from apps.review.models import Adjudication, BlindEntry, Review
-from apps.runs.models import Response, Run
+from apps.runs.models import Response, Run, set_names
 
 CHUNK = 2000  # rows per database fetch
 FLUSH = 500  # CSV rows per streamed piece
@@ -961,7 +961,7 @@ COMPARISON_HEADER = [
 def comparison_records(run: Run) -> Iterator[dict[str, Any]]:
     """Each comparison of a pairwise run: the pair, the order it was shown in, what the judge
     said of the shown order and what that means for the pair."""
-    labels = names_of(list(Run.objects.response_sets().filter(task=run.task)))
+    labels = set_names(list(Run.objects.response_sets().filter(task=run.task)))
     rows = (
         Comparison.objects.filter(run=run)
         .select_related("item")

@@ -10,7 +10,7 @@ from apps.judges.models import Judge
 from apps.judges.pairwise import Consistency, consistency, outcomes
 from apps.leaderboards.bradley_terry import LengthControlled, Ratings, length_controlled, ratings
 from apps.review.models import Vote
-from apps.runs.models import Response, Run
+from apps.runs.models import Response, Run, set_names
 
 SOURCES = {"judge": "judge battles", "human": "human battles", "both": "judge and human battles"}
 OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
@@ -42,19 +42,9 @@ class PairwiseBoard:
         return self.agreeing_votes / self.compared_votes if self.compared_votes else None
 
 
-def names_of(runs: list[Run]) -> dict[int, str]:
-    """Each response set's name on the board: its label (its id when it has none), with the
-    id added where two share a label, so two models never merge into one player."""
-    plain = {run.pk: run.label or f"run #{run.pk}" for run in runs}
-    counts: dict[str, int] = {}
-    for name in plain.values():
-        counts[name] = counts.get(name, 0) + 1
-    return {pk: f"{name} (#{pk})" if counts[name] > 1 else name for pk, name in plain.items()}
-
-
 def find_set(task: Task, name: str) -> int | None:
     """A response set of the task by its name on the board (or its run id)."""
-    names = names_of(list(Run.objects.response_sets().filter(task=task)))
+    names = set_names(list(Run.objects.response_sets().filter(task=task)))
     found = [pk for pk, known in names.items() if known == name or str(pk) == name]
     return found[0] if found else None
 
@@ -85,7 +75,7 @@ def build(
     judge = next((j for j in judges if j.pk == judge_id), judges[0] if judges else None)
     if judge is None:
         return PairwiseBoard(task, judges, None, None, None, {}, source)
-    names = names_of(list(Run.objects.response_sets().filter(task=task)))
+    names = set_names(list(Run.objects.response_sets().filter(task=task)))
     mine = [run for run in runs if run.judge_id == judge.pk]
     judged: dict[tuple[int, int, int, int], str] = {}
     for run in mine:

@@ -661,6 +661,16 @@ class ResponseQuerySet(models.QuerySet["Response"]):
         )
 
 
+def set_names(runs: list[Run]) -> dict[int, str]:
+    """Each response set's name where sets are compared: its label (its id when it has none),
+    with the id added where two share a label, so two models never read as one."""
+    plain = {run.pk: run.label or f"run #{run.pk}" for run in runs}
+    counts: dict[str, int] = {}
+    for name in plain.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {pk: f"{name} (#{pk})" if counts[name] > 1 else name for pk, name in plain.items()}
+
+
 class Response(models.Model):
     """A generation run's answer to one item: at most one per (run, item, epoch)."""
 

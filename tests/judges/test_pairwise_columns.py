@@ -16,7 +16,7 @@ from apps.judges.models import Comparison, Judge
 from apps.judges.pairwise import outcomes
 from apps.leaderboards import pairwise_board
 from apps.runs.engine import LaunchError, launch
-from apps.runs.models import Response, Run
+from apps.runs.models import Response, Run, set_names
 from tests.base import make_user, work
 from tests.factories import make_dataset, make_generation_run, make_judge
 
@@ -80,6 +80,19 @@ def test_response_columns_and_a_generation_run_compared_from_the_command_line(
     failed = Comparison.objects.filter(run=run, status="failed").first()
     assert "llama" in failed.error and "no answer" in failed.error
     assert all(o.consistent for o in outcomes(run))
+    # The run's comparisons page: why the two failed, and who won the rest.
+    client = Client()
+    client.force_login(make_user("viewer"))
+    url = reverse("judges:comparisons", args=[run.pk])
+    failed_page = client.get(url, {"show": "failed"}).content.decode()
+    assert failed_page.count('class="comparison failed"') == 2
+    assert "no answer" in failed_page and "q3" in failed_page
+    everything = client.get(url).content.decode()
+    assert everything.count('class="comparison') == N * 3
+    assert everything.count('<td class="outcome">gpt</td>') == N * 2 - 1
+    assert client.get(url, {"show": "flipped"}).content.decode().count('class="comparison') == 0
+    run_page = client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert 'id="failed-comparisons"' in run_page
     board = pairwise_board.build(dataset.task)
     assert board.ratings.ratings[0].model == "gpt" and board.ratings.ratings[0].rank == 1
     assert set(board.labels) == {"gpt", "llama", "mistral"}
@@ -113,8 +126,6 @@ def test_response_columns_and_a_generation_run_compared_from_the_command_line(
     assert records["mistral"]["win_rate_vs_baseline"] is None
     with pytest.raises(CommandError, match="No response set 'nobody'"):
         call_command("leaderboard", dataset.task.slug, "--pairwise", "--baseline", "nobody")
-    client = Client()
-    client.force_login(make_user("viewer"))
     url = reverse("leaderboards:pairwise", args=[dataset.task.slug])
     page = client.get(url, {"baseline": generated.pk}).content.decode()
     assert 'id="pairwise-jsonl"' in page and f"baseline={generated.pk}" in page
@@ -175,5 +186,5 @@ def test_two_response_sets_with_one_label_stay_two_players(with_columns, endpoin
     a = make_generation_run(dataset, {0: "x"}, label="same")
     b = make_generation_run(dataset, {0: "y"}, label="same")
     column = Run.objects.for_column(dataset, "gpt")
-    names = pairwise_board.names_of([a, b, column])
+    names = set_names([a, b, column])
     assert names == {a.pk: f"same (#{a.pk})", b.pk: f"same (#{b.pk})", column.pk: "gpt"}

@@ -63,6 +63,16 @@ def test_a_judge_that_always_picks_the_first_position_finds_no_winner(
     assert len(found) == N * 3 and all(o.verdict == "tie" and not o.consistent for o in found)
     stats = consistency(judge)
     assert (stats.rate, stats.first_share) == (0.0, 1.0)
+    client = Client()
+    client.force_login(make_user("viewer"))
+    url = reverse("judges:comparisons", args=[run.pk])
+    flipped = client.get(
+        url, {"show": "flipped"}, headers={"HX-Request": "true", "HX-Target": "comparisons"}
+    )
+    html = flipped.content.decode()
+    assert "<html" not in html and html.count("flipped (tie)") == N * 3
+    assert html.count("said <strong>A</strong>") == N * 3 * 2
+    assert "Page 1 of" not in html  # 18 lines fit one page
     # No fake winner: every model ties with every other.
     board = pairwise_board.build(run.task)
     assert {r.rank for r in board.ratings.ratings} == {1}
