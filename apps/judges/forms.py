@@ -107,8 +107,10 @@ class JudgeForm(forms.ModelForm):
         help_texts = {
             "system_prompt": "Blank: the built-in prompt for the kind.",
             "user_prompt": (
-                "Blank: the item's inputs, the reference and the response, each in its own tag. "
-                "Use {{ response }}, {{ reference }}, {{ inputs }} and any item field by name."
+                "Blank: the item's inputs, the reference and the response (for pairwise judges "
+                "both responses), each in its own tag. Use {{ response }} (pairwise: "
+                "{{ response_a }} and {{ response_b }}), {{ reference }}, {{ inputs }} and any "
+                "item field by name."
             ),
             "n_iter": "LLM judges only; rule-based judges always do one round.",
             "aggregation": "How rounds combine. Mode ties go to the smallest most frequent value.",
@@ -144,9 +146,15 @@ class JudgeForm(forms.ModelForm):
         """(legend, kinds, fields): the settings every kind has, then one group per
         Judge.KIND_FIELDS entry, its legend naming its kinds, so that without JavaScript (which
         hides the groups of other kinds) the form still says which setting is for which kind."""
-        grouped = {name for _, names in Judge.KIND_FIELDS for name in names}
+        grouped = {name for _, names in Judge.KIND_FIELDS for name in names} | {"subjects_text"}
         groups: list[tuple[str, list[str], list[forms.BoundField]]] = [
-            ("", [], [self[name] for name in self.fields if name not in grouped])
+            ("", [], [self[name] for name in self.fields if name not in grouped]),
+            # A pairwise judge says which answer is better: it scores no subjects.
+            (
+                "Subjects (every kind but pairwise)",
+                [str(kind) for kind in Judge.Kind if kind != Judge.Kind.PAIRWISE],
+                [self["subjects_text"]],
+            ),
         ]
         labels = dict(Judge.Kind.choices)
         for kinds, names in Judge.KIND_FIELDS:

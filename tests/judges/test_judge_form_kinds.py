@@ -29,6 +29,8 @@ def fieldsets(page: str) -> dict[str, tuple[str, list[str]]]:
 def test_without_javascript_every_group_says_which_kinds_it_is_for(task, reviewer_client):
     page = reviewer_client.get(create_url(task)).content.decode()
     assert fieldsets(page) == {
+        # A pairwise judge scores no subjects: the box is hidden when it is chosen.
+        "rubric mcq mcq_rule metric": ("Subjects (every kind but pairwise)", ["subjects_text"]),
         "rubric mcq pairwise": (
             "For LLM rubric and multiple choice (LLM) and pairwise (LLM) judges",
             ["system_prompt", "user_prompt"],
@@ -49,9 +51,7 @@ def test_without_javascript_every_group_says_which_kinds_it_is_for(task, reviewe
     }
     # The kinds are explained above the fields; the settings every kind has come first.
     assert page.index('id="kinds-help"') < page.index('name="name"') < page.index("kind-fields")
-    assert (
-        page.index('name="kind"') < page.index('name="subjects_text"') < page.index("kind-fields")
-    )
+    assert page.index('name="kind"') < page.index('name="subjects_text"') < page.index("n_iter")
     assert "js/judge_form.js" in page
 
 

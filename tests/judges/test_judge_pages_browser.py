@@ -11,7 +11,9 @@ from tests.judges.test_failed_page import failed_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-GROUPS = ("rubric mcq", "rubric", "mcq mcq_rule", "metric")
+SUBJECTS = "rubric mcq mcq_rule metric"
+PROMPTS = "rubric mcq pairwise"
+GROUPS = (SUBJECTS, PROMPTS, "rubric mcq", "rubric", "mcq mcq_rule", "metric")
 
 
 def visible_groups(page) -> list[str]:
@@ -26,13 +28,17 @@ def test_choosing_a_kind_shows_only_its_settings(task, reviewer_user, login, pag
     login(reviewer_user, reverse("judges:create") + f"?task={task.slug}")
     assert visible_groups(page) == list(GROUPS)  # no kind chosen yet: every group
     page.select_option("select[name=kind]", "mcq_rule")
-    assert visible_groups(page) == ["mcq mcq_rule"]
+    assert visible_groups(page) == [SUBJECTS, "mcq mcq_rule"]
     assert page.locator("input[name=label_count]").is_visible()
     assert not page.locator("textarea[name=system_prompt]").is_visible()
     page.select_option("select[name=kind]", "rubric")
-    assert visible_groups(page) == ["rubric mcq", "rubric"]
+    assert visible_groups(page) == [SUBJECTS, PROMPTS, "rubric mcq", "rubric"]
+    # A pairwise judge has prompts and no subjects.
+    page.select_option("select[name=kind]", "pairwise")
+    assert visible_groups(page) == [PROMPTS]
+    assert not page.locator("textarea[name=subjects_text]").is_visible()
     page.select_option("select[name=kind]", "metric")
-    assert visible_groups(page) == ["metric"]
+    assert visible_groups(page) == [SUBJECTS, "metric"]
     # The hidden settings do not stop the form: a metric judge is saved.
     page.fill("input[name=name]", "exact")
     page.select_option("select[name=metric]", "exact_match")
@@ -41,7 +47,7 @@ def test_choosing_a_kind_shows_only_its_settings(task, reviewer_user, login, pag
     assert Judge.objects.get(name="exact").kind == Judge.Kind.METRIC
     # Editing starts from the judge's kind.
     page.goto(page.url.rstrip("/") + "/edit/")
-    assert visible_groups(page) == ["metric"]
+    assert visible_groups(page) == [SUBJECTS, "metric"]
 
 
 def test_make_this_the_default_judge_from_its_page(task, reviewer_user, login, page):
