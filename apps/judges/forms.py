@@ -99,7 +99,12 @@ class JudgeForm(forms.ModelForm):
     class Meta:
         model = Judge
         # What makes a new version, but subjects: those are typed as text (subjects_text).
-        fields = ["name", *(name for name in Judge.CONTENT_FIELDS if name != "subjects")]
+        # Examples are drafted from reviews on their own page (apps/judges/learning.py) and
+        # carried over to the versions edited here.
+        fields = [
+            "name",
+            *(name for name in Judge.CONTENT_FIELDS if name not in ("subjects", "examples")),
+        ]
         labels = {
             "n_iter": "Rounds per item",
             "use_structured_output": "Ask for structured output where the endpoint supports it",

@@ -74,6 +74,19 @@ def _messages(system: str, user: str) -> list[Message]:
     return messages
 
 
+def with_examples(messages: list[Message], examples: Sequence[Mapping[str, Any]]) -> list[Message]:
+    """The judge's few-shot examples, each its user message and the wanted reply, between the
+    system message and the item's (the order chat models learn a reply format from)."""
+    if not examples:
+        return messages
+    system = messages[:1] if messages and messages[0]["role"] == "system" else []
+    shots: list[Message] = []
+    for example in examples:
+        shots.append({"role": "user", "content": str(example["user"])})
+        shots.append({"role": "assistant", "content": str(example["reply"])})
+    return [*system, *shots, *messages[len(system) :]]
+
+
 def _sections(context: Mapping[str, str], with_reference: bool) -> str:
     parts = []
     if context["inputs"].strip():

@@ -45,7 +45,12 @@ from django.db.models import Count, Q, QuerySet
 from apps.datasets.models import Item
 from apps.datasets.values import as_text
 from apps.judges.aggregation import aggregate, spread
-from apps.judges.judge_prompts import PromptError, build_mcq_judge_messages, build_rubric_messages
+from apps.judges.judge_prompts import (
+    PromptError,
+    build_mcq_judge_messages,
+    build_rubric_messages,
+    with_examples,
+)
 from apps.judges.launching import JudgeRunError, create_judge_run, find_judge, parse_responses
 from apps.judges.metrics import get_metric
 from apps.judges.models import (
@@ -86,6 +91,7 @@ class JudgeContext:
     input_columns: list[str] | None
     hidden_columns: set[str]
     metric_needs_reference: bool = True
+    examples: list[dict[str, Any]] = field(default_factory=list)
     # This chunk's requests in flight, at most the endpoint's limit (made lazily in the loop).
     limit: int = 1
     _requests: asyncio.Semaphore | None = None
@@ -268,6 +274,7 @@ class JudgePlugin(RunPlugin):
                 get_metric(spec.metric).needs_reference if spec.kind == Judge.Kind.METRIC else True
             ),
             limit=endpoint.concurrency_limit if endpoint is not None else 1,
+            examples=list(judge.examples or []),
         )
 
     def load_units(self, run: Run, ctx: JudgeContext, keys: list[str]) -> list[JudgeUnit]:
@@ -410,7 +417,7 @@ class JudgePlugin(RunPlugin):
                     return
                 unit.epoch_errors[epoch] = (ErrorKind.TEMPLATE, str(exc))
             else:
-                unit.messages[epoch] = messages
+                unit.messages[epoch] = with_examples(messages, ctx.examples)
 
     # -- doing it -----------------------------------------------------------------------------
     async def perform(self, run: Run, ctx: JudgeContext, unit: JudgeUnit, call: Call) -> Result:

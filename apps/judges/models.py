@@ -64,6 +64,14 @@ class Judge(Versioned):
         max_length=8, choices=Aggregation.choices, default=Aggregation.MEAN
     )
     use_structured_output = models.BooleanField(default=True)
+    # Few-shot examples (apps/judges/learning.py), sent before the item as a user message (the
+    # example rendered by this judge's own prompt) and the reply people would have wanted:
+    # [{"item": id, "run": judge run id, "user": text, "reply": text, "values": {subject:
+    # value}, "reason": text}]. Part of the version: runs keep the examples they used.
+    examples = models.JSONField(default=list, blank=True)
+    # Where the examples came from: {"from_version": judge id, "seed": int, "held_out_share":
+    # float, "held_out": [item ids never used as examples, kept for checking the version]}.
+    learned_from = models.JSONField(default=dict, blank=True)
     objects = JudgeQuerySet.as_manager()
 
     class Meta:
@@ -98,6 +106,7 @@ class Judge(Versioned):
         "n_iter",
         "aggregation",
         "use_structured_output",
+        "examples",
     )
 
     @property

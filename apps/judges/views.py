@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.access import AppRequest, reviewer_required
 from apps.datasets.models import Item, Task
-from apps.judges import pairwise, results
+from apps.judges import learning, pairwise, results
 from apps.judges.forms import DefaultJudgeForm, JudgeForm, JudgeRunForm, PairwiseRunForm
 from apps.judges.judge_prompts import (
     DEFAULT_MCQ_SYSTEM,
@@ -178,6 +178,42 @@ def _pairwise_start(request: AppRequest, judge: Judge) -> HttpResponse:
             messages.success(request, f"Started pairwise run #{run.pk}: {run.total} comparisons.")
             return redirect(run)
     return _judge_page(request, judge, form, status=400)
+
+
+# ---- examples from reviews (#14.1) ------------------------------------------------------------
+def _draft(judge: Judge, params: Any) -> learning.Draft:
+    count = params.get("count", "")
+    seed = params.get("seed", "")
+    return learning.draft(
+        judge,
+        k=int(count) if count.isdigit() else learning.DEFAULT_EXAMPLES,
+        seed=int(seed) if seed.isdigit() else 0,
+    )
+
+
+@reviewer_required
+def improve(request: AppRequest, pk: int) -> HttpResponse:
+    """Draft a new version whose prompt carries examples from reviewed items; the reviewer
+    picks, edits or drops them, and saving records the held-out split."""
+    judge = get_object_or_404(Judge.objects.select_related("task"), pk=pk)
+    error = ""
+    try:
+        found = _draft(judge, request.POST if request.method == "POST" else request.GET)
+        if request.method == "POST":
+            picked = [
+                (int(request.POST[f"run_{i}"]), int(request.POST[f"item_{i}"]), reply)
+                for i in request.POST.getlist("use")
+                if i.isdigit() and (reply := request.POST.get(f"reply_{i}")) is not None
+            ]
+            examples = learning.chosen_examples(found, picked)
+            new = learning.save_version(judge, examples, found, request.user)
+            messages.success(request, f"Saved {new} with {len(examples)} examples from reviews.")
+            return redirect(new)
+    except (learning.LearningError, KeyError, ValueError) as exc:
+        error = str(exc)
+        found = None
+    context = {"judge": judge, "draft": found, "error": error}
+    return render(request, "judges/improve.html", context, status=400 if error else 200)
 
 
 # ---- a judge run's results and failed items -------------------------------------------------------

@@ -1,0 +1,239 @@
+"""Judges that learn from reviewers (#14.1): people's settled scores become few-shot examples of
+a new judge version, and a seeded share of the reviewed items is held out so the version can be
+checked on items it never saw.
+
+A reviewed item is a (judge run, item) of any version of the judge whose every subject people
+settled (an override, a confirmation or the several reviewers' consensus). Items are split by
+dataset item, not by run, so an item reviewed in two models' runs is on one side only: an
+example never teaches the judge the question it is checked on. The split is a hash of the seed
+and the item id, so new reviews never move an item from one side to the other.
+
+An example is rendered by the judge's own prompt (its user message for that item and response)
+and the reply people would have wanted, in the judge's reply format; `judge_prompts.with_examples`
+puts the examples before the item in every request of the version.
+"""
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from apps.datasets.models import Item
+from apps.judges.judge_prompts import PromptError, build_rubric_messages
+from apps.judges.models import Judge, Score
+from apps.judges.parsing import JudgeReplyError, parse_rubric_reply
+from apps.runs.models import Response, Run
+
+HELD_OUT_SHARE = 0.5
+DEFAULT_EXAMPLES = 6
+MAX_EXAMPLES = 20
+
+
+class LearningError(ValueError):
+    """Examples that cannot be drafted or saved; the message says why in plain words."""
+
+
+def is_held_out(item_id: int, seed: int, share: float = HELD_OUT_SHARE) -> bool:
+    digest = hashlib.sha256(f"{seed}:{item_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < share
+
+
+@dataclass
+class Reviewed:
+    """A judge run's item whose every subject people settled."""
+
+    run_id: int
+    item_id: int
+    values: dict[str, float]  # people's final value per subject
+    judge_values: dict[str, float | None]
+    reason: str
+    overridden: bool  # at least one subject changed (these teach the most)
+
+
+def reviewed_items(judge: Judge) -> list[Reviewed]:
+    """Every reviewed (run, item) of the judge's versions, over its current subjects. Runs of
+    generation runs with several epochs are left out: people settle the item, not an answer."""
+    subjects = judge.subject_names
+    runs = Run.objects.judging().filter(judge__task_id=judge.task_id, judge__name=judge.name)
+    runs = runs.exclude(source_run__epochs__gt=1)
+    rows = (
+        Score.objects.filter(run__in=runs, subject__in=subjects)
+        .reviewed()
+        .filter(final_value__isnull=False)
+        .values_list(
+            "run_id", "item_id", "subject", "final_value", "judge_value", "override_reason"
+        )
+    )
+    found: dict[tuple[int, int], Reviewed] = {}
+    for run_id, item_id, subject, final, judged, reason in rows.order_by("run_id", "item_id"):
+        if final is None:  # excluded above; says so to the type checker
+            continue
+        entry = found.setdefault(
+            (run_id, item_id), Reviewed(run_id, item_id, {}, {}, "", overridden=False)
+        )
+        entry.values[subject] = final
+        entry.judge_values[subject] = judged
+        if reason:
+            entry.reason = f"{entry.reason} {reason}".strip()
+        entry.overridden = entry.overridden or judged is None or judged != final
+    return [entry for entry in found.values() if len(entry.values) == len(subjects)]
+
+
+def stratified(candidates: list[Reviewed], subject: str, k: int, seed: int) -> list[Reviewed]:
+    """Up to k candidates spread over the subject's values: one of each value in turn (lowest
+    first), overrides before confirmations within a value, seeded otherwise."""
+    rng = random.Random(seed)
+    strata: dict[float, list[Reviewed]] = {}
+    for candidate in sorted(candidates, key=lambda c: (c.run_id, c.item_id)):
+        strata.setdefault(candidate.values[subject], []).append(candidate)
+    for members in strata.values():
+        rng.shuffle(members)
+        members.sort(key=lambda c: not c.overridden)  # stable: the shuffle orders the rest
+    chosen: list[Reviewed] = []
+    seen: set[int] = set()
+    queues = [strata[value] for value in sorted(strata)]
+    while len(chosen) < k and any(queues):
+        for queue in queues:
+            while queue and queue[0].item_id in seen:
+                queue.pop(0)  # one example per item, even when two runs reviewed it
+            if queue and len(chosen) < k:
+                picked = queue.pop(0)
+                seen.add(picked.item_id)
+                chosen.append(picked)
+    return chosen
+
+
+def reply_for(values: dict[str, float], reason: str) -> str:
+    """The reply people would have wanted, in the rubric judge's JSON format."""
+    shown = {name: int(v) if float(v).is_integer() else v for name, v in values.items()}
+    return json.dumps({"reason": reason or "As the reviewers scored it.", **shown})
+
+
+def render_example(judge: Judge, reviewed: Reviewed) -> dict[str, Any]:
+    """The example as the version stores it: the judge's own user message for the item and
+    response, the wanted reply, and where it came from."""
+    run = Run.objects.select_related("dataset").get(pk=reviewed.run_id)
+    item = Item.objects.get(pk=reviewed.item_id)
+    if run.source_run_id is not None:
+        response = (
+            Response.objects.filter(run_id=run.source_run_id, item=item, epoch=0)
+            .values_list("text", flat=True)
+            .first()
+            or ""
+        )
+    else:
+        response = str((item.fields or {}).get(run.source_column) or "")
+    dataset = run.dataset
+    fields = item.fields or {}
+    hidden = {*dataset.response_columns, dataset.reference_column, dataset.tags_column}
+    hidden.add(run.source_column)
+    if dataset.input_columns:
+        inputs = {name: fields.get(name) for name in dataset.input_columns}
+    else:
+        inputs = {k: v for k, v in fields.items() if k not in hidden}
+    try:
+        messages = build_rubric_messages(
+            subjects=judge.subjects,
+            response=response,
+            reference=item.reference or "",
+            fields=fields,
+            inputs=inputs,
+            system_prompt=judge.system_prompt,
+            user_prompt=judge.user_prompt,
+        )
+    except PromptError as exc:
+        raise LearningError(f"Item {item.key}: {exc}") from None
+    return {
+        "item": item.pk,
+        "key": item.key,
+        "run": run.pk,
+        "user": messages[-1]["content"],
+        "reply": reply_for(reviewed.values, reviewed.reason),
+        "values": reviewed.values,
+        "judge_values": reviewed.judge_values,
+        "reason": reviewed.reason,
+        "overridden": reviewed.overridden,
+    }
+
+
+@dataclass
+class Draft:
+    judge: Judge
+    seed: int
+    share: float
+    reviewed: int  # reviewed (run, item)s of the judge
+    held_out: list[int]  # item ids kept for checking
+    candidates: list[Reviewed] = field(default_factory=list)  # the rest: may be examples
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+
+def draft(
+    judge: Judge, k: int = DEFAULT_EXAMPLES, seed: int = 0, share: float = HELD_OUT_SHARE
+) -> Draft:
+    """Examples for a new version of a rubric judge from its reviewed items."""
+    if judge.kind != Judge.Kind.RUBRIC:
+        raise LearningError(
+            f"{judge} is a {judge.get_kind_display()} judge: examples from reviews are for "
+            "LLM rubric judges."
+        )
+    reviewed = reviewed_items(judge)
+    held_out = sorted({r.item_id for r in reviewed if is_held_out(r.item_id, seed, share)})
+    kept = set(held_out)
+    candidates = [r for r in reviewed if r.item_id not in kept]
+    found = Draft(judge, seed, share, len(reviewed), held_out, candidates)
+    subject = judge.subject_names[0]
+    chosen = stratified(candidates, subject, max(0, min(k, MAX_EXAMPLES)), seed)
+    found.examples = [render_example(judge, r) for r in chosen]
+    return found
+
+
+def chosen_examples(draft: Draft, chosen: list[tuple[int, int, str]]) -> list[dict[str, Any]]:
+    """Examples for (run id, item id, reply as edited) picked on the page: each rendered again
+    here from its reviewed item (what the judge is shown never comes from the browser)."""
+    by_key = {(r.run_id, r.item_id): r for r in draft.candidates}
+    examples = []
+    for run_id, item_id, reply in chosen:
+        reviewed = by_key.get((run_id, item_id))
+        if reviewed is None or item_id in draft.held_out:
+            raise LearningError(
+                f"Item #{item_id} is not a reviewed item outside the held-out split: it cannot "
+                "be an example."
+            )
+        example = render_example(draft.judge, reviewed)
+        example["reply"] = reply.strip() or example["reply"]
+        examples.append(example)
+    return examples
+
+
+def save_version(judge: Judge, examples: list[dict[str, Any]], draft: Draft, user: Any) -> Judge:
+    """The next version of the judge with these examples (chosen and edited from the draft),
+    recording the held-out split. An example of a held-out item, or of an item people did not
+    review, is refused; an edited reply must read as the judge's own replies do."""
+    allowed = {(r.run_id, r.item_id) for r in draft.candidates}
+    held = set(draft.held_out)
+    for example in examples:
+        key = (int(example["run"]), int(example["item"]))
+        if example["item"] in held or key not in allowed:
+            raise LearningError(
+                f"Item {example.get('key', example['item'])} is not a reviewed item outside "
+                "the held-out split: it cannot be an example."
+            )
+        try:
+            parse_rubric_reply(str(example["reply"]), judge.subjects)
+        except JudgeReplyError as exc:
+            raise LearningError(
+                f"The reply of example {example.get('key', '')} would not be read: {exc.message}"
+            ) from None
+    with transaction.atomic():
+        new = Judge.objects.get(pk=judge.pk)
+        new.examples = examples
+        new.learned_from = {
+            "from_version": judge.pk,
+            "seed": draft.seed,
+            "held_out_share": draft.share,
+            "held_out": draft.held_out,
+        }
+        return new.save_as_new_version(user)
