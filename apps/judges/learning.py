@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 
 from apps.datasets.models import Item
 from apps.judges.judge_prompts import PromptError, build_rubric_messages
@@ -66,9 +67,10 @@ def reviewed_items(judge: Judge) -> list[Reviewed]:
         .values_list(
             "run_id", "item_id", "subject", "final_value", "judge_value", "override_reason"
         )
+        .annotate(by=F("override_by_id"))
     )
     found: dict[tuple[int, int], Reviewed] = {}
-    for run_id, item_id, subject, final, judged, reason in rows.order_by("run_id", "item_id"):
+    for run_id, item_id, subject, final, judged, reason, by in rows.order_by("run_id", "item_id"):
         if final is None:  # excluded above; says so to the type checker
             continue
         entry = found.setdefault(
@@ -76,7 +78,9 @@ def reviewed_items(judge: Judge) -> list[Reviewed]:
         )
         entry.values[subject] = final
         entry.judge_values[subject] = judged
-        if reason:
+        # Several reviewers' consensus is written by the app (no user), naming the reviewers:
+        # not a reason to teach a judge. A person's override or adjudication reason is.
+        if reason and by is not None:
             entry.reason = f"{entry.reason} {reason}".strip()
         entry.overridden = entry.overridden or judged is None or judged != final
     return [entry for entry in found.values() if len(entry.values) == len(subjects)]
@@ -108,7 +112,7 @@ def stratified(candidates: list[Reviewed], subject: str, k: int, seed: int) -> l
 
 def reply_for(values: dict[str, float], reason: str) -> str:
     """The reply people would have wanted, in the rubric judge's JSON format."""
-    shown = {name: int(v) if float(v).is_integer() else v for name, v in values.items()}
+    shown = {name: int(v) if float(v).is_integer() else round(v, 2) for name, v in values.items()}
     return json.dumps({"reason": reason or "As the reviewers scored it.", **shown})
 
 
@@ -164,6 +168,7 @@ class Draft:
     judge: Judge
     seed: int
     share: float
+    k: int  # examples asked for
     reviewed: int  # reviewed (run, item)s of the judge
     held_out: list[int]  # item ids kept for checking
     candidates: list[Reviewed] = field(default_factory=list)  # the rest: may be examples
@@ -183,9 +188,9 @@ def draft(
     held_out = sorted({r.item_id for r in reviewed if is_held_out(r.item_id, seed, share)})
     kept = set(held_out)
     candidates = [r for r in reviewed if r.item_id not in kept]
-    found = Draft(judge, seed, share, len(reviewed), held_out, candidates)
-    subject = judge.subject_names[0]
-    chosen = stratified(candidates, subject, max(0, min(k, MAX_EXAMPLES)), seed)
+    k = max(0, min(k, MAX_EXAMPLES))
+    found = Draft(judge, seed, share, k, len(reviewed), held_out, candidates)
+    chosen = stratified(candidates, judge.subject_names[0], k, seed)
     found.examples = [render_example(judge, r) for r in chosen]
     return found
 

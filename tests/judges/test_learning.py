@@ -212,3 +212,19 @@ def test_a_run_of_the_new_version_sends_the_examples_before_the_item(
     assert first[1]["content"] == draft.examples[0]["user"]
     assert json.loads(first[2]["content"]) == json.loads(draft.examples[0]["reply"])
     assert first[-1]["content"].startswith("Q: question:")
+
+
+@pytest.mark.django_db
+def test_a_consensus_teaches_its_value_not_the_apps_words(task, reviewer_user) -> None:
+    dataset = make_answers_dataset(task, 2)
+    judge = make_judge(task, name="quality")
+    run = make_judge_run(dataset, judge, source_column="response")
+    add_scores(run, {f"q{i}": {"accuracy": 4, "clarity": 4} for i in range(2)})
+    for i in range(2):
+        consensus = "Consensus of 3 reviews (maria 4, omar 4, admin 5): 4.33333."
+        score(run, f"q{i}", "accuracy").settle_by_people(13 / 3, "consensus", None, consensus)
+        score(run, f"q{i}", "clarity").override(2, reviewer_user, "rambles")
+    found = learning.reviewed_items(judge)
+    assert [(r.values["accuracy"], r.reason) for r in found] == [(13 / 3, "rambles")] * 2
+    reply = json.loads(learning.reply_for(found[0].values, found[0].reason))
+    assert reply == {"reason": "rambles", "accuracy": 4.33, "clarity": 2}
