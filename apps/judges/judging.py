@@ -56,6 +56,7 @@ from apps.judges.metrics import get_metric
 from apps.judges.models import (
     ArchivedRound,
     Judge,
+    JudgeCheck,
     JudgeRound,
     RetryScope,
     Score,
@@ -203,11 +204,15 @@ class JudgePlugin(RunPlugin):
             return Q(launch__lt=run.launch)
         return Q(pk__in=[])
 
+    def items(self, run: Run) -> QuerySet[Item]:
+        """The items the run judges."""
+        return Item.objects.filter(dataset_id=run.dataset_id)
+
     def total(self, run: Run) -> int:
-        return Item.objects.filter(dataset_id=run.dataset_id).count()
+        return self.items(run).count()
 
     def pending_keys(self, run: Run, mode: str) -> list[str]:
-        items = Item.objects.filter(dataset_id=run.dataset_id)
+        items = self.items(run)
         scored = self._scored(run)
         if mode == Run.Mode.RESUME:
             ids = items.exclude(id__in=scored.values("item_id"))
@@ -219,7 +224,7 @@ class JudgePlugin(RunPlugin):
 
     def pending_count(self, run: Run, mode: str) -> int:
         scored = self._scored(run)
-        missing = Item.objects.filter(dataset_id=run.dataset_id).count() - scored.count()
+        missing = self.items(run).count() - scored.count()
         if mode == Run.Mode.RESUME:
             return missing
         redo = scored.filter(self._redo(run, mode)).count()
@@ -792,3 +797,15 @@ class JudgePlugin(RunPlugin):
 
 
 register(JudgePlugin())
+
+
+class CheckPlugin(JudgePlugin):
+    """A judge check (`JudgeCheck`): a judge run over a reviewed run's held-out items."""
+
+    kind = Run.Kind.CHECK
+
+    def items(self, run: Run) -> QuerySet[Item]:
+        return super().items(run).filter(id__in=JudgeCheck.objects.get(run=run).items)
+
+
+register(CheckPlugin())

@@ -24,8 +24,9 @@ from django.db.models import F
 
 from apps.datasets.models import Item
 from apps.judges.judge_prompts import PromptError, build_rubric_messages
-from apps.judges.models import Judge, Score
+from apps.judges.models import Judge, JudgeCheck, Score
 from apps.judges.parsing import JudgeReplyError, parse_rubric_reply
+from apps.runs.engine import launch
 from apps.runs.models import Response, Run
 
 HELD_OUT_SHARE = 0.5
@@ -242,3 +243,65 @@ def save_version(judge: Judge, examples: list[dict[str, Any]], draft: Draft, use
             "held_out": draft.held_out,
         }
         return new.save_as_new_version(user)
+
+
+# ---- checking a version against people (#14.2) ---------------------------------------------------
+def split_of(judge: Judge) -> dict[str, Any]:
+    """The held-out split a version is checked on: the one it recorded when it learned, else
+    the newest recorded by a version of the same judge (so a version without examples is
+    checked on the very items an improved one was)."""
+    if judge.learned_from.get("held_out") is not None:
+        return dict(judge.learned_from)
+    for version in judge.versions().order_by("-version"):
+        if version.learned_from.get("held_out") is not None:
+            return dict(version.learned_from)
+    return {}
+
+
+def start_check(
+    judge: Judge, endpoint: Any, user: Any = None, split: dict[str, Any] | None = None
+) -> list[Run]:
+    """Check runs of this version: for each judge run of the judge with reviewed held-out
+    items, one run judging just those items the way that run's responses were judged."""
+    split = split if split is not None else split_of(judge)
+    if not split:
+        raise LearningError(
+            f"No version of {judge.name} has a held-out split yet: improve it with reviews first "
+            "(the split is made then, and kept)."
+        )
+    if judge.kind != Judge.Kind.RUBRIC:
+        raise LearningError(f"{judge} is not an LLM rubric judge.")
+    if endpoint is None:
+        raise LearningError(f"{judge} is an LLM judge: choose the endpoint that judges.")
+    held = set(split["held_out"])
+    per_run: dict[int, list[int]] = {}
+    for reviewed in reviewed_items(judge):
+        if reviewed.item_id in held:
+            per_run.setdefault(reviewed.run_id, []).append(reviewed.item_id)
+    if not per_run:
+        raise LearningError("No held-out item has been reviewed: nothing to check against.")
+    runs = []
+    with transaction.atomic():
+        for run_id, items in sorted(per_run.items()):
+            reviewed_run = Run.objects.get(pk=run_id)
+            run = Run.objects.create(
+                task_id=judge.task_id,
+                kind=Run.Kind.CHECK,
+                dataset_id=reviewed_run.dataset_id,
+                endpoint=endpoint,
+                judge=judge,
+                source_run_id=reviewed_run.source_run_id,
+                source_column=reviewed_run.source_column,
+                chunk_size=50,
+                created_by=user if getattr(user, "pk", None) else None,
+            )
+            JudgeCheck.objects.create(
+                run=run,
+                reviewed_run=reviewed_run,
+                items=sorted(items),
+                seed=int(split.get("seed", 0)),
+                held_out_share=float(split.get("held_out_share", HELD_OUT_SHARE)),
+            )
+            launch(run, Run.Mode.RESUME)
+            runs.append(run)
+    return runs

@@ -811,3 +811,16 @@ class Comparison(models.Model):
                 fields=["run", "item", "a_run", "b_run", "order"], name="comparison_once"
             )
         ]
+
+
+class JudgeCheck(models.Model):
+    """A judge version checked against people (#14.2): its check run judges the items of a
+    reviewed judge run that the held-out split kept from every example (`items`, recorded),
+    and the report compares its values and the reviewed run's with people's on them."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="judge_check")
+    reviewed_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    items = models.JSONField(default=list)  # held-out item ids people settled in reviewed_run
+    seed = models.IntegerField(default=0)
+    held_out_share = models.FloatField(default=0.5)
+    created_at = models.DateTimeField(auto_now_add=True)

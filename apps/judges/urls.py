@@ -10,6 +10,7 @@ urlpatterns = [
     path("<int:pk>/edit/", views.judge_edit, name="edit"),
     path("<int:pk>/start/", views.judge_run_start, name="start"),
     path("<int:pk>/improve/", views.improve, name="improve"),
+    path("<int:pk>/check/", views.check, name="check"),
     path("task/<slug:slug>/default/", views.set_default, name="set-default"),
     path("runs/<int:pk>/results/", views.run_results, name="results"),
     path("runs/<int:pk>/comparisons/", views.comparisons, name="comparisons"),

@@ -27,7 +27,7 @@ from apps.judges.launching import (
 from apps.judges.models import Judge, judge_of
 from apps.judges.pairwise import consistency, start_pairwise_run
 from apps.runs.engine import LaunchError
-from apps.runs.models import ErrorKind, Run
+from apps.runs.models import Endpoint, ErrorKind, Run
 
 
 # ---- judges ---------------------------------------------------------------------------------------
@@ -129,6 +129,8 @@ def _judge_page(
         "is_default": judge.task.default_judge_id == judge.pk,
         "default_form": DefaultJudgeForm(task=judge.task),
         "consistency": consistency(judge) if judge.kind == Judge.Kind.PAIRWISE else None,
+        "split": learning.split_of(judge) if judge.kind == Judge.Kind.RUBRIC else {},
+        "endpoints": Endpoint.objects.order_by("name"),
     }
     return render(request, "judges/judge_detail.html", context, status=status)
 
@@ -214,6 +216,23 @@ def improve(request: AppRequest, pk: int) -> HttpResponse:
         found = None
     context = {"judge": judge, "draft": found, "error": error}
     return render(request, "judges/improve.html", context, status=400 if error else 200)
+
+
+@require_POST
+@reviewer_required
+def check(request: AppRequest, pk: int) -> HttpResponse:
+    """Check this version against people on the held-out reviewed items (a run per reviewed
+    run), then show the report."""
+    judge = get_object_or_404(Judge.objects.select_related("task"), pk=pk)
+    endpoint = Endpoint.objects.filter(pk=request.POST.get("endpoint") or 0).first()
+    try:
+        runs = learning.start_check(judge, endpoint, request.user)
+    except learning.LearningError as exc:
+        messages.error(request, str(exc))
+        return redirect(judge)
+    items = sum(run.total for run in runs)
+    messages.success(request, f"Checking {judge} on {items} held-out reviewed items.")
+    return redirect(reverse("leaderboards:judge-alignment", args=[judge.pk]))
 
 
 # ---- a judge run's results and failed items -------------------------------------------------------

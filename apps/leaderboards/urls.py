@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.index, name="index"),
     path("runs/<int:run_id>/export/", views.run_export, name="run-export"),
     path("runs/<int:run_id>/reviews/", views.reviews_export, name="run-reviews"),
+    path("judges/<int:pk>/alignment/", views.judge_alignment, name="judge-alignment"),
     path("<slug:slug>/", views.board, name="task"),
     path("<slug:slug>/export/", views.board_export, name="task-export"),
     path("<slug:slug>/compare/", views.compare, name="compare"),

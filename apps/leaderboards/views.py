@@ -9,8 +9,9 @@ from django.views.decorators.http import require_GET
 
 from apps.accounts.access import AppRequest
 from apps.datasets.models import Task
+from apps.judges.models import Judge
 from apps.leaderboards import agreement as agreement_mod
-from apps.leaderboards import boards, exports, formatting, pairs, pairwise_board
+from apps.leaderboards import alignment, boards, exports, formatting, pairs, pairwise_board
 from apps.leaderboards.compare import compare as compare_runs
 from apps.leaderboards.people import people_agreement
 from apps.runs.models import Run
@@ -169,3 +170,12 @@ def agreement(request: AppRequest, slug: str) -> HttpResponse:
     rows = agreement_mod.agreement(task)
     context = {"task": task, "rows": rows, "people": people_agreement(task)}
     return render(request, "leaderboards/agreement.html", context)
+
+
+@require_GET
+def judge_alignment(request: AppRequest, pk: int) -> HttpResponse:
+    """A judge version checked against people on held-out reviewed items, beside the version
+    people reviewed (#14.2)."""
+    judge = get_object_or_404(Judge.objects.select_related("task"), pk=pk)
+    found = alignment.report(judge)
+    return render(request, "leaderboards/alignment.html", {"judge": judge, "report": found})

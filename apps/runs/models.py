@@ -263,6 +263,9 @@ class Run(models.Model):
         # A dataset's response column read as a response set (`Run.objects.for_column`), so
         # pairwise runs compare it like a generation run; nothing is generated or launched.
         COLUMN = "column", "Response column"
+        # A judge version judging only held-out reviewed items of a judge run, to measure it
+        # against people (apps/judges/learning.py); kept off boards and review queues.
+        CHECK = "check", "Judge check"
 
     # Kinds whose rows hold Responses: what pairwise runs compare and run pages list.
     RESPONSE_KINDS = (Kind.GENERATION, Kind.COLUMN)
@@ -401,7 +404,7 @@ class Run(models.Model):
     def judged_label(self) -> str:
         """What a judge run scores: the generation run's label (its id when it has none),
         or the dataset and column. Blank for generation runs."""
-        if self.kind != self.Kind.JUDGE:
+        if self.kind not in (self.Kind.JUDGE, self.Kind.CHECK):
             return ""
         if self.source_run is not None:
             return self.source_run.label or f"run #{self.source_run_id}"
@@ -432,9 +435,11 @@ class Run(models.Model):
         """
         if self.kind == self.Kind.COLUMN:
             return f"{self.dataset} · column {self.source_column}"
-        if self.kind != self.Kind.JUDGE or not self.judge_id:
+        if self.kind not in (self.Kind.JUDGE, self.Kind.CHECK) or not self.judge_id:
             return self.label
         judged = self.judged_label
+        if self.kind == self.Kind.CHECK:
+            return f"{self.judge} checked against reviews of {judged}"
         title = f"{self.judge} on {judged}"
         return f"{self.label} · {title}" if self.label and self.label != judged else title
 

@@ -1,0 +1,178 @@
+"""How well a judge version agrees with people (#14.2): on the held-out items of its checks
+(`apps.judges.learning.start_check`), the checked version's values against people's final
+values, beside the values people reviewed (the version that judged the reviewed run) on the
+same items, with bootstrap CIs, and whether the checked version is closer to people.
+
+Agreement on a subject's scale: accuracy (the same category after rounding to the scale's
+integer steps), Cohen's κ and quadratic-weighted κ on those categories, and the mean absolute
+difference on the raw values. "Better" needs the paired CI of the difference in mean
+absolute difference (checked − before) to lie below 0; otherwise the page says it is not
+shown better.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from apps.judges.models import Judge, JudgeCheck, Score
+from apps.leaderboards.stats import Interval, confusion, percentile_ci, weighted_kappa
+from apps.runs.models import Run
+
+RESAMPLES = 2000
+SEED = 20261123
+
+
+def cohen_kappa(matrix: np.ndarray) -> float | None:
+    """Unweighted Cohen's κ of a confusion matrix; None where chance agreement is total."""
+    total = matrix.sum()
+    if total == 0:
+        return None
+    observed = np.trace(matrix) / total
+    expected = float((matrix.sum(axis=1) * matrix.sum(axis=0)).sum()) / total**2
+    return None if expected == 1 else float((observed - expected) / (1 - expected))
+
+
+@dataclass
+class Metrics:
+    accuracy: float
+    accuracy_ci: Interval | None
+    kappa: float | None
+    weighted_kappa: float | None
+    weighted_kappa_ci: Interval | None
+    mad: float
+    mad_ci: Interval | None
+
+
+@dataclass
+class SubjectCheck:
+    subject: str
+    n: int
+    checked: Metrics
+    before: Metrics
+    mad_difference: float  # checked − before: below 0 is closer to people
+    mad_difference_ci: Interval | None
+
+    before_label: str = "reviewed values"
+
+    @property
+    def rows(self) -> list[tuple[str, Metrics]]:
+        return [("this version", self.checked), (self.before_label, self.before)]
+
+    @property
+    def verdict(self) -> str:
+        ci = self.mad_difference_ci
+        if ci is not None and ci.high < 0:
+            return "better"
+        if ci is not None and ci.low > 0:
+            return "worse"
+        return "not shown better"
+
+
+@dataclass
+class CheckReport:
+    judge: Judge
+    checks: list[JudgeCheck]
+    before: list[str]  # the versions that judged the reviewed runs
+    subjects: list[SubjectCheck] = field(default_factory=list)
+    items: list[tuple[int, int]] = field(default_factory=list)  # (reviewed run, item) used
+
+    @property
+    def running(self) -> bool:
+        return any(check.run.is_active for check in self.checks)
+
+    @property
+    def held_out(self) -> int:
+        return sum(len(check.items) for check in self.checks)
+
+
+def _categories(low: float, high: float, *sides: np.ndarray) -> tuple[list[float], list]:
+    categories = [float(v) for v in range(int(np.floor(low)), int(np.ceil(high)) + 1)]
+    rounded = [np.clip(np.floor(side + 0.5), categories[0], categories[-1]) for side in sides]
+    return categories, rounded
+
+
+def metrics(judged: np.ndarray, people: np.ndarray, low: float, high: float) -> Metrics:
+    categories, (j, p) = _categories(low, high, judged, people)
+    matrix = confusion(j, p, categories)
+    rng = np.random.default_rng(SEED)
+    n = len(judged)
+    picks = rng.integers(0, n, size=(RESAMPLES, n))
+    same = (j == p).astype(float)
+    diff = np.abs(judged - people)
+    kappas = np.array(
+        [
+            weighted_kappa(confusion(j[pick], p[pick], categories), categories) or np.nan
+            for pick in picks[:500]  # the κ bootstrap is the slow one: 500 resamples
+        ]
+    )
+    return Metrics(
+        accuracy=float(same.mean()),
+        accuracy_ci=percentile_ci(same[picks].mean(axis=1)),
+        kappa=cohen_kappa(matrix),
+        weighted_kappa=weighted_kappa(matrix, categories),
+        weighted_kappa_ci=percentile_ci(kappas),
+        mad=float(diff.mean()),
+        mad_ci=percentile_ci(diff[picks].mean(axis=1)),
+    )
+
+
+def latest_checks(judge: Judge) -> list[JudgeCheck]:
+    """The newest check of this version per reviewed run."""
+    newest: dict[int, JudgeCheck] = {}
+    for check in (
+        JudgeCheck.objects.filter(run__judge=judge, run__kind=Run.Kind.CHECK)
+        .select_related("run", "reviewed_run__judge")
+        .order_by("pk")
+    ):
+        newest[check.reviewed_run_id] = check
+    return list(newest.values())
+
+
+def report(judge: Judge) -> CheckReport:
+    checks = latest_checks(judge)
+    before = sorted({str(check.reviewed_run.judge) for check in checks})
+    found = CheckReport(judge, checks, before)
+    rows: dict[str, list[tuple[int, int, float, float, float]]] = {}
+    for check in checks:
+        mine = {
+            (item, subject): value
+            for item, subject, value in Score.objects.filter(
+                run=check.run, status=Score.Status.OK, item_id__in=check.items
+            ).values_list("item_id", "subject", "judge_value")
+        }
+        for item, subject, final, earlier in (
+            Score.objects.filter(run=check.reviewed_run, item_id__in=check.items)
+            .reviewed()
+            .values_list("item_id", "subject", "final_value", "judge_value")
+        ):
+            value = mine.get((item, subject))
+            if value is None or final is None or earlier is None:
+                continue  # not judged (yet), or not settled: nothing to compare
+            rows.setdefault(subject, []).append(
+                (check.reviewed_run_id, item, float(value), float(earlier), float(final))
+            )
+    for subject in judge.subject_names:
+        found_rows = rows.get(subject, [])
+        if not found_rows:
+            continue
+        spec = judge.subject(subject) or {}
+        low, high = float(spec.get("min", 0)), float(spec.get("max", 1))
+        data = np.array([row[2:] for row in found_rows], dtype=float)
+        now, reviewed_values, people = data[:, 0], data[:, 1], data[:, 2]
+        difference = np.abs(now - people) - np.abs(reviewed_values - people)
+        picks = np.random.default_rng(SEED).integers(
+            0, len(difference), size=(RESAMPLES, len(difference))
+        )
+        found.subjects.append(
+            SubjectCheck(
+                subject,
+                len(found_rows),
+                metrics(now, people, low, high),
+                metrics(reviewed_values, people, low, high),
+                float(difference.mean()),
+                percentile_ci(difference[picks].mean(axis=1)),
+                ", ".join(before),
+            )
+        )
+        found.items = sorted({(row[0], row[1]) for row in found_rows} | set(found.items))
+    return found
