@@ -123,7 +123,7 @@ def _judge_page(
     context = {
         "judge": judge,
         "versions": judge.versions().order_by("-version"),
-        "runs": judge.runs.with_names().order_by("-pk")[:50],
+        "runs": judge.runs.with_names().exclude(kind=Run.Kind.CHECK).order_by("-pk")[:50],
         "form": form,
         "default_system": default_system.get(judge.kind, ""),
         "is_default": judge.task.default_judge_id == judge.pk,

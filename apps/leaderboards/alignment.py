@@ -59,6 +59,10 @@ class SubjectCheck:
         return [("this version", self.checked), (self.before_label, self.before)]
 
     @property
+    def mad_gap(self) -> float:
+        return abs(self.mad_difference)
+
+    @property
     def verdict(self) -> str:
         ci = self.mad_difference_ci
         if ci is not None and ci.high < 0:

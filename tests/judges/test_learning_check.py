@@ -102,6 +102,11 @@ def test_examples_from_reviews_raise_held_out_agreement_and_the_check_says_so(
     assert "quality v1" in page
     page = client.get(reverse("leaderboards:judge-alignment", args=[v1.pk])).content.decode()
     assert 'data-verdict="not shown better"' in page
+    page = client.get(check_run.get_absolute_url()).content.decode()
+    assert 'id="alignment-report"' in page
+    # The judge's page lists its runs, not its checks (those are on the report).
+    page = client.get(v2.get_absolute_url()).content.decode()
+    assert f'href="/runs/{check_run.pk}/"' not in page and 'id="alignment-link"' in page
     capsys.readouterr()
     call_command("judge_alignment", "quality", "--version", "2", "--format", "json")
     out = json.loads(capsys.readouterr().out)
