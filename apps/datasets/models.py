@@ -19,6 +19,9 @@ class Task(models.Model):
     description = models.TextField(blank=True)
     # The column mapping of the last upload, offered again for the next one.
     last_mapping = models.JSONField(default=dict, blank=True)
+    # Warn on the board when the default judge's agreement with people (the share of reviewed
+    # scores people left at the judge's value) falls below this in a week; None: never.
+    alignment_threshold = models.FloatField(null=True, blank=True)
     # Each new response set in this task is judged by this judge automatically.
     default_judge = models.ForeignKey(
         "judges.Judge", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -11,9 +11,13 @@ shown better.
 """
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 import numpy as np
+from django.db.models.functions import Coalesce
+from django.utils import timezone
 
+from apps.datasets.models import Task
 from apps.judges.models import Judge, JudgeCheck, Score
 from apps.leaderboards.stats import Interval, confusion, percentile_ci, weighted_kappa
 from apps.runs.models import Run
@@ -179,4 +183,110 @@ def report(judge: Judge) -> CheckReport:
             )
         )
         found.items = sorted({(row[0], row[1]) for row in found_rows} | set(found.items))
+    return found
+
+
+# ---- alignment over time (#14.3) ----------------------------------------------------------------
+@dataclass
+class Period:
+    """Judge–human agreement on the scores people reviewed in one version or one week."""
+
+    label: str  # "v2" or the week's Monday, "2026-11-16"
+    n: int
+    agreement: float  # the judge's value, rounded to the scale's steps, equals people's
+    mad: float
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.agreement)
+
+
+@dataclass
+class SubjectHistory:
+    subject: str
+    by_version: list[Period]
+    by_week: list[Period]
+
+
+MIN_WEEK = 5  # reviews a week needs before its agreement can raise the alarm
+
+
+def history(judge: Judge) -> list[SubjectHistory]:
+    """Per subject of the judge, agreement with people by version (every version of the judge)
+    and by week of review: the judge's value against people's final value on every score
+    people reviewed (overrides and confirmations; failed items have no judge value)."""
+    found = []
+    rows = (
+        Score.objects.filter(
+            run__kind=Run.Kind.JUDGE,
+            run__judge__task_id=judge.task_id,
+            run__judge__name=judge.name,
+            judge_value__isnull=False,
+            final_value__isnull=False,
+        )
+        .reviewed()
+        .values_list("subject", "run__judge__version", "judge_value", "final_value")
+        .annotate(when=Coalesce("override_at", "confirmed_at"))
+    )
+    per: dict[str, list[tuple[int, datetime | None, float, float]]] = {}
+    for subject, version, value, final, when in rows:
+        per.setdefault(subject, []).append((version, when, float(value), float(final)))
+    for subject in judge.subject_names:
+        entries = per.get(subject, [])
+        if not entries:
+            continue
+        spec = judge.subject(subject) or {}
+        low, high = float(spec.get("min", 0)), float(spec.get("max", 1))
+        by_version: dict[str, list[tuple[float, float]]] = {}
+        by_week: dict[str, list[tuple[float, float]]] = {}
+        for version, when, value, final in entries:
+            by_version.setdefault(f"v{version}", []).append((value, final))
+            if when is not None:
+                local = timezone.localtime(when)
+                monday = (local - timedelta(days=local.weekday())).date().isoformat()
+                by_week.setdefault(monday, []).append((value, final))
+        found.append(
+            SubjectHistory(
+                subject,
+                [_period(k, v, low, high) for k, v in sorted(by_version.items(), key=_version)],
+                [_period(k, v, low, high) for k, v in sorted(by_week.items())],
+            )
+        )
+    return found
+
+
+def _version(entry: tuple[str, list[tuple[float, float]]]) -> int:
+    return int(entry[0][1:])
+
+
+def _period(label: str, pairs: list[tuple[float, float]], low: float, high: float) -> Period:
+    data = np.array(pairs, dtype=float)
+    _, (judged, people) = _categories(low, high, data[:, 0], data[:, 1])
+    return Period(
+        label,
+        len(pairs),
+        float((judged == people).mean()),
+        float(np.abs(data[:, 0] - data[:, 1]).mean()),
+    )
+
+
+@dataclass
+class Alarm:
+    judge: Judge
+    subject: str
+    week: Period
+    threshold: float
+
+
+def alarms(task: Task) -> list[Alarm]:
+    """The task's default judge's subjects whose agreement with people in the latest week with
+    enough reviews (MIN_WEEK) fell below the task's threshold."""
+    judge = task.default_judge
+    if task.alignment_threshold is None or judge is None:
+        return []
+    found = []
+    for entry in history(judge):
+        weeks = [week for week in entry.by_week if week.n >= MIN_WEEK]
+        if weeks and weeks[-1].agreement < task.alignment_threshold:
+            found.append(Alarm(judge, entry.subject, weeks[-1], task.alignment_threshold))
     return found

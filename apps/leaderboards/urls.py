@@ -8,6 +8,11 @@ urlpatterns = [
     path("runs/<int:run_id>/export/", views.run_export, name="run-export"),
     path("runs/<int:run_id>/reviews/", views.reviews_export, name="run-reviews"),
     path("judges/<int:pk>/alignment/", views.judge_alignment, name="judge-alignment"),
+    path(
+        "judges/<int:pk>/alignment/threshold/",
+        views.alignment_threshold,
+        name="alignment-threshold",
+    ),
     path("<slug:slug>/", views.board, name="task"),
     path("<slug:slug>/export/", views.board_export, name="task-export"),
     path("<slug:slug>/compare/", views.compare, name="compare"),

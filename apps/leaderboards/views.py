@@ -1,18 +1,21 @@
 import math
 from collections.abc import Iterable
 
+from django.contrib import messages
 from django.db.models import Count, Q
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
 
-from apps.accounts.access import AppRequest
+from apps.accounts.access import AppRequest, reviewer_required
 from apps.datasets.models import Task
 from apps.judges.models import Judge
 from apps.leaderboards import agreement as agreement_mod
 from apps.leaderboards import alignment, boards, exports, formatting, pairs, pairwise_board
 from apps.leaderboards.compare import compare as compare_runs
+from apps.leaderboards.forms import ThresholdForm
 from apps.leaderboards.people import people_agreement
 from apps.runs.models import Run
 
@@ -62,6 +65,7 @@ def board(request: AppRequest, slug: str) -> HttpResponse:
         "value_views": VALUE_VIEWS,
         "scoring_views": SCORING_VIEWS,
         "epoch_views": formatting.epoch_views(built),
+        "alarms": [] if request.htmx else alignment.alarms(task),
     }
     template = "leaderboards/board.html#board" if request.htmx else "leaderboards/board.html"
     return render(request, template, context)
@@ -177,5 +181,28 @@ def judge_alignment(request: AppRequest, pk: int) -> HttpResponse:
     """A judge version checked against people on held-out reviewed items, beside the version
     people reviewed (#14.2)."""
     judge = get_object_or_404(Judge.objects.select_related("task"), pk=pk)
-    found = alignment.report(judge)
-    return render(request, "leaderboards/alignment.html", {"judge": judge, "report": found})
+    context = {
+        "judge": judge,
+        "report": alignment.report(judge),
+        "history": alignment.history(judge),
+        "threshold_form": ThresholdForm(instance=judge.task),
+        "task_threshold": judge.task.alignment_threshold,
+        "version_label": f"v{judge.version}",
+    }
+    return render(request, "leaderboards/alignment.html", context)
+
+
+@require_POST
+@reviewer_required
+def alignment_threshold(request: AppRequest, pk: int) -> HttpResponse:
+    """Set the task's agreement threshold from a judge's alignment page."""
+    judge = get_object_or_404(Judge.objects.select_related("task"), pk=pk)
+    form = ThresholdForm(request.POST, instance=judge.task)
+    if form.is_valid():
+        form.save()
+        messages.success(request, "Saved the agreement threshold of the task.")
+    else:
+        messages.error(
+            request, " ".join(str(e) for e in form.errors.get("alignment_threshold", []))
+        )
+    return redirect(reverse("leaderboards:judge-alignment", args=[judge.pk]))
