@@ -19,6 +19,10 @@ class Task(models.Model):
     description = models.TextField(blank=True)
     # The column mapping of the last upload, offered again for the next one.
     last_mapping = models.JSONField(default=dict, blank=True)
+    # Judged items that go to people as "needs a person" (#14.4): rounds that disagree by more
+    # than this spread (None: never), or a reply read only by tolerant parsing.
+    doubt_spread = models.FloatField(null=True, blank=True)
+    doubt_repaired = models.BooleanField(default=False)
     # Warn on the board when the default judge's agreement with people (the share of reviewed
     # scores people left at the judge's value) falls below this in a week; None: never.
     alignment_threshold = models.FloatField(null=True, blank=True)
@@ -42,6 +46,11 @@ class Task(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("datasets:task-detail", args=[self.slug])
+
+    @property
+    def doubts(self) -> bool:
+        """Whether the task sends any judged item to people as "needs a person"."""
+        return self.doubt_spread is not None or self.doubt_repaired
 
     def remember_mapping(self, mapping: dict[str, Any]) -> None:
         """Offer this mapping again for the task's next upload."""

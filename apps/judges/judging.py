@@ -136,6 +136,7 @@ class RoundOutcome:
     latency_ms: int = 0
     error_kind: str = ""
     error: str = ""
+    repaired: bool = False
 
 
 @dataclass(slots=True)
@@ -515,7 +516,9 @@ class JudgePlugin(RunPlugin):
             return RoundOutcome(
                 number, False, epoch, error_kind=ErrorKind.INTERNAL, error=str(exc), **usage
             )
-        return RoundOutcome(number, True, epoch, dict(result.values), result.reason, **usage)
+        outcome = RoundOutcome(number, True, epoch, dict(result.values), result.reason, **usage)
+        outcome.repaired = ctx.spec.kind == Judge.Kind.RUBRIC and result.repaired
+        return outcome
 
     @staticmethod
     def _fail_attempt(call: Call, slot: Slot, kind: str, message: str) -> None:
@@ -719,6 +722,7 @@ class JudgePlugin(RunPlugin):
                 error_kind=o.error_kind,
                 error=o.error,
                 launch=run.launch,
+                repaired=o.repaired,
             )
             for result in results
             for o in result.data.rounds

@@ -166,6 +166,9 @@ class JudgeRound(models.Model):
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     error = models.TextField(blank=True)
     launch = models.PositiveIntegerField(default=0)  # the run launch that wrote this round
+    # The reply was not one clean JSON object: its values were read by tolerant parsing
+    # (fences, prose around it, a Python dict…). Such items may go to people (Task.doubt_*).
+    repaired = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     # What judging writes into a round: rewritten when a launch redoes it, archived before that.
@@ -181,6 +184,7 @@ class JudgeRound(models.Model):
         "error_kind",
         "error",
         "launch",
+        "repaired",
     )
 
     class Meta:
@@ -214,6 +218,7 @@ class ArchivedRound(models.Model):
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     error = models.TextField(blank=True)
     launch = models.PositiveIntegerField(default=0)
+    repaired = models.BooleanField(default=False)
     judged_at = models.DateTimeField()  # when the replaced round was written
     archived_at = models.DateTimeField(auto_now_add=True)
 
@@ -722,6 +727,25 @@ class RunItemQuerySet(ItemQuerySet):
 
     def not_flaky(self) -> "RunItemQuerySet":
         return self.exclude(self._flaky_q())
+
+    def _doubtful_q(self) -> Q:
+        task = Task.objects.filter(runs__pk=self.run_id).first()
+        doubt = Q(pk__in=[])
+        if task is not None and task.doubt_spread is not None:
+            spread = self._scores().filter(spread__gt=task.doubt_spread)
+            doubt |= Q(pk__in=spread.values("item_id"))
+        if task is not None and task.doubt_repaired:
+            repaired = JudgeRound.objects.filter(run_id=self.run_id, repaired=True)
+            doubt |= Q(pk__in=repaired.values("item_id"))
+        return doubt
+
+    def doubtful(self) -> "RunItemQuerySet":
+        """Items the task's rule sends to people ("needs a person", #14.4): rounds that
+        disagree beyond `Task.doubt_spread`, or a reply read by tolerant parsing."""
+        return self.filter(self._doubtful_q())
+
+    def not_doubtful(self) -> "RunItemQuerySet":
+        return self.exclude(self._doubtful_q())
 
     def in_state(self, state: str) -> "RunItemQuerySet":
         """The judge's state filter of the lists: "", ok, failed or pending."""

@@ -29,7 +29,7 @@ import re
 import unicodedata
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from apps.datasets.values import as_text
@@ -233,6 +233,9 @@ class RubricResult:
 
     values: dict[str, float]
     reason: str = ""
+    # Not one clean JSON object: read by the tolerant rules. Not part of what was read, so two
+    # replies giving the same values and reason compare equal.
+    repaired: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -393,7 +396,17 @@ def parse_rubric_reply(text: str, subjects: Sequence[Mapping[str, Any]]) -> Rubr
     ]
     if outside:
         raise JudgeReplyError(OUT_OF_RANGE, "; ".join(outside) + ".")
-    return RubricResult(values=values, reason=_find_reason(obj, raw_values))
+    return RubricResult(
+        values=values, reason=_find_reason(obj, raw_values), repaired=not _is_clean_json(text)
+    )
+
+
+def _is_clean_json(text: str) -> bool:
+    """Whether the whole reply is one JSON object, as asked (whitespace aside)."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def response_format_for(subjects: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

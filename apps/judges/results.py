@@ -193,6 +193,7 @@ class ItemFilters:
     tag: str = ""
     disagree: bool = False
     flaky: bool = False  # epochs (repeated generations) disagree
+    doubtful: bool = False  # the task's rule says a person should look (#14.4)
     per_page: int = 50
 
     @classmethod
@@ -212,6 +213,7 @@ class ItemFilters:
             tag=params.get("tag", "").strip(),
             disagree=params.get("disagree") == "1",
             flaky=params.get("flaky") == "1",
+            doubtful=params.get("doubtful") == "1",
             per_page=int(per_page) if per_page.isdigit() and int(per_page) in PAGE_SIZES else 50,
         )
 
@@ -224,6 +226,7 @@ class ItemFilters:
             "tag": self.tag,
             "disagree": "1" if self.disagree else "",
             "flaky": "1" if self.flaky else "",
+            "doubtful": "1" if self.doubtful else "",
             "per_page": str(self.per_page),
         }
         return {k: v for k, v in out.items() if v}
@@ -237,6 +240,8 @@ def filtered_items(run: Run, filters: ItemFilters) -> RunItemQuerySet:
         items = items.disagreeing()
     if filters.flaky:
         items = items.flaky()
+    if filters.doubtful:
+        items = items.doubtful()
     return items.tagged(filters.tag)
 
 

@@ -19,7 +19,7 @@ from apps.datasets.models import Dataset, Task
 from apps.judges.models import Judge
 from apps.leaderboards import items, summaries
 from apps.leaderboards.epochs import Reduction
-from apps.leaderboards.items import flaky_count, remember
+from apps.leaderboards.items import doubtful_count, flaky_count, remember
 from apps.leaderboards.stats import (
     Dist,
     Interval,
@@ -260,6 +260,8 @@ class Board:
     fewest_epochs: int = 1
     reduction: Reduction = field(default_factory=Reduction)
     flaky: dict[int, int] = field(default_factory=dict)  # run id → items whose epochs disagree
+    # run id → items the task's rule sends to people that nobody reviewed yet (#14.4)
+    doubtful: dict[int, int] = field(default_factory=dict)
 
     @property
     def mode(self) -> str:
@@ -383,6 +385,8 @@ def build(task: Task, params: Params) -> Board:
     board.reduction = params.epochs.capped(board.fewest_epochs)
     if board.epochs > 1:
         board.flaky = {row.run.pk: flaky_count(row.run) for row in board.rows}
+    if task.doubts:
+        board.doubtful = {row.run.pk: doubtful_count(row.run) for row in board.rows}
     if not board.reduction.is_mean:
         epoch_cells(board, tag)
     board.coverage = item_coverage(board)

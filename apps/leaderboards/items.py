@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from apps.datasets.models import Dataset, Item
-from apps.judges.models import Score, ScoreEvent, judge_of
+from apps.judges.models import RunItemQuerySet, Score, ScoreEvent, judge_of
 from apps.leaderboards.epochs import Reduction, override_value, reduce
 from apps.leaderboards.subjects import subject_infos
 from apps.leaderboards.summaries import fingerprint
@@ -168,6 +168,20 @@ def flaky_count(run: Run) -> int:
         remember(_flaky, key, flaky.values("item_id").distinct().count())
     _flaky.move_to_end(key)
     return _flaky[key]
+
+
+_doubtful: "OrderedDict[tuple, int]" = OrderedDict()
+
+
+def doubtful_count(run: Run) -> int:
+    """Items the task's rule sends to people that nobody has reviewed yet (#14.4), per state
+    of the results, the reviews and the rule."""
+    task = run.task
+    key = (run.pk, fingerprint(run), last_event_id(), task.doubt_spread, task.doubt_repaired)
+    if key not in _doubtful:
+        remember(_doubtful, key, RunItemQuerySet.of(run).doubtful().unreviewed().count())
+    _doubtful.move_to_end(key)
+    return _doubtful[key]
 
 
 def common_positions(datasets: Sequence[Dataset]) -> list[np.ndarray]:

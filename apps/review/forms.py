@@ -68,6 +68,19 @@ class PolicyForm(forms.Form):
         "disagreement goes to adjudication).",
     )
 
+    doubt_spread = forms.FloatField(
+        required=False,
+        min_value=0,
+        label="Needs a person when rounds disagree by more than",
+        help_text="Judged items whose rounds differ by more than this on a subject go first "
+        "in the “needs a person” queue order; blank: never.",
+    )
+    doubt_repaired = forms.BooleanField(
+        required=False,
+        label="Needs a person when the judge's reply was read by tolerant parsing",
+        help_text="Not one clean JSON object: prose, fences or a Python dict around the scores.",
+    )
+
     def clean_thresholds(self) -> dict[str, float]:
         out: dict[str, float] = {}
         for part in (self.cleaned_data.get("thresholds") or "").split(","):

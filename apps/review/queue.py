@@ -41,6 +41,7 @@ ORDERS = {
     "position": "File order",
     "failed": "Failed first",
     "flaky": "Flaky first (epochs disagree)",
+    "doubtful": "Needs a person first",
     "uncertain": "Uncertainty first",
     "sample": "Random sample by tag",
     "unreviewed": "Unreviewed only",
@@ -53,8 +54,13 @@ CHUNK = 500
 
 # ---- caching what only the judge's results decide ----------------------------------------
 def orders_for(run: Run) -> dict[str, str]:
-    """The orders a run's queue offers: "flaky first" only where the responses have epochs."""
-    return {k: v for k, v in ORDERS.items() if k != "flaky" or run.judged_epochs > 1}
+    """The orders a run's queue offers: "flaky first" only where the responses have epochs,
+    "needs a person first" where the task has a rule for it."""
+    return {
+        k: v
+        for k, v in ORDERS.items()
+        if (k != "flaky" or run.judged_epochs > 1) and (k != "doubtful" or run.task.doubts)
+    }
 
 
 def last_event_id() -> int:
@@ -265,6 +271,8 @@ class Queue:
             return [items.failed(), items.not_failed()]
         if self.order == "flaky":
             return [items.flaky(), items.not_flaky()]
+        if self.order == "doubtful":
+            return [items.doubtful(), items.not_doubtful()]
         return [items]
 
     def _segment_neighbours(self, current: Item | None, forward: bool, limit: int) -> list[Item]:

@@ -99,6 +99,8 @@ def policy(request: AppRequest, slug: str) -> HttpResponse:
         "reviews_per_item": current.reviews_per_item,
         "thresholds": ", ".join(f"{k}={v:g}" for k, v in sorted(current.thresholds.items())),
         "adjudicator": current.adjudicator_id,
+        "doubt_spread": task.doubt_spread,
+        "doubt_repaired": task.doubt_repaired,
     }
     form = PolicyForm(request.POST or None, initial=initial)
     form.fields["adjudicator"].queryset = User.objects.filter(  # type: ignore[attr-defined]
@@ -114,6 +116,9 @@ def policy(request: AppRequest, slug: str) -> HttpResponse:
                     "adjudicator": form.cleaned_data["adjudicator"],
                 },
             )
+            task.doubt_spread = form.cleaned_data["doubt_spread"]
+            task.doubt_repaired = form.cleaned_data["doubt_repaired"]
+            task.save(update_fields=["doubt_spread", "doubt_repaired"])
         settled = settle_task(task.pk)
         note = f" {settled} waiting score{'s' if settled != 1 else ''} settled." if settled else ""
         messages.success(request, f"Review policy of {task.slug} saved.{note}")
