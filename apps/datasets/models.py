@@ -23,6 +23,8 @@ class Task(models.Model):
     # than this spread (None: never), or a reply read only by tolerant parsing.
     doubt_spread = models.FloatField(null=True, blank=True)
     doubt_repaired = models.BooleanField(default=False)
+    # …or a judge that states its confidence (Judge.ask_confidence) gave less than this.
+    doubt_confidence = models.FloatField(null=True, blank=True)
     # Warn on the board when the default judge's agreement with people (the share of reviewed
     # scores people left at the judge's value) falls below this in a week; None: never.
     alignment_threshold = models.FloatField(null=True, blank=True)
@@ -50,7 +52,11 @@ class Task(models.Model):
     @property
     def doubts(self) -> bool:
         """Whether the task sends any judged item to people as "needs a person"."""
-        return self.doubt_spread is not None or self.doubt_repaired
+        return (
+            self.doubt_spread is not None
+            or self.doubt_repaired
+            or self.doubt_confidence is not None
+        )
 
     def remember_mapping(self, mapping: dict[str, Any]) -> None:
         """Offer this mapping again for the task's next upload."""

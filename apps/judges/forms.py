@@ -108,6 +108,7 @@ class JudgeForm(forms.ModelForm):
         labels = {
             "n_iter": "Rounds per item",
             "use_structured_output": "Ask for structured output where the endpoint supports it",
+            "ask_confidence": "Ask the judge how sure it is (a confidence from 0 to 1)",
         }
         help_texts = {
             "system_prompt": "Blank: the built-in prompt for the kind.",
@@ -202,6 +203,16 @@ class JudgeForm(forms.ModelForm):
             data["label_type"], data["label_count"] = Judge.LabelType.UPPER, 4
         if kind not in (Judge.Kind.RUBRIC, Judge.Kind.MCQ):
             data["n_iter"] = 1
+        if kind != Judge.Kind.RUBRIC:
+            data["ask_confidence"] = False
+        elif data.get("ask_confidence") and any(
+            s["name"].strip().lower() == "confidence" for s in subjects
+        ):
+            self.add_error(
+                "ask_confidence",
+                "A subject is named confidence: rename it to ask the judge for its confidence.",
+            )
+            return data
         if kind not in (Judge.Kind.RUBRIC, Judge.Kind.MCQ, Judge.Kind.PAIRWISE):
             data["system_prompt"], data["user_prompt"] = "", ""
         if kind == Judge.Kind.PAIRWISE:

@@ -116,6 +116,7 @@ def rubric_context(
     reference: str = "",
     fields: Mapping[str, Any] | None = None,
     inputs: Mapping[str, Any] | None = None,
+    confidence: bool = False,
 ) -> dict[str, str]:
     specs = validate_subjects(subjects)
     context = _base_context(fields, inputs, response, reference)
@@ -124,6 +125,7 @@ def rubric_context(
     shape = ", ".join(
         ['"reason": "<one or two sentences>"']
         + [f'"{s.name}": <number from {s.min:g} to {s.max:g}>' for s in specs]
+        + (['"confidence": <number from 0 to 1: how sure you are>'] if confidence else [])
     )
     context["json_format"] = "{" + shape + "}"
     return context
@@ -139,13 +141,14 @@ def build_rubric_messages(
     system_prompt: str = "",
     user_prompt: str = "",
     renderer: Renderer | None = None,
+    confidence: bool = False,
 ) -> list[Message]:
     """Messages asking a rubric judge for JSON scores; blank prompts use the defaults.
 
     The default user message holds the task's inputs, the reference (when there is one) and
     the response, each in its own tag so the judge can tell data from instructions.
     """
-    context = rubric_context(subjects, response, reference, fields, inputs)
+    context = rubric_context(subjects, response, reference, fields, inputs, confidence)
     fill = renderer or render
     system = fill(system_prompt or DEFAULT_RUBRIC_SYSTEM, context)
     user = fill(user_prompt, context) if user_prompt else _sections(context, True)

@@ -137,6 +137,7 @@ class RoundOutcome:
     error_kind: str = ""
     error: str = ""
     repaired: bool = False
+    confidence: float | None = None
 
 
 @dataclass(slots=True)
@@ -261,7 +262,7 @@ class JudgePlugin(RunPlugin):
             and endpoint is not None
             and endpoint.supports_structured_output
         ):
-            params["response_format"] = response_format_for(spec.subjects)
+            params["response_format"] = response_format_for(spec.subjects, spec.ask_confidence)
         dataset = run.dataset
         hidden = {*dataset.response_columns, dataset.reference_column, dataset.tags_column}
         hidden.add(run.source_column)
@@ -412,7 +413,9 @@ class JudgePlugin(RunPlugin):
             }
             try:
                 if spec.kind == Judge.Kind.RUBRIC:
-                    messages = build_rubric_messages(subjects=spec.subjects, **common)
+                    messages = build_rubric_messages(
+                        subjects=spec.subjects, confidence=spec.ask_confidence, **common
+                    )
                 else:
                     messages = build_mcq_judge_messages(
                         label_type=spec.label_type, label_count=spec.label_count, **common
@@ -518,6 +521,7 @@ class JudgePlugin(RunPlugin):
             )
         outcome = RoundOutcome(number, True, epoch, dict(result.values), result.reason, **usage)
         outcome.repaired = ctx.spec.kind == Judge.Kind.RUBRIC and result.repaired
+        outcome.confidence = result.confidence
         return outcome
 
     @staticmethod
@@ -723,6 +727,7 @@ class JudgePlugin(RunPlugin):
                 error=o.error,
                 launch=run.launch,
                 repaired=o.repaired,
+                confidence=o.confidence,
             )
             for result in results
             for o in result.data.rounds

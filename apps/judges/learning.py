@@ -111,9 +111,14 @@ def stratified(candidates: list[Reviewed], subject: str, k: int, seed: int) -> l
     return chosen
 
 
-def reply_for(values: dict[str, float], reason: str) -> str:
-    """The reply people would have wanted, in the rubric judge's JSON format."""
-    shown = {name: int(v) if float(v).is_integer() else round(v, 2) for name, v in values.items()}
+def reply_for(values: dict[str, float], reason: str, confidence: bool = False) -> str:
+    """The reply people would have wanted, in the rubric judge's JSON format (people's values
+    are certain: a judge asked for its confidence learns 1 for them)."""
+    shown: dict[str, float] = {
+        name: int(v) if float(v).is_integer() else round(v, 2) for name, v in values.items()
+    }
+    if confidence:
+        shown["confidence"] = 1
     return json.dumps({"reason": reason or "As the reviewers scored it.", **shown})
 
 
@@ -148,6 +153,7 @@ def render_example(judge: Judge, reviewed: Reviewed) -> dict[str, Any]:
             inputs=inputs,
             system_prompt=judge.system_prompt,
             user_prompt=judge.user_prompt,
+            confidence=judge.ask_confidence,
         )
     except PromptError as exc:
         raise LearningError(f"Item {item.key}: {exc}") from None
@@ -156,7 +162,7 @@ def render_example(judge: Judge, reviewed: Reviewed) -> dict[str, Any]:
         "key": item.key,
         "run": run.pk,
         "user": messages[-1]["content"],
-        "reply": reply_for(reviewed.values, reviewed.reason),
+        "reply": reply_for(reviewed.values, reviewed.reason, judge.ask_confidence),
         "values": reviewed.values,
         "judge_values": reviewed.judge_values,
         "reason": reviewed.reason,

@@ -64,6 +64,9 @@ class Judge(Versioned):
         max_length=8, choices=Aggregation.choices, default=Aggregation.MEAN
     )
     use_structured_output = models.BooleanField(default=True)
+    # Rubric judges: ask for "confidence" (0–1) beside the scores; a low one can send the item
+    # to people (Task.doubt_confidence).
+    ask_confidence = models.BooleanField(default=False)
     # Few-shot examples (apps/judges/learning.py), sent before the item as a user message (the
     # example rendered by this judge's own prompt) and the reply people would have wanted:
     # [{"item": id, "run": judge run id, "user": text, "reply": text, "values": {subject:
@@ -88,7 +91,7 @@ class Judge(Versioned):
     KIND_FIELDS = (
         ((Kind.RUBRIC, Kind.MCQ, Kind.PAIRWISE), ("system_prompt", "user_prompt")),
         ((Kind.RUBRIC, Kind.MCQ), ("n_iter", "aggregation")),
-        ((Kind.RUBRIC,), ("use_structured_output",)),
+        ((Kind.RUBRIC,), ("use_structured_output", "ask_confidence")),
         ((Kind.MCQ, Kind.MCQ_RULE), ("label_type", "label_count")),
         ((Kind.METRIC,), ("metric", "metric_options", "postprocess")),
     )
@@ -106,6 +109,7 @@ class Judge(Versioned):
         "n_iter",
         "aggregation",
         "use_structured_output",
+        "ask_confidence",
         "examples",
     )
 
@@ -169,6 +173,8 @@ class JudgeRound(models.Model):
     # The reply was not one clean JSON object: its values were read by tolerant parsing
     # (fences, prose around it, a Python dict…). Such items may go to people (Task.doubt_*).
     repaired = models.BooleanField(default=False)
+    # The judge's stated confidence, 0–1, when its version asks for one (Judge.ask_confidence).
+    confidence = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     # What judging writes into a round: rewritten when a launch redoes it, archived before that.
@@ -185,6 +191,7 @@ class JudgeRound(models.Model):
         "error",
         "launch",
         "repaired",
+        "confidence",
     )
 
     class Meta:
@@ -219,6 +226,7 @@ class ArchivedRound(models.Model):
     error = models.TextField(blank=True)
     launch = models.PositiveIntegerField(default=0)
     repaired = models.BooleanField(default=False)
+    confidence = models.FloatField(null=True, blank=True)
     judged_at = models.DateTimeField()  # when the replaced round was written
     archived_at = models.DateTimeField(auto_now_add=True)
 
@@ -734,6 +742,11 @@ class RunItemQuerySet(ItemQuerySet):
         if task is not None and task.doubt_spread is not None:
             spread = self._scores().filter(spread__gt=task.doubt_spread)
             doubt |= Q(pk__in=spread.values("item_id"))
+        if task is not None and task.doubt_confidence is not None:
+            unsure = JudgeRound.objects.filter(
+                run_id=self.run_id, confidence__lt=task.doubt_confidence
+            )
+            doubt |= Q(pk__in=unsure.values("item_id"))
         if task is not None and task.doubt_repaired:
             repaired = JudgeRound.objects.filter(run_id=self.run_id, repaired=True)
             doubt |= Q(pk__in=repaired.values("item_id"))

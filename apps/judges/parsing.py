@@ -236,6 +236,9 @@ class RubricResult:
     # Not one clean JSON object: read by the tolerant rules. Not part of what was read, so two
     # replies giving the same values and reason compare equal.
     repaired: bool = field(default=False, compare=False)
+    # The judge's own confidence, 0–1, when it was asked for one (Judge.ask_confidence); None
+    # when not asked or not given as a number in range (the scores still count).
+    confidence: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -360,7 +363,9 @@ def _lookup(
     return raw_values, missing, given
 
 
-def parse_rubric_reply(text: str, subjects: Sequence[Mapping[str, Any]]) -> RubricResult:
+def parse_rubric_reply(
+    text: str, subjects: Sequence[Mapping[str, Any]], confidence: bool = False
+) -> RubricResult:
     """Scores for every subject from a judge's reply; see the module docstring for the rules.
 
     The first object in the reply (`iter_json_objects` order) that holds every subject is
@@ -397,8 +402,23 @@ def parse_rubric_reply(text: str, subjects: Sequence[Mapping[str, Any]]) -> Rubr
     if outside:
         raise JudgeReplyError(OUT_OF_RANGE, "; ".join(outside) + ".")
     return RubricResult(
-        values=values, reason=_find_reason(obj, raw_values), repaired=not _is_clean_json(text)
+        values=values,
+        reason=_find_reason(obj, raw_values),
+        repaired=not _is_clean_json(text),
+        confidence=_confidence(obj) if confidence else None,
     )
+
+
+def _confidence(obj: Mapping[str, Any]) -> float | None:
+    """A stated confidence as a share: 0–1 as given, 1–100 read as a percentage."""
+    raw = next((v for k, v in obj.items() if str(k).strip().lower() == "confidence"), None)
+    try:
+        value = float(str(raw).strip().rstrip("%")) if raw is not None else None
+    except ValueError:
+        return None
+    if value is None or not math.isfinite(value) or not 0 <= value <= 100:
+        return None
+    return value / 100 if value > 1 else value
 
 
 def _is_clean_json(text: str) -> bool:
@@ -409,7 +429,9 @@ def _is_clean_json(text: str) -> bool:
         return False
 
 
-def response_format_for(subjects: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def response_format_for(
+    subjects: Sequence[Mapping[str, Any]], confidence: bool = False
+) -> dict[str, Any]:
     """The `response_format` for endpoints with structured output (OpenAI json_schema).
 
     Strict mode requires every property to be listed as required, so the optional reason is
@@ -425,6 +447,11 @@ def response_format_for(subjects: Sequence[Mapping[str, Any]]) -> dict[str, Any]
         properties[spec.name] = {
             "type": "number",
             "description": f"Score for {spec.name}, from {_fmt(spec.min)} to {_fmt(spec.max)}.",
+        }
+    if confidence:
+        properties["confidence"] = {
+            "type": "number",
+            "description": "How sure you are of these scores, from 0 to 1.",
         }
     return {
         "type": "json_schema",

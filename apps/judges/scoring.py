@@ -39,6 +39,7 @@ class JudgeSpec:
     metric: str = ""
     metric_options: Mapping[str, Any] = field(default_factory=dict)
     postprocess: str = ""
+    ask_confidence: bool = False
 
     @classmethod
     def of(cls, judge: Any) -> JudgeSpec:
@@ -50,6 +51,7 @@ class JudgeSpec:
             metric=judge.metric or "",
             metric_options=dict(judge.metric_options or {}),
             postprocess=judge.postprocess or "",
+            ask_confidence=bool(getattr(judge, "ask_confidence", False)),
         )
 
     @property
@@ -91,7 +93,7 @@ def score_text(spec: JudgeSpec, text: str, references: Sequence[str] = ()) -> Ru
     metric: `text` is the response, scored against `references` after post-processing.
     """
     if spec.kind == "rubric":
-        return parse_rubric_reply(text, spec.subjects)
+        return parse_rubric_reply(text, spec.subjects, confidence=spec.ask_confidence)
     name = spec.subject_names[0]
     if spec.kind in ("mcq", "mcq_rule"):
         if not references:

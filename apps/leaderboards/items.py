@@ -177,7 +177,8 @@ def doubtful_count(run: Run) -> int:
     """Items the task's rule sends to people that nobody has reviewed yet (#14.4), per state
     of the results, the reviews and the rule."""
     task = run.task
-    key = (run.pk, fingerprint(run), last_event_id(), task.doubt_spread, task.doubt_repaired)
+    rule = (task.doubt_spread, task.doubt_repaired, task.doubt_confidence)
+    key = (run.pk, fingerprint(run), last_event_id(), *rule)
     if key not in _doubtful:
         remember(_doubtful, key, RunItemQuerySet.of(run).doubtful().unreviewed().count())
     _doubtful.move_to_end(key)

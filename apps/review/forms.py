@@ -81,6 +81,14 @@ class PolicyForm(forms.Form):
         help_text="Not one clean JSON object: prose, fences or a Python dict around the scores.",
     )
 
+    doubt_confidence = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        label="Needs a person when the judge's stated confidence is below",
+        help_text="For judges that are asked for their confidence (0–1); blank: never.",
+    )
+
     def clean_thresholds(self) -> dict[str, float]:
         out: dict[str, float] = {}
         for part in (self.cleaned_data.get("thresholds") or "").split(","):

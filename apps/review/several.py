@@ -101,6 +101,7 @@ def policy(request: AppRequest, slug: str) -> HttpResponse:
         "adjudicator": current.adjudicator_id,
         "doubt_spread": task.doubt_spread,
         "doubt_repaired": task.doubt_repaired,
+        "doubt_confidence": task.doubt_confidence,
     }
     form = PolicyForm(request.POST or None, initial=initial)
     form.fields["adjudicator"].queryset = User.objects.filter(  # type: ignore[attr-defined]
@@ -118,7 +119,8 @@ def policy(request: AppRequest, slug: str) -> HttpResponse:
             )
             task.doubt_spread = form.cleaned_data["doubt_spread"]
             task.doubt_repaired = form.cleaned_data["doubt_repaired"]
-            task.save(update_fields=["doubt_spread", "doubt_repaired"])
+            task.doubt_confidence = form.cleaned_data["doubt_confidence"]
+            task.save(update_fields=["doubt_spread", "doubt_repaired", "doubt_confidence"])
         settled = settle_task(task.pk)
         note = f" {settled} waiting score{'s' if settled != 1 else ''} settled." if settled else ""
         messages.success(request, f"Review policy of {task.slug} saved.{note}")

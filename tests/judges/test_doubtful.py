@@ -10,9 +10,10 @@ from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 
+from apps.judges.judge_prompts import rubric_context
 from apps.judges.launching import create_judge_run
-from apps.judges.models import JudgeRound, RunItemQuerySet
-from apps.judges.parsing import parse_rubric_reply
+from apps.judges.models import Judge, JudgeRound, RunItemQuerySet
+from apps.judges.parsing import parse_rubric_reply, response_format_for
 from apps.review.queue import Queue, orders_for
 from tests.base import make_user, work
 from tests.factories import SUBJECTS, make_answers_dataset, make_judge, rubric_reply, score
@@ -99,3 +100,66 @@ def test_doubtful_items_go_first_and_are_counted_until_reviewed(judged) -> None:
     # Only the spread rule: the fenced reply is no longer doubtful.
     admin.post(policy, {"reviews_per_item": 1, "doubt_spread": "1"})
     assert [i.position for i in RunItemQuerySet.of(run).doubtful()] == [2]
+
+
+@pytest.mark.parametrize(
+    ("stated", "read"),
+    [(0.3, 0.3), ('"85%"', 0.85), (85, 0.85), ('"high"', None), (150, None), (-1, None)],
+)
+def test_a_stated_confidence_is_read_as_a_share(stated, read) -> None:
+    reply = '{"accuracy": 3, "clarity": 4, "confidence": %s}' % stated  # noqa: UP031 - braces
+    assert parse_rubric_reply(reply, SUBJECTS, confidence=True).confidence == read
+    assert parse_rubric_reply(reply, SUBJECTS).confidence is None  # not asked: not read
+    assert parse_rubric_reply(rubric_reply(3, 4), SUBJECTS, confidence=True).confidence is None
+
+
+def test_asking_for_confidence_shows_in_the_format_and_the_schema() -> None:
+    context = rubric_context(SUBJECTS, "r", confidence=True)
+    assert '"confidence": <number from 0 to 1' in context["json_format"]
+    assert "confidence" not in rubric_context(SUBJECTS, "r")["json_format"]
+    schema = response_format_for(SUBJECTS, confidence=True)["json_schema"]["schema"]
+    assert "confidence" in schema["properties"] and "confidence" in schema["required"]
+
+
+@pytest.mark.django_db
+def test_confidence_is_for_rubric_judges_without_a_subject_of_that_name(
+    task, reviewer_client
+) -> None:
+    url = reverse("judges:create") + f"?task={task.slug}"
+    form = {"task": task.slug, "kind": "rubric", "aggregation": "mean", "label_type": "upper"}
+    form |= {"label_count": 4, "n_iter": 1, "ask_confidence": "on"}
+    page = reviewer_client.post(url, form | {"name": "a", "subjects_text": "confidence 1 5"})
+    assert "A subject is named confidence" in page.content.decode()
+    reviewer_client.post(url, form | {"name": "b", "subjects_text": "accuracy 1 5"})
+    assert Judge.objects.get(name="b").ask_confidence
+    metric = form | {"name": "c", "kind": "metric", "metric": "exact_match", "subjects_text": ""}
+    reviewer_client.post(url, metric)
+    assert not Judge.objects.get(name="c").ask_confidence
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
+def test_a_low_stated_confidence_sends_the_item_to_people(task, endpoint, llm_server) -> None:
+    dataset = make_answers_dataset(task, 4)
+    judge = make_judge(task, name="sure", ask_confidence=True)
+    sure = '{"accuracy": 4, "clarity": 4, "confidence": 0.9}'
+    llm_server.configure(
+        default_reply=sure,
+        script=[{"match": "answer number 3\n", "reply": sure.replace("0.9", "0.2")}],
+    )
+    with transaction.atomic():
+        run = create_judge_run(judge, endpoint=endpoint, dataset=dataset, source_column="response")
+    work()
+    asked = llm_server.stats()["log"][0]["messages"][0]["content"]
+    assert '"confidence": <number from 0 to 1' in asked
+    stated = dict(JudgeRound.objects.filter(run=run).values_list("item__position", "confidence"))
+    assert stated == {0: 0.9, 1: 0.9, 2: 0.9, 3: 0.2}
+    assert not RunItemQuerySet.of(run).doubtful().exists()
+    task.doubt_confidence = 0.5
+    task.save()
+    assert [i.position for i in RunItemQuerySet.of(run).doubtful()] == [3]
+    client = Client()
+    client.force_login(make_user("reviewer", "rita"))
+    item = dataset.items.get(position=3)
+    html = client.get(reverse("review:item", args=[run.pk, item.pk])).content.decode()
+    assert "confidence 0.20" in html
