@@ -175,6 +175,10 @@ def test_the_start_form_offers_response_columns_and_the_run_page_shows_them(
     assert run.pairwise.pairs() == [(generated.pk, gpt.pk), (generated.pk, llama.pk)]
     html = client.get(reverse("runs:detail", args=[gpt.pk])).content.decode()
     assert "GOOD answer 4" in html and 'id="resume-run"' not in html
+    export = reverse("leaderboards:run-export", args=[gpt.pk])
+    body = b"".join(client.get(export, {"format": "csv"}).streaming_content).decode()
+    rows = list(csv.DictReader(io.StringIO(body.lstrip("\ufeff"))))
+    assert len(rows) == N and rows[4]["response"] == "GOOD answer 4"
     assert "read as a response set" in html
     work()
     listing = client.get(reverse("runs:list")).content.decode()
