@@ -23,6 +23,7 @@ from tests.factories import (
     rubric_reply,
     score,
 )
+from tests.judges.test_judge_pages import judge_form
 
 N = 40
 
@@ -228,3 +229,23 @@ def test_a_consensus_teaches_its_value_not_the_apps_words(task, reviewer_user) -
     assert [(r.values["accuracy"], r.reason) for r in found] == [(13 / 3, "rambles")] * 2
     reply = json.loads(learning.reply_for(found[0].values, found[0].reason))
     assert reply == {"reason": "rambles", "accuracy": 4.33, "clarity": 2}
+
+
+@pytest.mark.django_db
+def test_editing_an_improved_version_keeps_its_examples_and_split(
+    reviewed, reviewer_user, reviewer_client
+) -> None:
+    _, judge, _ = reviewed
+    draft = learning.draft(judge, k=3, seed=5)
+    v2 = learning.save_version(judge, draft.examples, draft, reviewer_user)
+    form = judge_form(
+        name="quality",
+        subjects_text="accuracy 1 5\nclarity 1 5",
+        user_prompt=v2.user_prompt,
+        system_prompt="Be strict.",
+    )
+    response = reviewer_client.post(reverse("judges:edit", args=[v2.pk]), form)
+    v3 = Judge.objects.get(name="quality", version=3)
+    assert response.status_code == 302 and v3.system_prompt == "Be strict."
+    assert v3.examples == v2.examples and v3.learned_from == v2.learned_from
+    assert learning.split_of(v3)["held_out"] == draft.held_out
