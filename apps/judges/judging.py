@@ -812,6 +812,8 @@ class CheckPlugin(JudgePlugin):
     """A judge check (`JudgeCheck`): a judge run over a reviewed run's held-out items."""
 
     kind = Run.Kind.CHECK
+    # Made from a judge's page ("Check against reviews"); resume and retry-failed still work.
+    startable = False
 
     def items(self, run: Run) -> QuerySet[Item]:
         return super().items(run).filter(id__in=JudgeCheck.objects.get(run=run).items)

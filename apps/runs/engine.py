@@ -176,6 +176,8 @@ class Call:
 
 class RunPlugin(ABC):
     kind: ClassVar[str]
+    # Whether `start_run <kind>` makes runs of this kind (some are made only by their page).
+    startable: ClassVar[bool] = True
 
     @abstractmethod
     def total(self, run: Run) -> int: ...

@@ -7,7 +7,7 @@ without them, checked on the same items, is not shown better."""
 import json
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.test import Client
 from django.urls import reverse
@@ -127,3 +127,17 @@ def test_checking_needs_a_split_and_reviewers(judged, endpoint) -> None:
     client.force_login(make_user("viewer", "watcher"))
     response = client.post(reverse("judges:check", args=[v1.pk]), {"endpoint": endpoint.pk})
     assert response.status_code == 403 and not Run.objects.filter(kind=Run.Kind.CHECK).exists()
+
+
+def test_start_run_has_no_check_subcommand_but_resumes_a_check(judged, endpoint) -> None:
+    _, v1, _, reviewer = judged
+    with pytest.raises(CommandError, match="invalid choice: 'check'"):
+        call_command("start_run", "check", "--judge", "quality")
+    draft = learning.draft(v1, k=2, seed=0)
+    v2 = learning.save_version(v1, draft.examples, draft, reviewer)
+    with transaction.atomic():
+        (run,) = learning.start_check(v2, endpoint, reviewer)
+    work()
+    call_command("start_run", "resume", str(run.pk))  # nothing left: a launch of 0 items
+    run.refresh_from_db()
+    assert run.status == Run.Status.COMPLETED and run.launch == 2

@@ -28,6 +28,8 @@ class Command(BaseCommand):
             dest="what", required=True, parser_class=_sub_parser_class(self)
         )
         for name, plugin in sorted(engine.PLUGINS.items()):
+            if not plugin.startable:
+                continue
             kind_parser = sub.add_parser(name, help=f"start a {name} run")
             plugin.add_cli_arguments(kind_parser)
             _wait_arguments(kind_parser)
