@@ -1,0 +1,35 @@
+"""The check report's statistics pinned by hand: Cohen's κ, accuracy after rounding to the
+scale's steps, mean absolute difference, and κ undefined where chance agreement is total."""
+
+import numpy as np
+import pytest
+
+from apps.leaderboards.alignment import cohen_kappa, metrics
+from apps.leaderboards.stats import confusion, weighted_kappa
+
+
+def test_cohens_kappa_by_hand() -> None:
+    # p_o = 35/50 = 0.7; p_e = (25·30 + 25·20) / 50² = 0.5; κ = (0.7 − 0.5) / (1 − 0.5) = 0.4
+    assert cohen_kappa(np.array([[20, 5], [10, 15]])) == pytest.approx(0.4)
+    assert cohen_kappa(np.array([[7, 0], [0, 0]])) is None  # one category: undefined
+    assert cohen_kappa(np.zeros((2, 2), dtype=int)) is None
+
+
+def test_metrics_round_to_the_scale_and_keep_raw_differences() -> None:
+    judged = np.array([4.4, 2.0, 5.0, 1.0])
+    people = np.array([4.0, 3.0, 5.0, 1.4])
+    found = metrics(judged, people, 1, 5)
+    # 4.4→4 = 4, 2 ≠ 3, 5 = 5, 1 = 1.4→1: three of four agree after rounding.
+    assert found.accuracy == 0.75
+    assert found.mad == pytest.approx((0.4 + 1.0 + 0.0 + 0.4) / 4)
+    categories = [1.0, 2.0, 3.0, 4.0, 5.0]
+    matrix = confusion([4, 2, 5, 1], [4, 3, 5, 1], categories)
+    assert found.kappa == pytest.approx(cohen_kappa(matrix))
+    assert found.weighted_kappa == pytest.approx(weighted_kappa(matrix, categories))
+    # κ by hand on these four: p_o = 3/4; p_e = (1·1 + 1·0 + 0·1 + 1·1 + 1·1)/16 = 3/16.
+    assert found.kappa == pytest.approx((0.75 - 3 / 16) / (1 - 3 / 16))
+    assert found.accuracy_ci.low <= found.accuracy <= found.accuracy_ci.high
+    assert found.mad_ci.low <= found.mad <= found.mad_ci.high
+    # Seeded: the same data gives the same intervals.
+    again = metrics(judged, people, 1, 5)
+    assert (again.mad_ci, again.accuracy_ci) == (found.mad_ci, found.accuracy_ci)
