@@ -284,6 +284,12 @@ class Dataset(models.Model):
         return [(column, f"column:{self.pk}:{column}") for column in self.response_columns]
 
     @property
+    def hidden_columns(self) -> set[str]:
+        """Columns that are not an item's inputs: its answers, reference and tags."""
+        hidden = {*self.response_columns, self.reference_column, self.tags_column}
+        return {column for column in hidden if column}
+
+    @property
     def reference_column(self) -> str | None:
         return self.mapping.get("reference_column") or None
 

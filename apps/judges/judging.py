@@ -43,7 +43,7 @@ from django.core.management.base import CommandError
 from django.db.models import Count, Q, QuerySet
 
 from apps.datasets.models import Item
-from apps.datasets.values import as_text
+from apps.datasets.values import as_text, prompt_inputs
 from apps.judges.aggregation import aggregate, spread
 from apps.judges.judge_prompts import (
     PromptError,
@@ -264,8 +264,7 @@ class JudgePlugin(RunPlugin):
         ):
             params["response_format"] = response_format_for(spec.subjects, spec.ask_confidence)
         dataset = run.dataset
-        hidden = {*dataset.response_columns, dataset.reference_column, dataset.tags_column}
-        hidden.add(run.source_column)
+        hidden = dataset.hidden_columns | {run.source_column}
         return JudgeContext(
             spec=spec,
             subjects=spec.subject_names,
@@ -398,10 +397,7 @@ class JudgePlugin(RunPlugin):
         if not spec.uses_llm:
             return
         fields = row["fields"] or {}
-        if ctx.input_columns is not None:
-            inputs = {name: fields.get(name) for name in ctx.input_columns}
-        else:
-            inputs = {k: v for k, v in fields.items() if k not in ctx.hidden_columns}
+        inputs = prompt_inputs(fields, ctx.input_columns, ctx.hidden_columns)
         for epoch, response in unit.texts.items():
             common: dict[str, Any] = {
                 "response": response,

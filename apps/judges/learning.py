@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import F
 
 from apps.datasets.models import Item
+from apps.datasets.values import as_text, prompt_inputs
 from apps.judges.judge_prompts import PromptError, build_rubric_messages
 from apps.judges.models import Judge, JudgeCheck, Score
 from apps.judges.parsing import JudgeReplyError, parse_rubric_reply
@@ -135,15 +136,12 @@ def render_example(judge: Judge, reviewed: Reviewed) -> dict[str, Any]:
             or ""
         )
     else:
-        response = str((item.fields or {}).get(run.source_column) or "")
+        # As the judge run reads it (judging.JudgePlugin._texts): JSON for a non-string.
+        response = as_text((item.fields or {}).get(run.source_column))
     dataset = run.dataset
     fields = item.fields or {}
-    hidden = {*dataset.response_columns, dataset.reference_column, dataset.tags_column}
-    hidden.add(run.source_column)
-    if dataset.input_columns:
-        inputs = {name: fields.get(name) for name in dataset.input_columns}
-    else:
-        inputs = {k: v for k, v in fields.items() if k not in hidden}
+    hidden = dataset.hidden_columns | {run.source_column}
+    inputs = prompt_inputs(fields, dataset.input_columns, hidden)
     try:
         messages = build_rubric_messages(
             subjects=judge.subjects,

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q
 
 from apps.datasets.models import Item
+from apps.datasets.values import prompt_inputs
 from apps.judges.judge_prompts import PromptError, build_pairwise_messages
 from apps.judges.launching import JudgeRunError, find_judge, parse_responses
 from apps.judges.models import Comparison, Judge, PairwiseSetup, judge_of
@@ -154,12 +155,11 @@ class PairwisePlugin(RunPlugin):
     def prepare(self, run: Run) -> PairwiseContext:
         judge = judge_of(run)
         dataset = run.dataset
-        hidden = {*dataset.response_columns, dataset.reference_column, dataset.tags_column}
         return PairwiseContext(
             system_prompt=judge.system_prompt,
             user_prompt=judge.user_prompt,
             input_columns=dataset.input_columns or None,
-            hidden_columns={c for c in hidden if c},
+            hidden_columns=dataset.hidden_columns,
             limit=run.endpoint.concurrency_limit if run.endpoint is not None else 1,
         )
 
@@ -200,10 +200,7 @@ class PairwisePlugin(RunPlugin):
         ctx: PairwiseContext, unit: PairUnit, row: dict[str, Any], answers: list[str]
     ) -> None:
         fields = row["fields"] or {}
-        if ctx.input_columns is not None:
-            inputs = {name: fields.get(name) for name in ctx.input_columns}
-        else:
-            inputs = {k: v for k, v in fields.items() if k not in ctx.hidden_columns}
+        inputs = prompt_inputs(fields, ctx.input_columns, ctx.hidden_columns)
         for order in ORDERS:
             first, second = answers if order == 0 else answers[::-1]
             try:

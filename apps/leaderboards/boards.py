@@ -386,7 +386,9 @@ def build(task: Task, params: Params) -> Board:
     if board.epochs > 1:
         board.flaky = {row.run.pk: flaky_count(row.run) for row in board.rows}
     if task.doubts:
-        board.doubtful = {row.run.pk: doubtful_count(row.run) for row in board.rows}
+        board.doubtful = {
+            row.run.pk: doubtful_count(row.run, board.last_event) for row in board.rows
+        }
     if not board.reduction.is_mean:
         epoch_cells(board, tag)
     board.coverage = item_coverage(board)

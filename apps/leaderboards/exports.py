@@ -764,19 +764,25 @@ def people_records(found: PeopleAgreement) -> Iterator[dict[str, Any]]:
         }
 
 
-def people_csv(found: PeopleAgreement) -> Iterable[str]:
+def records_csv(header: list[str], records: Iterable[dict[str, Any]]) -> str:
+    """Records as one CSV text under `header`: anyone's text neutralised (`cell`), None empty,
+    numbers as numbers."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     buffer.write(BOM)
-    writer.writerow(PEOPLE_HEADER)
-    for record in people_records(found):
+    writer.writerow(header)
+    for record in records:
         writer.writerow(
             [
                 cell(v) if isinstance(v, str) else ("" if v is None else v)
-                for v in (record.get(name) for name in PEOPLE_HEADER)
+                for v in (record.get(name) for name in header)
             ]
         )
-    return [buffer.getvalue()]
+    return buffer.getvalue()
+
+
+def people_csv(found: PeopleAgreement) -> Iterable[str]:
+    return [records_csv(PEOPLE_HEADER, people_records(found))]
 
 
 def people_json(found: PeopleAgreement) -> str:
@@ -852,18 +858,7 @@ def review_records(run: Run) -> Iterator[dict[str, Any]]:
 
 
 def reviews_csv(run: Run) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    buffer.write(BOM)
-    writer.writerow(REVIEW_HEADER)
-    for record in review_records(run):
-        writer.writerow(
-            [
-                cell(v) if isinstance(v, str) else ("" if v is None else v)
-                for v in (record[name] for name in REVIEW_HEADER)
-            ]
-        )
-    yield buffer.getvalue()
+    yield records_csv(REVIEW_HEADER, review_records(run))
 
 
 def reviews_jsonl(run: Run) -> Iterator[str]:
@@ -924,16 +919,8 @@ def pairwise_records(board: PairwiseBoard) -> list[dict[str, Any]]:
 
 
 def pairwise_csv(board: PairwiseBoard) -> Iterable[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    buffer.write(BOM)
     header = PAIRWISE_HEADER + (LENGTH_HEADER if board.baseline else [])
-    writer.writerow(header)
-    for record in pairwise_records(board):
-        writer.writerow(
-            [cell(v) if isinstance(v, str) else ("" if v is None else v) for v in record.values()]
-        )
-    return [buffer.getvalue()]
+    return [records_csv(header, pairwise_records(board))]
 
 
 def pairwise_jsonl(board: PairwiseBoard) -> Iterable[str]:

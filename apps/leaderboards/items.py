@@ -173,12 +173,12 @@ def flaky_count(run: Run) -> int:
 _doubtful: "OrderedDict[tuple, int]" = OrderedDict()
 
 
-def doubtful_count(run: Run) -> int:
+def doubtful_count(run: Run, last_event: int) -> int:
     """Items the task's rule sends to people that nobody has reviewed yet (#14.4), per state
-    of the results, the reviews and the rule."""
+    of the results, the reviews (`last_event_id`) and the rule."""
     task = run.task
     rule = (task.doubt_spread, task.doubt_repaired, task.doubt_confidence)
-    key = (run.pk, fingerprint(run), last_event_id(), *rule)
+    key = (run.pk, fingerprint(run), last_event, *rule)
     if key not in _doubtful:
         remember(_doubtful, key, RunItemQuerySet.of(run).doubtful().unreviewed().count())
     _doubtful.move_to_end(key)

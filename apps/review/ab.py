@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.access import AppRequest, reviewer_required
 from apps.datasets.models import Item
-from apps.datasets.values import as_text
+from apps.datasets.values import as_text, prompt_inputs
 from apps.judges.models import Comparison
 from apps.judges.pairwise import outcomes
 from apps.review.models import Vote, a_on_left
@@ -109,11 +109,9 @@ def ab_item(request: AppRequest, run_id: int, item_id: int, a: int, b: int) -> H
 
 def _inputs(run: Run, item: Item) -> list[tuple[str, str]]:
     """The item's inputs; without a mapping, every field but answers, reference and tags."""
-    dataset, fields = run.dataset, item.fields or {}
-    if dataset.input_columns:
-        return [(name, as_text(fields.get(name))) for name in dataset.input_columns]
-    hidden = {*dataset.response_columns, dataset.reference_column, dataset.tags_column}
-    return [(name, as_text(value)) for name, value in fields.items() if name not in hidden]
+    dataset = run.dataset
+    inputs = prompt_inputs(item.fields or {}, dataset.input_columns, dataset.hidden_columns)
+    return [(name, as_text(value)) for name, value in inputs.items()]
 
 
 @require_POST

@@ -1,10 +1,15 @@
 """The check report's statistics pinned by hand: Cohen's κ, accuracy after rounding to the
 scale's steps, mean absolute difference, and κ undefined where chance agreement is total."""
 
+import csv
+import io
+
 import numpy as np
 import pytest
 
 from apps.leaderboards.alignment import cohen_kappa, metrics
+from apps.leaderboards.exports import records_csv
+from apps.leaderboards.management.commands.judge_alignment import HEADER, csv_rows
 from apps.leaderboards.stats import confusion, weighted_kappa
 
 
@@ -33,3 +38,33 @@ def test_metrics_round_to_the_scale_and_keep_raw_differences() -> None:
     # Seeded: the same data gives the same intervals.
     again = metrics(judged, people, 1, 5)
     assert (again.mad_ci, again.accuracy_ci) == (found.mad_ci, found.accuracy_ci)
+
+
+def test_judge_alignment_csv_neutralises_item_keys() -> None:
+    metrics_record = {
+        "accuracy": 1.0,
+        "accuracy_ci": [1.0, 1.0],
+        "kappa": None,
+        "weighted_kappa": 0.5,
+        "weighted_kappa_ci": None,
+        "mad": 0.0,
+        "mad_ci": [0.0, 0.0],
+    }
+    record = {
+        "seed": 3,
+        "subjects": [
+            {
+                "subject": "accuracy",
+                "n": 2,
+                "verdict": "better",
+                "this_version": metrics_record,
+                "reviewed": metrics_record | {"mad": 1.5},
+            }
+        ],
+        "items": [{"run": 1, "item": "=cmd|' /C calc'!A0"}, {"run": 1, "item": "q2"}],
+    }
+    text = records_csv(HEADER, csv_rows(record))
+    rows = list(csv.DictReader(io.StringIO(text.lstrip("\ufeff"))))
+    assert [(r["values"], r["mad"]) for r in rows] == [("this_version", "0.0"), ("reviewed", "1.5")]
+    assert rows[0]["held_out_items"] == "'=cmd|' /C calc'!A0|q2"
+    assert (rows[0]["kappa"], rows[0]["weighted_kappa_low"], rows[0]["seed"]) == ("", "", "3")

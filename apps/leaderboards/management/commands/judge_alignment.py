@@ -2,9 +2,8 @@
 version's agreement with people on its checks' held-out reviewed items (#14.2), per subject,
 with CIs, beside the values people reviewed, and the items used."""
 
-import csv
 import json
-import sys
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -12,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from apps.datasets.models import Item
 from apps.judges.models import Judge
 from apps.leaderboards.alignment import CheckReport, Metrics, report
+from apps.leaderboards.exports import records_csv
 from apps.leaderboards.stats import Interval
 
 HEADER = [
@@ -109,13 +109,19 @@ class Command(BaseCommand):
         if options["format"] == "json":
             self.stdout.write(json.dumps(record, indent=2))
             return
-        writer = csv.writer(sys.stdout)
-        writer.writerow(HEADER)
-        items = "|".join(row["item"] for row in record["items"])
-        for s in record["subjects"]:
-            for label in ("this_version", "reviewed"):
-                m = s[label]
-                row = [s["subject"], label, s["n"], m["accuracy"], *(m["accuracy_ci"] or ["", ""])]
-                row += [m["kappa"], m["weighted_kappa"], *(m["weighted_kappa_ci"] or ["", ""])]
-                row += [m["mad"], *(m["mad_ci"] or ["", ""]), s["verdict"], record["seed"], items]
-                writer.writerow(["" if v is None else v for v in row])
+        self.stdout.write(records_csv(HEADER, csv_rows(record)), ending="")
+
+
+def csv_rows(record: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Two rows per subject (this version, the values people reviewed) with CIs as low/high."""
+    items = "|".join(row["item"] for row in record["items"])
+    for s in record["subjects"]:
+        for label in ("this_version", "reviewed"):
+            m = s[label]
+            row = {"subject": s["subject"], "values": label, "n": s["n"]}
+            for name in ("accuracy", "kappa", "weighted_kappa", "mad"):
+                row[name] = m[name]
+                low, high = m.get(f"{name}_ci") or (None, None)
+                row |= {f"{name}_low": low, f"{name}_high": high}
+            row |= {"verdict": s["verdict"], "seed": record["seed"], "held_out_items": items}
+            yield row
