@@ -211,19 +211,19 @@ class SubjectHistory:
 MIN_WEEK = 5  # reviews a week needs before its agreement can raise the alarm
 
 
-def history(judge: Judge) -> list[SubjectHistory]:
-    """Per subject of the judge, agreement with people by version (every version of the judge)
-    and by week of review: the judge's value against people's final value on every score
-    people reviewed (overrides and confirmations; failed items have no judge value)."""
+def history(judge: Judge, this_version: bool = False) -> list[SubjectHistory]:
+    """Per subject of the judge, agreement with people by version (every version of the judge,
+    or with `this_version` this one alone) and by week of review: the judge's value against
+    people's final value on every score people reviewed (overrides and confirmations; failed
+    items have no judge value)."""
     found = []
+    runs = Run.objects.filter(
+        kind=Run.Kind.JUDGE, judge__task_id=judge.task_id, judge__name=judge.name
+    )
+    if this_version:
+        runs = runs.filter(judge=judge)
     rows = (
-        Score.objects.filter(
-            run__kind=Run.Kind.JUDGE,
-            run__judge__task_id=judge.task_id,
-            run__judge__name=judge.name,
-            judge_value__isnull=False,
-            final_value__isnull=False,
-        )
+        Score.objects.filter(run__in=runs, judge_value__isnull=False, final_value__isnull=False)
         .reviewed()
         .values_list("subject", "run__judge__version", "judge_value", "final_value")
         .annotate(when=Coalesce("override_at", "confirmed_at"))
@@ -280,12 +280,12 @@ class Alarm:
 
 def alarms(task: Task) -> list[Alarm]:
     """The task's default judge's subjects whose agreement with people in the latest week with
-    enough reviews (MIN_WEEK) fell below the task's threshold."""
+    enough reviews (MIN_WEEK) of its own scores fell below the task's threshold."""
     judge = task.default_judge
     if task.alignment_threshold is None or judge is None:
         return []
     found = []
-    for entry in history(judge):
+    for entry in history(judge, this_version=True):
         weeks = [week for week in entry.by_week if week.n >= MIN_WEEK]
         if weeks and weeks[-1].agreement < task.alignment_threshold:
             found.append(Alarm(judge, entry.subject, weeks[-1], task.alignment_threshold))

@@ -74,7 +74,7 @@ def test_agreement_by_version_and_by_week_pinned_by_hand(two_versions) -> None:
 def test_the_board_warns_when_the_default_judge_falls_below_the_threshold(
     two_versions, reviewer_client
 ) -> None:
-    task, _, v2 = two_versions
+    task, v1, v2 = two_versions
     viewer_client = Client()  # the client fixtures share one client
     viewer_client.force_login(make_user("viewer", "watcher"))
     task.default_judge = v2
@@ -94,6 +94,12 @@ def test_the_board_warns_when_the_default_judge_falls_below_the_threshold(
     task.alignment_threshold = 0.7
     task.save()
     assert "alignment-alarm" not in reviewer_client.get(board).content.decode()
+    # The alarm reads the default judge's own scores: v1's latest week (25%) is below 0.7 even
+    # though this week's reviews (of v2, 75%) are not.
+    task.default_judge = v1
+    task.save()
+    page = reviewer_client.get(board).content.decode()
+    assert "default judge quality v1 agreed with people on 25% of the 12" in page
     page = reviewer_client.get(reverse("leaderboards:judge-alignment", args=[v2.pk]))
     html = page.content.decode()
     assert html.count('class="by-version"') == 2 and html.count('class="by-week"') == 2
