@@ -29,6 +29,11 @@ def env_int(name: str, default: int) -> int:
     return int(value) if value not in (None, "") else default
 
 
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value not in (None, "") else default
+
+
 def env_list(name: str, default: str = "") -> list[str]:
     return [part.strip() for part in env(name, default).split(",") if part.strip()]
 
@@ -279,6 +284,8 @@ PRICE_TABLE: dict[str, list[float]] = {
     "gpt-4.1-nano": [0.10, 0.40],
     **json.loads(env("EVALSITE_PRICE_TABLE", "{}")),
 }
+# Providers' Batch APIs bill at a share of the listed price (OpenAI: half).
+BATCH_PRICE_FACTOR = env_float("EVALSITE_BATCH_PRICE_FACTOR", 0.5)
 
 LOGGING = {
     "version": 1,

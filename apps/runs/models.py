@@ -163,9 +163,11 @@ class Endpoint(models.Model):
             return f"these tokens were counted before “{self.model}” had a price"
         return f"“{self.model}” has no price: set EVALSITE_PRICE_TABLE in .env (see .env.example)"
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+    def cost(self, prompt_tokens: int, completion_tokens: int, *, batch: bool = False) -> float:
+        """USD for these tokens; `batch` bills them at the Batch API's share of the price."""
         prompt, completion = self.price_per_million()
-        return (prompt_tokens * prompt + completion_tokens * completion) / 1_000_000
+        usd = (prompt_tokens * prompt + completion_tokens * completion) / 1_000_000
+        return usd * settings.BATCH_PRICE_FACTOR if batch else usd
 
 
 class PromptTemplateQuerySet(models.QuerySet["PromptTemplate"]):

@@ -106,3 +106,12 @@ def test_start_run_wait_says_the_cost_is_unknown(prices, redis_conn):
     with pytest.raises(SystemExit):
         call_command("start_run", "resume", str(priced.pk), "--wait", stdout=out)
     assert out.getvalue().splitlines()[-1].endswith("· cost $0.2500")
+
+
+def test_batch_price_is_the_stated_share_of_the_listed_price(prices, settings) -> None:
+    endpoint = Endpoint.objects.create(name="ep-batch", model="priced")
+    # 1M prompt tokens at $2 + 0.5M completion tokens at $8 = $6; the Batch API bills half.
+    assert endpoint.cost(1_000_000, 500_000) == pytest.approx(6.0)
+    assert endpoint.cost(1_000_000, 500_000, batch=True) == pytest.approx(3.0)
+    settings.BATCH_PRICE_FACTOR = 0.25
+    assert endpoint.cost(1_000_000, 500_000, batch=True) == pytest.approx(1.5)
