@@ -1,6 +1,7 @@
 """A loopback OpenAI-compatible chat-completions server for tests and benchmarks.
 
-It answers `POST /v1/chat/completions` and `GET /v1/models` like the real API, and misbehaves on
+It answers `POST /v1/chat/completions`, `POST /v1/completions` and `GET /v1/models` like the real
+API, and misbehaves on
 demand: latency, HTTP errors with Retry-After, non-JSON bodies, hangs, "fail the first N",
 replies scripted per prompt, and error bodies that quote the caller's API key back. Everything
 it received is counted and logged so tests can assert what the application sent and how many
@@ -19,6 +20,14 @@ Two ways to run it:
 Other processes (RQ workers) reach the same server through `base_url`, and can reconfigure it
 through the control API: `POST /_control/config` (JSON knobs, merged), `GET /_control/config`,
 `GET /_control/stats[?log=0|&last=N]`, `POST /_control/reset`.
+
+The completions endpoint (legacy OpenAI / vLLM shape) serves prompt log-probabilities with
+`echo` + `logprobs`, scriptable so tests can compute expected values by hand: a token is a
+whitespace-delimited word with the whitespace before it (" Mars"; `text_offset` is where it
+starts), its log-probability is `word_logprobs[word]` when the word is listed, else
+-(1 + 0.25 × len(word)); the first token of a prompt has none (null), as in the real API.
+`completions` makes it a chat-only server ("absent": 404) or one with the llama.cpp bug of
+reporting every log-probability as 0 ("zero") or none at all ("null").
 
 Run by hand: `python -m tests.llm_server --port 8999`. Never imports Django.
 """
@@ -88,7 +97,13 @@ DEFAULTS: dict[str, Any] = {
     "echo_auth": False,
     # How many recent chat requests stats()["log"] keeps.
     "log_size": 1000,
+    # POST /v1/completions: "logprobs" (served, with log-probabilities), "absent" (404, a
+    # chat-only server), "zero" (every log-probability 0.0) or "null" (logprobs: null).
+    "completions": "logprobs",
+    # {word: log-probability} for completion tokens; other words get -(1 + 0.25 * len(word)).
+    "word_logprobs": {},
 }
+COMPLETIONS_MODES = ("logprobs", "absent", "zero", "null")
 ACTIONS = ("reply", "status", "garbage", "hang")
 RULE_KEYS = {"match", "regex", "scope", "model", "times", "latency", "retry_after", "finish_reason"}
 ERROR_TYPES = {
@@ -339,6 +354,24 @@ class State:
             if knobs["require_key"] is not None and not isinstance(knobs["require_key"], str):
                 raise ConfigError("require_key must be a string or null")
             new["require_key"] = knobs["require_key"]
+        if "completions" in knobs:
+            if knobs["completions"] not in COMPLETIONS_MODES:
+                raise ConfigError(
+                    f"completions must be one of {list(COMPLETIONS_MODES)}, "
+                    f"got {knobs['completions']!r}"
+                )
+            new["completions"] = knobs["completions"]
+        if "word_logprobs" in knobs:
+            table = knobs["word_logprobs"]
+            if not isinstance(table, dict) or not all(
+                isinstance(k, str)
+                and isinstance(v, int | float)
+                and not isinstance(v, bool)
+                and v <= 0
+                for k, v in table.items()
+            ):
+                raise ConfigError("word_logprobs must map words to log-probabilities <= 0")
+            new["word_logprobs"] = {k: float(v) for k, v in table.items()}
         if "models" in knobs:
             models = knobs["models"]
             if not (isinstance(models, list) and all(isinstance(m, str) for m in models)):
@@ -593,6 +626,75 @@ def build_app(state: State) -> web.Application:
                 state.finish(entry, generation, None, outcome)
             state.depart(generation)
 
+    async def completions(request: web.Request) -> web.StreamResponse:
+        """The legacy completions API, with prompt log-probabilities (echo + logprobs)."""
+        n, generation = state.arrive()
+        key = _bearer(request)
+        entry: dict[str, Any] = {
+            "n": n,
+            "time": time.time(),
+            "end": None,
+            "api": "completions",
+            "model": None,
+            "prompt": None,
+            "messages": None,
+            "params": {},
+            "had_key": key is not None,
+            "key_last4": key[-4:] if key and len(key) >= 8 else None,
+            "retry_count": None,
+            "status": None,
+            "outcome": None,
+            "reply": None,
+        }
+        outcome = "bad_request"
+        finished = False
+        try:
+            with state.lock:
+                mode = state.config["completions"]
+                table = dict(state.config["word_logprobs"])
+            body, problem = _parse_completion_body(await request.read())
+            if mode == "absent":
+                state.record(entry, generation)
+                outcome = "absent"
+                response = _error_response(
+                    404, "Unknown request URL: POST /v1/completions (this server serves chat only)."
+                )
+            else:
+                if body is None:
+                    state.record(entry, generation)
+                    decision = Decision("bad_request", 400, 0.0, text=problem)
+                else:
+                    entry["model"] = body["model"]
+                    entry["prompt"] = body["prompt"]
+                    entry["params"] = {
+                        k: v for k, v in body.items() if k not in ("model", "prompt")
+                    }
+                    prompts = (
+                        body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+                    )
+                    # The chat machinery decides faults, latency and keys for this request too.
+                    seen = {"model": body["model"], "messages": [
+                        {"role": "user", "content": "\n".join(prompts)}
+                    ]}  # fmt: skip
+                    decision = state.decide(entry, generation, seen, key)
+                outcome = decision.outcome
+                if decision.delay:
+                    await asyncio.sleep(decision.delay)
+                if decision.outcome in ("reply", "hang") and body is not None:
+                    response = _completion_response(body, n, entry, mode, table)
+                else:
+                    authorization = request.headers.get("Authorization", "")
+                    response = _respond(decision, None, n, entry, state, authorization)
+            state.finish(entry, generation, response.status, outcome)
+            finished = True
+            await response.prepare(request)
+            await response.write_eof()
+            return response
+        finally:
+            if not finished:
+                state.finish(entry, generation, None, outcome)
+            state.depart(generation)
+
     async def models(request: web.Request) -> web.Response:
         with state.lock:
             state.models_requests += 1
@@ -637,6 +739,7 @@ def build_app(state: State) -> web.Application:
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_post("/v1/completions", completions)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/_control/config", get_config)
     app.router.add_post("/_control/config", post_config)
@@ -660,6 +763,116 @@ def _parse_body(raw: bytes) -> tuple[dict[str, Any] | None, str]:
     if body.get("stream"):
         return None, "stream=true is not supported by the evalsite test server"
     return body, ""
+
+
+def _parse_completion_body(raw: bytes) -> tuple[dict[str, Any] | None, str]:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None, "We could not parse the JSON body of your request."
+    if not isinstance(body, dict):
+        return None, "The request body must be a JSON object."
+    if not isinstance(body.get("model"), str):
+        return None, "you must provide a model parameter"
+    prompt = body.get("prompt")
+    if not (
+        isinstance(prompt, str)
+        or (isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt))
+    ):
+        return None, "'prompt' must be a string or a non-empty array of strings"
+    logprobs = body.get("logprobs")
+    if logprobs is not None and (
+        isinstance(logprobs, bool) or not isinstance(logprobs, int) or not 0 <= logprobs <= 5
+    ):
+        return None, "'logprobs' must be an integer from 0 to 5"
+    max_tokens = body.get("max_tokens", 16)
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
+        return None, "'max_tokens' must be a non-negative integer"
+    if max_tokens == 0 and not body.get("echo"):
+        return None, "max_tokens=0 is only allowed with echo=true"
+    if body.get("stream"):
+        return None, "stream=true is not supported by the evalsite test server"
+    return body, ""
+
+
+_TOKEN = re.compile(r"\s*\S+|\s+")
+
+
+def completion_tokens(text: str) -> list[tuple[str, int]]:
+    """The server's tokens of `text` with their offsets: each word with the whitespace before it
+    (trailing whitespace is a token of its own)."""
+    return [(m.group(), m.start()) for m in _TOKEN.finditer(text)]
+
+
+def word_logprob(token: str, table: dict[str, float]) -> float:
+    """A token's log-probability: the table's value for its word, else -(1 + 0.25 len(word))."""
+    word = token.strip()
+    if word in table:
+        return table[word]
+    return -(1.0 + 0.25 * len(word))
+
+
+def _completion_response(
+    body: dict[str, Any], n: int, entry: dict[str, Any], mode: str, table: dict[str, float]
+) -> web.Response:
+    prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+    echo = bool(body.get("echo"))
+    wanted = body.get("logprobs")
+    max_tokens = body.get("max_tokens", 16)
+    choices = []
+    prompt_count = completion_count = 0
+    for index, prompt in enumerate(prompts):
+        generated = "".join(tok for tok, _ in completion_tokens(f" ok{' ok' * 20}")[:max_tokens])
+        prompt_tokens = completion_tokens(prompt)
+        made = [(tok, len(prompt) + at) for tok, at in completion_tokens(generated)]
+        prompt_count += len(prompt_tokens)
+        completion_count += len(made)
+        shown = (prompt_tokens if echo else []) + made
+        logprobs: dict[str, Any] | None = None
+        if wanted is not None and mode != "null":
+            values: list[float | None] = []
+            for position, (tok, _) in enumerate(shown):
+                if mode == "zero":
+                    values.append(0.0)
+                elif echo and position == 0:
+                    values.append(None)  # nothing before the first token to condition on
+                else:
+                    values.append(word_logprob(tok, table))
+            logprobs = {
+                "tokens": [tok for tok, _ in shown],
+                "token_logprobs": values,
+                "top_logprobs": [
+                    None if value is None else {tok: value}
+                    for (tok, _), value in zip(shown, values, strict=True)
+                ],
+                "text_offset": [at for _, at in shown],
+            }
+        choices.append(
+            {
+                "index": index,
+                "text": (prompt if echo else "") + generated,
+                "logprobs": logprobs,
+                "finish_reason": "length",
+            }
+        )
+    entry["reply"] = [choice["text"] for choice in choices]
+    payload = {
+        "id": f"cmpl-evalsite-{n}",
+        "object": "text_completion",
+        "created": int(entry["time"]),
+        "model": body["model"],
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": prompt_count,
+            "completion_tokens": completion_count,
+            "total_tokens": prompt_count + completion_count,
+        },
+    }
+    return web.Response(
+        body=json.dumps(payload).encode(),
+        content_type="application/json",
+        headers={"x-request-id": f"req-evalsite-{n}"},
+    )
 
 
 def _respond(

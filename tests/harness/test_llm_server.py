@@ -311,3 +311,83 @@ def test_subprocess_mode() -> None:
     assert not server.running
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+# ---- the completions API with prompt log-probabilities -------------------------------------------
+def complete(api: AsyncOpenAI, prompt: str | list[str], **params: Any) -> Awaitable[Any]:
+    return api.completions.create(model="test-model", prompt=prompt, **params)
+
+
+def test_completions_echo_logprobs_by_hand(llm_server: LLMServer) -> None:
+    """Tokens are words with the whitespace before them; scripted words get their value, the
+    rest -(1 + 0.25 len(word)); the first token of each prompt has none."""
+    llm_server.configure(word_logprobs={"Mars": -0.5, "Venus": -3})
+
+    reply = run(
+        llm_server,
+        lambda api: complete(
+            api, ["Planet: Mars", "Planet:\n Venus rocks"], echo=True, logprobs=1, max_tokens=0
+        ),
+    )
+    first, second = reply.choices
+    assert (first.index, second.index) == (0, 1)
+    assert first.text == "Planet: Mars"
+    assert first.logprobs.tokens == ["Planet:", " Mars"]
+    assert first.logprobs.text_offset == [0, 7]
+    assert first.logprobs.token_logprobs == [None, -0.5]
+    assert second.logprobs.tokens == ["Planet:", "\n Venus", " rocks"]
+    assert second.logprobs.text_offset == [0, 7, 14]
+    # "rocks": 5 characters, -(1 + 1.25).
+    assert second.logprobs.token_logprobs == [None, -3.0, -2.25]
+    assert second.logprobs.top_logprobs[2] == {" rocks": -2.25}
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (5, 0)
+    entry = llm_server.stats()["log"][-1]
+    assert entry["api"] == "completions"
+    assert entry["params"] == {"echo": True, "logprobs": 1, "max_tokens": 0}
+
+
+def test_completions_without_echo_generate_and_count(llm_server: LLMServer) -> None:
+    reply = run(llm_server, lambda api: complete(api, "Say", max_tokens=2, logprobs=1))
+    choice = reply.choices[0]
+    assert choice.text == " ok ok"
+    assert choice.logprobs.tokens == [" ok", " ok"]
+    assert choice.logprobs.text_offset == [3, 6]  # after the prompt, as the API counts them
+    assert choice.logprobs.token_logprobs == [-1.5, -1.5]
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (1, 2)
+    plain = run(llm_server, lambda api: complete(api, "Say", max_tokens=1))
+    assert plain.choices[0].logprobs is None
+
+
+def test_completions_chat_only_zero_and_null_modes(llm_server: LLMServer) -> None:
+    llm_server.configure(completions="absent")
+    with pytest.raises(openai.NotFoundError, match="serves chat only"):
+        run(llm_server, lambda api: complete(api, "a b", echo=True, logprobs=1, max_tokens=0))
+    # The chat API is untouched by the completions knobs.
+    assert ask_once(llm_server, "still here").choices[0].message.content == "echo: still here"
+
+    llm_server.configure(completions="zero")
+    zero = run(llm_server, lambda api: complete(api, "a b c", echo=True, logprobs=1, max_tokens=0))
+    assert zero.choices[0].logprobs.token_logprobs == [0.0, 0.0, 0.0]
+
+    llm_server.configure(completions="null")
+    null = run(llm_server, lambda api: complete(api, "a b c", echo=True, logprobs=1, max_tokens=0))
+    assert null.choices[0].logprobs is None
+    assert null.choices[0].text == "a b c"
+    assert llm_server.stats()["by_status"] == {"404": 1, "200": 3}
+
+
+def test_completions_faults_and_bad_requests(llm_server: LLMServer) -> None:
+    llm_server.configure(fail_first_n=1, fail_first_status=503, retry_after=0)
+    reply = run(
+        llm_server,
+        lambda api: complete(api, "a b", echo=True, logprobs=1, max_tokens=0),
+        max_retries=1,
+    )
+    assert reply.choices[0].logprobs.token_logprobs == [None, -1.25]
+    assert llm_server.stats()["by_status"] == {"503": 1, "200": 1}
+    with pytest.raises(openai.BadRequestError, match="only allowed with echo"):
+        run(llm_server, lambda api: complete(api, "a b", max_tokens=0))
+    with pytest.raises(ConfigError, match="completions must be one of"):
+        llm_server.configure(completions="maybe")
+    with pytest.raises(ConfigError, match="word_logprobs"):
+        llm_server.configure(word_logprobs={"a": 0.5})
