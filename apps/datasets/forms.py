@@ -6,6 +6,7 @@ from django.conf import settings
 
 from apps.datasets.importing import Mapping
 from apps.datasets.models import Task
+from apps.datasets.perturb import PERTURBATIONS
 from apps.datasets.readers import DatasetError
 
 FORMAT_CHOICES = [
@@ -21,6 +22,13 @@ class TaskForm(forms.ModelForm):
         model = Task
         fields = ["slug", "name", "description"]
         help_texts = {"slug": "Lowercase letters, digits and dashes, e.g. support-qa."}
+
+
+class PerturbForm(forms.Form):
+    perturbation = forms.ChoiceField(
+        choices=[(p.name, f"{p.label}: {p.description}") for p in PERTURBATIONS.values()]
+    )
+    seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1)
 
 
 class UploadForm(forms.Form):

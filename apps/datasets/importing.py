@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from apps.datasets.models import Dataset, Item, Task, tags_text
+from apps.datasets.models import Dataset, Item, Task, fingerprint_of, tags_text
 from apps.datasets.readers import DatasetError, Table, read_table
 from apps.datasets.signals import dataset_imported
 from apps.datasets.values import as_text
@@ -342,6 +342,13 @@ def fill_dataset(
         dataset.row_count = len(items.rows)
         dataset.progress = len(items.rows)
         dataset.tag_counts = items.tag_counts
+        dataset.fingerprint = fingerprint_of(
+            dataset.mapping,
+            (
+                (row[1], fields, row[3], json.loads(row[4]))
+                for row, fields in zip(items.rows, table.rows, strict=True)
+            ),
+        )
         dataset.status = Dataset.Status.READY
         dataset.error = ""
         dataset.upload_path = ""

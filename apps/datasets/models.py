@@ -1,3 +1,6 @@
+import hashlib
+import json
+from collections.abc import Iterable
 from typing import Any, Self
 
 from django.conf import settings
@@ -28,6 +31,9 @@ class Task(models.Model):
     # Warn on the board when the default judge's agreement with people (the share of reviewed
     # scores people left at the judge's value) falls below this in a week; None: never.
     alignment_threshold = models.FloatField(null=True, blank=True)
+    # "Evaluate every model on new data" (Dynabench): each dataset (or version) that becomes
+    # ready here gets a generation run per (endpoint, template) pair with a finished run.
+    evaluate_new_data = models.BooleanField(default=False)
     # Each new response set in this task is judged by this judge automatically.
     default_judge = models.ForeignKey(
         "judges.Judge", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -202,6 +208,15 @@ class Dataset(models.Model):
     tag_counts = models.JSONField(default=dict)
     # The staged upload a background import reads; emptied once the import has finished.
     upload_path = models.CharField(max_length=500, blank=True)
+    # sha256 of the mapping and every item (key, fields, reference, tags): a version with the
+    # fingerprint of an earlier one is the same data uploaded again (`unchanged_from`).
+    fingerprint = models.CharField(max_length=64, blank=True)
+    # A perturbed copy (apps/datasets/perturb.py): its original, how it was perturbed, the seed.
+    perturbed_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="perturbed_copies"
+    )
+    perturbation = models.CharField(max_length=32, blank=True)
+    perturbation_seed = models.IntegerField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -254,6 +269,37 @@ class Dataset(models.Model):
             for column in self.columns
         ]
 
+    def compute_fingerprint(self) -> str:
+        """The fingerprint of the stored items (see `fingerprint_of`)."""
+        rows = (
+            self.items.order_by("position")
+            .values_list("key", "fields", "reference", "tags")
+            .iterator(chunk_size=5000)
+        )
+        return fingerprint_of(self.mapping, rows)
+
+    def ensure_fingerprint(self) -> str:
+        """The stored fingerprint, computed once for a ready dataset that has none (made before
+        fingerprints, or by a loader that did not set it)."""
+        if not self.fingerprint and self.status == self.Status.READY:
+            self.fingerprint = self.compute_fingerprint()
+            Dataset.objects.filter(pk=self.pk).update(fingerprint=self.fingerprint)
+        return self.fingerprint
+
+    def unchanged_from(self) -> "Dataset | None":
+        """An earlier ready version of this name with the same mapping and items: this one is
+        that data uploaded again, and nothing new should start for it."""
+        if self.status != self.Status.READY:
+            return None
+        mine = self.ensure_fingerprint()
+        earlier = Dataset.objects.ready().filter(
+            task_id=self.task_id, name=self.name, version__lt=self.version
+        )
+        for other in earlier.order_by("-version"):
+            if other.ensure_fingerprint() == mine:
+                return other
+        return None
+
     def sorted_tag_counts(self) -> list[tuple[str, int]]:
         return sorted(self.tag_counts.items(), key=lambda pair: (-pair[1], pair[0]))
 
@@ -296,6 +342,19 @@ class Dataset(models.Model):
     @property
     def input_columns(self) -> list[str]:
         return list(self.mapping.get("input_columns") or [])
+
+
+def fingerprint_of(mapping: dict[str, Any], rows: Iterable[tuple[str, Any, str, Any]]) -> str:
+    """sha256 over the mapping and each item's (key, fields, reference, tags) in position
+    order. Fields are written with sorted keys: PostgreSQL's jsonb does not keep a file's key
+    order, and the same data must give the same fingerprint on both databases."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps(mapping, sort_keys=True, ensure_ascii=False).encode())
+    dump = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+    for key, fields, reference, tags in rows:
+        digest.update(b"\x1e")
+        digest.update(dump([key, fields, reference, tags]).encode())
+    return digest.hexdigest()
 
 
 def tags_text(tags: list[str]) -> str:

@@ -10,13 +10,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from apps.accounts.access import AppRequest, reviewer_required
+from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets import csvsafe
 from apps.datasets.browse import item_page, item_view_fields
-from apps.datasets.forms import MappingForm, TaskForm, UploadForm
+from apps.datasets.forms import MappingForm, PerturbForm, TaskForm, UploadForm
 from apps.datasets.importing import Mapping, import_dataset, import_progress
 from apps.datasets.jobs import import_job_lost, start_background_import
 from apps.datasets.models import Dataset, Frozen, Item, Task
+from apps.datasets.perturb import PERTURBATIONS, PerturbError, changed_count, perturb_dataset
 from apps.datasets.readers import DatasetError, human_size
 from apps.datasets.uploads import StagedUpload
 from apps.datasets.values import as_text
@@ -53,6 +54,18 @@ def task_detail(request: AppRequest, slug: str) -> HttpResponse:
         "runs": task.runs.with_names()[:50],
     }
     return render(request, "datasets/task_detail.html", context)
+
+
+@require_POST
+@admin_required
+def task_new_data(request: AppRequest, slug: str) -> HttpResponse:
+    """Turn "evaluate every model on new data" on or off (admins: it spends on every upload)."""
+    task = get_object_or_404(Task, slug=slug)
+    task.evaluate_new_data = request.POST.get("evaluate_new_data") == "on"
+    task.save(update_fields=["evaluate_new_data"])
+    state = "on" if task.evaluate_new_data else "off"
+    messages.success(request, f"Evaluate every model on new data: {state}.")
+    return redirect(task)
 
 
 @reviewer_required
@@ -117,6 +130,8 @@ def _import_staged(
     dataset = import_dataset(task, name, staged.path, mapping, fmt, request.user, staged.file_name)
     staged.discard()
     messages.success(request, f"Imported {dataset.row_count} items into {dataset}.")
+    if (same := dataset.unchanged_from()) is not None:
+        messages.info(request, f"{dataset} has the same items as {same}: nothing was started.")
     return redirect(dataset)
 
 
@@ -179,8 +194,41 @@ def dataset_detail(request: AppRequest, pk: int) -> HttpResponse:
         _progress(dataset) if dataset.is_importing else {},
         frozen=dataset.is_frozen,
         next_versions=dataset.next_versions.all(),
+        unchanged_from=dataset.unchanged_from(),
+        perturbed_copies=dataset.perturbed_copies.ready().order_by(
+            "perturbation", "perturbation_seed"
+        ),
+        changed=changed_count(dataset) if dataset.perturbation else None,
+        perturbation=PERTURBATIONS.get(dataset.perturbation),
+        perturb_form=PerturbForm(),
     )
     return render(request, "datasets/dataset_detail.html", context)
+
+
+@require_POST
+@admin_required
+def dataset_perturb(request: AppRequest, pk: int) -> HttpResponse:
+    """Make (or find) a perturbed copy of the dataset and go to it."""
+    original = get_object_or_404(Dataset.objects.select_related("task"), pk=pk)
+    form = PerturbForm(request.POST)
+    if not form.is_valid():
+        errors = "; ".join(f"{name}: {' '.join(map(str, e))}" for name, e in form.errors.items())
+        messages.error(request, f"Not perturbed: {errors}")
+        return redirect(original)
+    name, seed = form.cleaned_data["perturbation"], form.cleaned_data["seed"]
+    before = set(original.perturbed_copies.values_list("pk", flat=True))
+    try:
+        copy = perturb_dataset(original, name, seed, request.user)
+    except PerturbError as exc:
+        messages.error(request, str(exc))
+        return redirect(original)
+    if copy.pk in before:
+        messages.info(request, f"{copy} was made before with this perturbation and seed.")
+    else:
+        messages.success(
+            request, f"Made {copy}: {changed_count(copy)} of {copy.row_count} items changed."
+        )
+    return redirect(copy)
 
 
 def _progress(dataset: Dataset) -> dict[str, Any]:

@@ -27,7 +27,13 @@ def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
 
 
 def on_dataset_imported(sender: Any, dataset: Dataset, **kwargs: Any) -> None:
-    """`dataset_imported`: ... and each response column of an uploaded dataset."""
+    """`dataset_imported`: ... and each response column of an uploaded dataset, unless the
+    file is an earlier version uploaded again unchanged (its answers were judged there)."""
+    try:
+        if dataset.unchanged_from() is not None:
+            return
+    except Exception:
+        log.exception("could not compare %s with its earlier versions", dataset)
     judge_new_response_sets(dataset=dataset)
 
 

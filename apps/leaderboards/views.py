@@ -1,3 +1,4 @@
+import json
 import math
 from collections.abc import Iterable
 
@@ -14,6 +15,7 @@ from apps.datasets.models import Task
 from apps.judges.models import Judge
 from apps.leaderboards import agreement as agreement_mod
 from apps.leaderboards import alignment, boards, exports, formatting, pairs, pairwise_board
+from apps.leaderboards import robustness as robustness_mod
 from apps.leaderboards.compare import compare as compare_runs
 from apps.leaderboards.forms import ThresholdForm
 from apps.leaderboards.people import people_agreement
@@ -66,6 +68,7 @@ def board(request: AppRequest, slug: str) -> HttpResponse:
         "scoring_views": SCORING_VIEWS,
         "epoch_views": formatting.epoch_views(built),
         "alarms": [] if request.htmx else alignment.alarms(task),
+        "has_copies": task.datasets.filter(perturbed_from__isnull=False).exists(),
     }
     template = "leaderboards/board.html#board" if request.htmx else "leaderboards/board.html"
     return render(request, template, context)
@@ -166,6 +169,38 @@ def _difference(raw: str) -> float | None:
 def _run_param(request: AppRequest, name: str, runs: dict[int, Run]) -> Run | None:
     value = request.GET.get(name, "")
     return runs.get(int(value)) if value.isdigit() else None
+
+
+@require_GET
+def robustness(request: AppRequest, slug: str) -> HttpResponseBase:
+    """Each model on perturbed copies minus on their originals, per subject and tag; the same
+    numbers as CSV or JSONL with ?format=."""
+    task = get_object_or_404(Task, slug=slug)
+    judge = request.GET.get("judge", "")
+    found = robustness_mod.build(
+        task,
+        int(judge) if judge.isdigit() else None,
+        request.GET.get("values", "human"),
+        request.GET.get("scoring", "strict"),
+        request.GET.get("subject") or None,
+    )
+    fmt = request.GET.get("format", "")
+    if fmt in exports.FORMATS:
+        records = robustness_mod.records(found)
+        chunks = (
+            [exports.records_csv(robustness_mod.HEADER, records)]
+            if fmt == "csv"
+            else (json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        )
+        return _download(chunks, fmt, f"{task.slug}-robustness", stream=False)
+    context = {
+        "task": task,
+        "found": found,
+        "summary": found.summary(),
+        "value_views": VALUE_VIEWS[1:],
+        "scoring_views": SCORING_VIEWS,
+    }
+    return render(request, "leaderboards/robustness.html", context)
 
 
 @require_GET
