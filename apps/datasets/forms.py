@@ -14,6 +14,8 @@ FORMAT_CHOICES = [
     ("csv", "CSV"),
     ("json", "JSON"),
     ("jsonl", "JSONL"),
+    ("xlsx", "Excel (.xlsx)"),
+    ("parquet", "Parquet"),
 ]
 
 
@@ -34,7 +36,8 @@ class PerturbForm(forms.Form):
 class UploadForm(forms.Form):
     file = forms.FileField(
         allow_empty_file=True,
-        help_text="CSV, JSON (a list of objects) or JSONL (one object a line).",
+        help_text="CSV, JSON (a list of objects), JSONL (one object a line), Excel (.xlsx) or "
+        "Parquet.",
     )
     format = forms.ChoiceField(choices=FORMAT_CHOICES, required=False)
     name = forms.CharField(
@@ -98,6 +101,7 @@ class MappingForm(forms.Form):
 
     name = forms.CharField(max_length=200)
     format = forms.ChoiceField(choices=FORMAT_CHOICES[1:], widget=forms.HiddenInput)
+    sheet = forms.CharField(required=False, widget=forms.HiddenInput)
     id_column = forms.ChoiceField(
         required=False, label="Id column", help_text="Leave empty to use the row position."
     )
@@ -161,14 +165,14 @@ class MappingForm(forms.Form):
         return [name for name in self.columns if name not in mapped]
 
     @staticmethod
-    def initial_for(mapping: Mapping, name: str, fmt: str) -> dict[str, Any]:
-        return {"name": name, "format": fmt, **mapping.to_dict()}
+    def initial_for(mapping: Mapping, name: str, fmt: str, sheet: str = "") -> dict[str, Any]:
+        return {"name": name, "format": fmt, "sheet": sheet, **mapping.to_dict()}
 
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
         try:
-            data["mapping"] = Mapping.from_dict(data).validated(self.columns)
+            data["mapping"] = Mapping.from_dict(data).validated(self.columns, data.get("sheet", ""))
         except DatasetError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data

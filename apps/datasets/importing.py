@@ -80,8 +80,9 @@ class Mapping:
             "response_columns": list(self.response_columns),
         }
 
-    def validated(self, columns: list[str]) -> "Mapping":
-        """This mapping checked against the file's columns; inputs default to the unmapped ones."""
+    def validated(self, columns: list[str], sheet: str = "") -> "Mapping":
+        """This mapping checked against the file's columns (those of `sheet`, for a workbook);
+        inputs default to the unmapped ones."""
         known = set(columns)
         # A file may have thousands of columns: name enough of them to spot a typo.
         listing = ", ".join(columns[:LISTED_COLUMNS])
@@ -97,8 +98,9 @@ class Mapping:
         for role, names in roles:
             for name in names:
                 if name not in known:
+                    place = f"sheet {sheet!r} of the workbook" if sheet else "the file"
                     raise DatasetError(
-                        f"The {role} {name!r} is not in the file. Its columns are: {listing}."
+                        f"The {role} {name!r} is not in {place}. Its columns are: {listing}."
                     )
         # Inputs may overlap anything (a prompt may show the subject that is also a tag), but
         # a response column judged against itself as the id, reference or tags is a mistake.
@@ -338,6 +340,7 @@ def fill_dataset(
         write_items(dataset, items, progress)
         dataset.columns = table.columns
         dataset.format = table.format
+        dataset.sheet = table.sheet
         dataset.mapping = mapping.to_dict()
         dataset.row_count = len(items.rows)
         dataset.progress = len(items.rows)
@@ -367,8 +370,10 @@ def import_dataset(
     fmt: str | None = None,
     user: Any = None,
     file_name: str = "",
+    sheet: str | None = None,
 ) -> Dataset:
-    """Read `source`, check it against `mapping` and store it as the next version of `name`.
+    """Read `source` (an Excel workbook's `sheet`, default its first), check it against
+    `mapping` and store it as the next version of `name`.
 
     Raises DatasetError (nothing stored) for any problem with the file or the mapping.
     """
@@ -377,13 +382,14 @@ def import_dataset(
         raise DatasetError("Give the dataset a name.")
     if isinstance(source, str | Path) and not file_name:
         file_name = Path(source).name
-    table = read_table(source, fmt, file_name)
-    checked = Mapping.from_dict(mapping).validated(table.columns)
+    table = read_table(source, fmt, file_name, sheet)
+    checked = Mapping.from_dict(mapping).validated(table.columns, table.sheet)
     with transaction.atomic():
         dataset = Dataset.objects.new_version(
             task,
             name,
             format=table.format,
+            sheet=table.sheet,
             file_name=file_name[:255],
             columns=table.columns,
             mapping=checked.to_dict(),

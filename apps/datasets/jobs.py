@@ -39,7 +39,7 @@ def import_dataset_job(dataset_id: int) -> None:
             raise DatasetError("The uploaded file is gone; upload it again.")
         report = progress_reporter(dataset_id)
         report("reading", 0, 0)
-        table = read_table(path, dataset.format, dataset.file_name)
+        table = read_table(path, dataset.format, dataset.file_name, dataset.sheet or None)
         fill_dataset(dataset, table, Mapping.from_dict(dataset.mapping), report)
     except DatasetError as exc:
         dataset.mark_failed(str(exc))
@@ -63,17 +63,19 @@ def start_background_import(
     columns: list[str],
     user: Any = None,
     file_name: str = "",
+    sheet: str = "",
 ) -> Dataset:
     """Create the dataset as importing and hand `path` to a worker (enqueued after commit)."""
     name = name.strip()
     if not name:
         raise DatasetError("Give the dataset a name.")
-    checked = mapping.validated(columns)
+    checked = mapping.validated(columns, sheet)
     with transaction.atomic():
         dataset = Dataset.objects.new_version(
             task,
             name,
             format=fmt,
+            sheet=sheet,
             file_name=file_name[:255],
             columns=columns,
             mapping=checked.to_dict(),

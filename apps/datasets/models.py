@@ -188,6 +188,8 @@ class Dataset(models.Model):
         CSV = "csv", "CSV"
         JSON = "json", "JSON"
         JSONL = "jsonl", "JSONL"
+        XLSX = "xlsx", "Excel"
+        PARQUET = "parquet", "Parquet"
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="datasets")
     name = models.CharField(max_length=200)
@@ -197,6 +199,9 @@ class Dataset(models.Model):
     )
     file_name = models.CharField(max_length=255, blank=True)
     format = models.CharField(max_length=8, choices=Format.choices)
+    # The worksheet read from an Excel workbook (empty for other formats); a corrected
+    # workbook uploaded as the next version is read from the same sheet by default.
+    sheet = models.CharField(max_length=100, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.IMPORTING)
     error = models.TextField(blank=True)
     progress = models.PositiveIntegerField(default=0)  # rows written (live progress is in Redis)

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from apps.datasets.importing import sync_max_rows
-from apps.datasets.readers import Table, check_size, read_head
+from apps.datasets.readers import DatasetError, Table, check_size, read_head, workbook_sheets
 
 TOKEN = re.compile(r"^[0-9a-f]{32}$")
 KEEP_SECONDS = 24 * 3600
@@ -98,16 +98,48 @@ class StagedUpload:
     def save(self) -> None:
         (upload_dir() / f"{self.token}.json").write_text(json.dumps(self.meta))
 
-    def read(self, fmt: str | None = None) -> Table:
-        """Read the file (a big one only in part) and note what was found.
+    def read(self, fmt: str | None = None, sheet: str | None = None) -> Table:
+        """Read the file (a big one only in part; a workbook's `sheet`, by default the one read
+        last, else its first) and note what was found.
 
         Small files are read whole, so every error shows before the mapping step.
         """
-        table = read_head(self.path, fmt or None, self.file_name, PREVIEW_BYTES)
+        sheet = sheet or self.meta.get("sheet") or None
+        try:
+            table = read_head(self.path, fmt or None, self.file_name, PREVIEW_BYTES, sheet)
+        except DatasetError:
+            # A bad sheet of a good workbook: the page still offers the other sheets.
+            self.meta.update(sheets=self._sheets_if_workbook(fmt), sheet=sheet or "")
+            self.save()
+            raise
         rows = len(table.rows) if table.complete else None  # None: only the worker counts
-        self.meta.update(format=table.format, columns=table.columns, rows=rows)
+        self.meta.update(
+            format=table.format,
+            columns=table.columns,
+            rows=rows,
+            sheet=table.sheet,
+            sheets=table.sheets,
+        )
         self.save()
         return table
+
+    def _sheets_if_workbook(self, fmt: str | None) -> list[str]:
+        if (fmt or self.meta.get("format")) not in (None, "", "xlsx"):
+            return []
+        try:
+            return workbook_sheets(self.path)
+        except DatasetError:
+            return []
+
+    @property
+    def sheet(self) -> str:
+        return str(self.meta.get("sheet") or "")
+
+    @property
+    def sheets(self) -> list[str]:
+        """The workbook's worksheets when there is a choice to make (else empty)."""
+        sheets = [str(name) for name in self.meta.get("sheets") or []]
+        return sheets if len(sheets) > 1 else []
 
     @property
     def imports_in_background(self) -> bool:

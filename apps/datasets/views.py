@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets import csvsafe
 from apps.datasets.browse import item_page, item_view_fields
-from apps.datasets.forms import MappingForm, PerturbForm, TaskForm, UploadForm
+from apps.datasets.forms import FORMAT_CHOICES, MappingForm, PerturbForm, TaskForm, UploadForm
 from apps.datasets.importing import Mapping, import_dataset, import_progress
 from apps.datasets.jobs import import_job_lost, start_background_import
 from apps.datasets.models import Dataset, Frozen, Item, Task
@@ -81,8 +81,11 @@ def dataset_upload(request: AppRequest, slug: str) -> HttpResponse:
         staged = None
         try:
             staged = StagedUpload.create(upload, task.slug, request.user.pk, name)
-            staged.read(form.cleaned_data["format"])
+            _read_upload(task, staged, form.cleaned_data["format"])
         except DatasetError as exc:
+            if staged and staged.sheets:
+                # One sheet of a workbook is unreadable: the next step offers the others.
+                return redirect("datasets:dataset-map", slug=task.slug, token=staged.token)
             if staged:
                 staged.discard()
             form.add_error("file", f"{upload.name}: {exc}")
@@ -96,6 +99,16 @@ def dataset_upload(request: AppRequest, slug: str) -> HttpResponse:
     return render(request, "datasets/upload.html", context)
 
 
+def _read_upload(task: Task, staged: StagedUpload, fmt: str) -> None:
+    """Read a new upload; a corrected workbook of an existing dataset opens on that
+    dataset's sheet (when the workbook still has it)."""
+    staged.read(fmt)
+    previous = Dataset.objects.latest_version(task, staged.meta.get("name", ""))
+    sheet = previous.sheet if previous else ""
+    if sheet and sheet != staged.sheet and sheet in staged.meta.get("sheets", []):
+        staged.read(fmt, sheet)
+
+
 @reviewer_required
 def dataset_map(request: AppRequest, slug: str, token: str) -> HttpResponse:
     """Step 2: preview the rows, map the columns, import (here if small, else in a worker)."""
@@ -105,6 +118,12 @@ def dataset_map(request: AppRequest, slug: str, token: str) -> HttpResponse:
         messages.error(request, "That upload is no longer here; please upload the file again.")
         return redirect("datasets:dataset-upload", slug=task.slug)
     if request.method == "POST":
+        try:
+            # The sheet this mapping was made for, even if another tab read another since.
+            if request.POST.get("sheet") and request.POST["sheet"] != staged.sheet:
+                staged.read(staged.meta.get("format"), request.POST["sheet"])
+        except DatasetError:
+            return _render_map(request, task, staged, staged.meta.get("format"), None)
         form = MappingForm(request.POST, columns=staged.meta.get("columns", []))
         if form.is_valid():
             try:
@@ -112,7 +131,9 @@ def dataset_map(request: AppRequest, slug: str, token: str) -> HttpResponse:
             except DatasetError as exc:
                 form.add_error(None, str(exc))
         return _render_map(request, task, staged, staged.meta.get("format"), form)
-    return _render_map(request, task, staged, request.GET.get("format"), None)
+    return _render_map(
+        request, task, staged, request.GET.get("format"), None, request.GET.get("sheet")
+    )
 
 
 def _import_staged(
@@ -122,12 +143,22 @@ def _import_staged(
     if staged.imports_in_background:
         columns = staged.meta["columns"]
         dataset = start_background_import(
-            task, name, staged.path, mapping, fmt, columns, request.user, staged.file_name
+            task,
+            name,
+            staged.path,
+            mapping,
+            fmt,
+            columns,
+            request.user,
+            staged.file_name,
+            staged.sheet,
         )
         staged.hand_over()
         messages.success(request, f"Importing {dataset} in the background.")
         return redirect(dataset)
-    dataset = import_dataset(task, name, staged.path, mapping, fmt, request.user, staged.file_name)
+    dataset = import_dataset(
+        task, name, staged.path, mapping, fmt, request.user, staged.file_name, staged.sheet or None
+    )
     staged.discard()
     messages.success(request, f"Imported {dataset.row_count} items into {dataset}.")
     if (same := dataset.unchanged_from()) is not None:
@@ -141,23 +172,28 @@ def _render_map(
     staged: StagedUpload,
     fmt: str | None,
     form: MappingForm | None,
+    sheet: str | None = None,
 ) -> HttpResponse:
     context: dict[str, Any] = {
         "task": task,
         "staged": staged,
         "size": human_size(staged.meta["size"]),
+        "format_choices": FORMAT_CHOICES[1:],
     }
     try:
-        table = staged.read(fmt or staged.meta.get("format"))
+        table = staged.read(fmt or staged.meta.get("format"), sheet)
     except DatasetError as exc:
-        context["read_error"] = str(exc)
+        context.update(read_error=str(exc), current_format=fmt or staged.meta.get("format"))
         return render(request, "datasets/map.html", context)
+    context["current_format"] = table.format
     if form is None:
         # A corrected file of a dataset keeps that dataset's mapping, not the task's last one.
         named = Dataset.objects.latest_version(task, staged.meta.get("name", ""))
         last = named.mapping if named else task.last_mapping
         suggested = Mapping.suggest(table.columns, last)
-        initial = MappingForm.initial_for(suggested, staged.meta.get("name", ""), table.format)
+        initial = MappingForm.initial_for(
+            suggested, staged.meta.get("name", ""), table.format, table.sheet
+        )
         form = MappingForm(initial=initial, columns=table.columns)
     name = (form["name"].value() or "").strip()
     columns, width = table.columns[:PREVIEW_COLUMNS], len(table.columns)

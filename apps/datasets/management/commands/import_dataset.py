@@ -1,4 +1,5 @@
-"""Import a CSV, JSON or JSONL file as a dataset, with the same checks and messages as the page."""
+"""Import a CSV, JSON, JSONL, Excel (.xlsx) or Parquet file as a dataset, with the same checks and
+messages as the page."""
 
 from argparse import ArgumentParser
 from pathlib import Path
@@ -7,18 +8,34 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.datasets.importing import Mapping, import_dataset
-from apps.datasets.models import Task
-from apps.datasets.readers import FORMATS, DatasetError
+from apps.datasets.models import Dataset, Task
+from apps.datasets.readers import FORMATS, DatasetError, binary_format, workbook_sheets
+
+
+def previous_sheet(task: Task, name: str, path: Path, fmt: str | None) -> str | None:
+    """The sheet the dataset's latest version was read from, when this workbook has it too."""
+    previous = Dataset.objects.latest_version(task, name)
+    if previous is None or not previous.sheet or (fmt or binary_format(path, path.name)) != "xlsx":
+        return None
+    return previous.sheet if previous.sheet in workbook_sheets(path) else None
 
 
 class Command(BaseCommand):
-    help = "Import a CSV, JSON or JSONL file into a task as a new dataset (or its next version)."
+    help = (
+        "Import a CSV, JSON, JSONL, Excel (.xlsx) or Parquet file into a task as a new dataset "
+        "(or its next version)."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("path", type=Path)
         parser.add_argument("--task", required=True, help="The task's slug.")
         parser.add_argument("--name", help="Dataset name (default: the file name without suffix).")
         parser.add_argument("--format", choices=FORMATS, help="Override format detection.")
+        parser.add_argument(
+            "--sheet",
+            help="Excel: the worksheet to read (default: the first, or the one the dataset's "
+            "latest version was read from).",
+        )
         parser.add_argument("--id-column", help="Column holding each row's id.")
         parser.add_argument("--reference-column", help="Column holding the reference answer.")
         parser.add_argument("--tags-column", help="Column holding tags (a list, or split on , ;).")
@@ -41,15 +58,16 @@ class Command(BaseCommand):
             tags_column=options["tags_column"],
             response_columns=options["response_column"],
         )
+        name = options["name"] or path.stem
         try:
-            dataset = import_dataset(
-                task, options["name"] or path.stem, path, mapping, fmt=options["format"]
-            )
+            sheet = options["sheet"] or previous_sheet(task, name, path, options["format"])
+            dataset = import_dataset(task, name, path, mapping, fmt=options["format"], sheet=sheet)
         except DatasetError as exc:
             raise CommandError(f"{path}: {exc}") from None
         self.stdout.write(
             self.style.SUCCESS(
                 f"Imported {dataset.row_count} items from {path.name} into {task.slug} / "
-                f"{dataset} (dataset #{dataset.pk}, {dataset.format})."
+                f"{dataset} (dataset #{dataset.pk}, {dataset.format}"
+                f"{f', sheet {dataset.sheet!r}' if dataset.sheet else ''})."
             )
         )
