@@ -179,17 +179,17 @@ def split_tags(value: Any) -> list[str]:
 def _key_of(value: Any, table: Table, index: int, column: str) -> str:
     if isinstance(value, list | dict):
         raise DatasetError(
-            f"{table.where(index).capitalize()} has {'a list' if isinstance(value, list) else 'an object'} "
+            f"{table.where(index, start=True)} has {'a list' if isinstance(value, list) else 'an object'} "
             f"in the id column {column!r}; an id must be a single value."
         )
     key = as_text(value).strip()
     if not key:
         raise DatasetError(
-            f"{table.where(index).capitalize()} has no id in the id column {column!r}."
+            f"{table.where(index, start=True)} has no id in the id column {column!r}."
         )
     if len(key) > KEY_MAX_LENGTH:
         raise DatasetError(
-            f"{table.where(index).capitalize()} has an id of {len(key)} characters in column "
+            f"{table.where(index, start=True)} has an id of {len(key)} characters in column "
             f"{column!r}; ids may have at most {KEY_MAX_LENGTH}."
         )
     return key

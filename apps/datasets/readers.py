@@ -83,10 +83,12 @@ class Table:
     sheet: str = ""
     sheets: list[str] = field(default_factory=list)
 
-    def where(self, index: int) -> str:
-        """Name row `index` (0-based) the way a person finds it in the file."""
+    def where(self, index: int, start: bool = False) -> str:
+        """Name row `index` (0-based) the way a person finds it in the file; `start`: to begin
+        a sentence (not str.capitalize(), which would lower a sheet's name)."""
         origin = self.origins[index] if index < len(self.origins) else index + 1
-        return self._unit() + f" {origin}" + self.in_sheet()
+        unit = self._unit()
+        return (unit.capitalize() if start else unit) + f" {origin}" + self.in_sheet()
 
     def where_cut(self) -> str:
         return f"{self._unit()} {self.cut_at}"

@@ -66,3 +66,35 @@ def numbered_csv(count: int, tags: tuple[str, ...] = ("math", "history;hard")) -
         ["id", "question", "answer", "tags"],
         [[f"q{i:04d}", f"Question number {i}", f"answer {i}", tags[i % len(tags)]] for i in range(count)],
     )  # fmt: skip
+
+
+def xlsx_bytes(sheets: dict[str, list[list]], formats: dict[str, str] | None = None) -> bytes:
+    """A real workbook written by openpyxl: one sheet per entry, rows from A1 (None: an empty
+    cell, [] a blank row); `formats` sets number formats of cells such as {"B2": "0%"}."""
+    import io
+
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    for name, rows in sheets.items():
+        sheet = book.create_sheet(name)
+        for row in rows:
+            sheet.append(row)
+        for cell, number_format in (formats or {}).items():
+            sheet[cell].number_format = number_format
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def parquet_bytes(columns: dict[str, object]) -> bytes:
+    """A real Parquet file written by pyarrow from {name: pyarrow array or list}."""
+    import io
+
+    import pyarrow
+    import pyarrow.parquet
+
+    out = io.BytesIO()
+    pyarrow.parquet.write_table(pyarrow.table(columns), out)
+    return out.getvalue()
