@@ -128,3 +128,81 @@ def test_a_background_import_shows_progress_until_the_worker_is_done(login, live
     expect(page.locator("#item-table tbody tr")).to_have_count(50)
     expect(page.locator("#tag-counts")).to_contain_text("math · 30")
     expect(page.locator("#import-progress")).to_have_count(0)
+
+
+XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_upload_an_excel_workbook_choose_its_second_sheet_map_and_import(login, live_server):
+    task = Task.objects.create(slug="excel-qa", name="Excel QA")
+    workbook = samples.xlsx_bytes(
+        {
+            "Cover": [["title"], ["Quarterly quiz"]],
+            "Questions": [
+                ["id", "question", "answer", "subject"],
+                [1, "2+2?", 4, "math"],
+                [2, "Capital of Peru?", "Lima", "geo"],
+                [],
+                [3, "0.1+0.2?", 0.1 + 0.2, "math"],
+            ],
+        }
+    )
+    page = login(make_user("reviewer"), f"/tasks/{task.slug}/upload/")
+    page.set_input_files(
+        "input[name=file]", files=[{"name": "quiz.xlsx", "mimeType": XLSX_MIME, "buffer": workbook}]
+    )
+    page.click("text=Upload and preview")
+    expect(page.locator("#detected-format")).to_have_text("XLSX")
+    expect(page.locator("#read-sheet")).to_have_text("Cover")
+    expect(page.locator("#preview-table")).to_contain_text("Quarterly quiz")
+
+    page.select_option("#sheet-choice", "Questions")
+    page.click("#read-again-button")
+    expect(page.locator("#read-sheet")).to_have_text("Questions")
+    expect(page.locator("#preview-table")).to_contain_text("Capital of Peru?")
+    expect(page.locator("#preview-table")).not_to_contain_text("Quarterly quiz")
+    expect(page.locator("select[name=id_column]")).to_have_value("id")
+    page.fill("input[name=name]", "quiz")
+    page.select_option("select[name=reference_column]", "answer")
+    page.select_option("select[name=tags_column]", "subject")
+    page.uncheck("#input-columns input[value=subject]")
+    page.click("#import-button")
+
+    page.wait_for_url(re.compile(r"/datasets/\d+/$"))
+    dataset = Dataset.objects.get()
+    assert (dataset.sheet, dataset.format) == ("Questions", "xlsx")
+    expect(page.locator("#row-count")).to_have_text("3")
+    expect(page.locator("#dataset-sheet")).to_have_text("Questions")
+    expect(page.locator("#item-table tbody tr")).to_have_count(3)
+    expect(page.locator("#item-table")).to_contain_text("Capital of Peru?")
+    expect(page.locator("#tag-counts")).to_contain_text("math · 2")
+    assert [item.reference for item in dataset.items.order_by("position")] == ["4", "Lima", "0.3"]
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_upload_a_parquet_file_end_to_end(login, live_server):
+    task = Task.objects.create(slug="parquet-qa", name="Parquet QA")
+    data = samples.parquet_bytes(
+        {"uid": ["p1", "p2"], "prompt": ["Say hi", "Say bye"], "score": [3, None]}
+    )
+    page = login(make_user("reviewer"), f"/tasks/{task.slug}/upload/")
+    page.set_input_files(
+        "input[name=file]",
+        files=[{"name": "prompts.parquet", "mimeType": "application/octet-stream", "buffer": data}],
+    )
+    page.click("text=Upload and preview")
+    expect(page.locator("#detected-format")).to_have_text("PARQUET")
+    expect(page.locator("#sheet-choice")).to_have_count(0)
+    expect(page.locator("#preview-table")).to_contain_text("Say bye")
+    page.select_option("select[name=id_column]", "uid")
+    page.click("#import-button")
+
+    page.wait_for_url(re.compile(r"/datasets/\d+/$"))
+    expect(page.locator("#row-count")).to_have_text("2")
+    expect(page.locator("#item-table")).to_contain_text("Say hi")
+    dataset = Dataset.objects.get()
+    assert dataset.format == "parquet"
+    assert dataset.items.get(key="p1").fields == {"uid": "p1", "prompt": "Say hi", "score": "3"}

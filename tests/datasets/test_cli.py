@@ -105,3 +105,75 @@ def test_cli_process_exits_non_zero_on_error_and_zero_on_success(task, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "Imported 3 items" in result.stdout
     assert Dataset.objects.get().items.count() == 3
+
+
+@pytest.mark.django_db
+def test_cli_imports_a_chosen_excel_sheet_and_keeps_it_for_the_next_version(task, tmp_path, capsys):
+    path = tmp_path / "book.xlsx"
+    path.write_bytes(
+        samples.xlsx_bytes(
+            {
+                "Readme": [["about"], ["see Items"]],
+                "Items": [["id", "question", "answer"], [1, "2+2?", 4], [2, "0.1+0.2?", 0.3]],
+            }
+        )
+    )
+    call_command(
+        "import_dataset", str(path), "--task", task.slug, "--sheet", "Items",
+        "--id-column", "id", "--reference-column", "answer",
+    )  # fmt: skip
+    dataset = Dataset.objects.get()
+    assert (dataset.format, dataset.sheet, dataset.row_count) == ("xlsx", "Items", 2)
+    assert [item.reference for item in dataset.items.order_by("position")] == ["4", "0.3"]
+    assert "Imported 2 items from book.xlsx into support-qa / book v1" in capsys.readouterr().out
+    # The next version of "book" reads the sheet the last one used, without --sheet.
+    call_command("import_dataset", str(path), "--task", task.slug, "--id-column", "id")
+    latest = Dataset.objects.latest_version(task, "book")
+    assert (latest.version, latest.sheet, latest.row_count) == (2, "Items", 2)
+    assert "sheet 'Items'" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+def test_cli_imports_parquet_and_names_the_file_and_sheet_in_errors(task, tmp_path):
+    path = tmp_path / "scores.parquet"
+    path.write_bytes(samples.parquet_bytes({"uid": ["a", "b", "c"], "score": [1, 2, None]}))
+    call_command("import_dataset", str(path), "--task", task.slug, "--id-column", "uid")
+    dataset = Dataset.objects.get()
+    assert (dataset.format, dataset.row_count) == ("parquet", 3)
+    assert dataset.items.get(key="c").fields == {"uid": "c", "score": ""}
+    book = tmp_path / "bad.xlsx"
+    book.write_bytes(samples.xlsx_bytes({"Data": [["id"], ["x"], ["x"]]}))
+    with pytest.raises(
+        CommandError,
+        match=r"bad.xlsx: The id 'x' in column 'id' appears 2 times: row 2 of sheet 'Data', "
+        r"row 3 of sheet 'Data'\.",
+    ):
+        call_command("import_dataset", str(book), "--task", task.slug, "--id-column", "id")
+    with pytest.raises(
+        CommandError, match=r"bad.xlsx: The workbook has no sheet 'Nope'; its sheets are 'Data'\."
+    ):
+        call_command("import_dataset", str(book), "--task", task.slug, "--sheet", "Nope")
+    notparquet = tmp_path / "fake.parquet"
+    notparquet.write_bytes(b"id\n1\n")
+    with pytest.raises(CommandError, match=r"fake.parquet: The file is not a Parquet file"):
+        call_command("import_dataset", str(notparquet), "--task", task.slug)
+    assert Dataset.objects.count() == 1 and Item.objects.count() == 3
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_cli_process_imports_excel_and_parquet(task, tmp_path):
+    book = tmp_path / "qa.xlsx"
+    book.write_bytes(samples.xlsx_bytes({"S1": [["q"], ["a"]], "S2": [["q", "n"], ["b", 3]]}))
+    result = run_cli(str(book), "--task", task.slug, "--sheet", "S2")
+    assert result.returncode == 0, result.stderr
+    assert "(dataset #" in result.stdout and "xlsx, sheet 'S2')." in result.stdout
+    table = tmp_path / "qa.parquet"
+    table.write_bytes(samples.parquet_bytes({"q": ["x", "y"]}))
+    result = run_cli(str(table), "--task", task.slug, "--name", "pq")
+    assert result.returncode == 0, result.stderr
+    assert "Imported 2 items from qa.parquet" in result.stdout
+    fields = sorted(
+        (item.dataset.format, item.fields["q"], item.fields.get("n")) for item in Item.objects.all()
+    )
+    assert fields == [("parquet", "x", None), ("parquet", "y", None), ("xlsx", "b", "3")]
