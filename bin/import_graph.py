@@ -4,7 +4,7 @@
     .venv-test/bin/python bin/import_graph.py           # print the app graph and any violation; exit 1 on one
     .venv-test/bin/python bin/import_graph.py --modules # also print every module-to-module edge
 
-The flow is accounts → datasets → runs → judges → review → leaderboards: an app imports only
+The flow is accounts → datasets → runs → judges → review → leaderboards → api: an app imports only
 from apps before it, and later apps react to lifecycle signals. Fails on
 - an import from an app to an app later in the flow,
 - an import cycle between modules (within an app too),
@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("apps", "evalsite")
-FLOW = ("accounts", "datasets", "runs", "judges", "review", "leaderboards")
+FLOW = ("accounts", "datasets", "runs", "judges", "review", "leaderboards", "api")
 
 
 @dataclass(frozen=True)

@@ -72,12 +72,15 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_rq",
     "axes",
+    # django-ninja: its docs page's scripts and styles, served from here (there is no CDN).
+    "ninja",
     "apps.accounts",
     "apps.datasets",
     "apps.runs",
     "apps.judges",
     "apps.review",
     "apps.leaderboards",
+    "apps.api",
 ]
 
 MIDDLEWARE = [

@@ -1,5 +1,10 @@
+import hashlib
+import secrets
+from datetime import timedelta
+
 from django.contrib.auth.models import AbstractUser
 from django.db import models
+from django.utils import timezone
 
 
 class User(AbstractUser):
@@ -37,3 +42,70 @@ class User(AbstractUser):
         return (self.is_active and self.role == self.Role.ADMIN) or super().has_module_perms(
             app_label
         )
+
+
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
+    def active(self) -> "ApiTokenQuerySet":
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiToken(models.Model):
+    """A secret that lets a script call /api/v1/ as its user, with that user's role.
+
+    Only the SHA-256 of the token is stored. A token is 32 random bytes, so nobody can guess
+    it from its hash: a slow password hash (scrypt, PBKDF2) guards low-entropy passwords and
+    would add nothing here but a cost on every API call. The role is never copied: each call
+    reads the user, so a changed role or a deactivated user holds at once for their tokens.
+    """
+
+    PREFIX = "evs_"
+    # How long a token's "last used" may lag: one write per minute at most, not one per call.
+    LAST_USED_STEP = timedelta(minutes=1)
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    # The first characters of the token, to tell tokens apart on the page and in logs.
+    prefix = models.CharField(max_length=16)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @staticmethod
+    def hash(raw: str) -> str:
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, user: User, name: str) -> tuple["ApiToken", str]:
+        """A new token for `user`; the raw token is returned once and never stored."""
+        raw = cls.PREFIX + secrets.token_urlsafe(32)
+        token = cls.objects.create(
+            user=user, name=name.strip(), prefix=raw[: len(cls.PREFIX) + 6], digest=cls.hash(raw)
+        )
+        return token, raw
+
+    @classmethod
+    def user_for(cls, raw: str) -> User | None:
+        """The active user a presented token belongs to, or None (unknown, revoked, inactive)."""
+        if not raw.startswith(cls.PREFIX):
+            return None
+        token = cls.objects.active().select_related("user").filter(digest=cls.hash(raw)).first()
+        if token is None or not token.user.is_active:
+            return None
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at >= cls.LAST_USED_STEP:
+            cls.objects.filter(pk=token.pk).update(last_used_at=now)
+        return token.user
+
+    def revoke(self) -> None:
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])

@@ -6,4 +6,6 @@ app_name = "accounts"
 urlpatterns = [
     path("login/", views.login_view, name="login"),
     path("logout/", views.logout_view, name="logout"),
+    path("tokens/", views.api_tokens, name="api-tokens"),
+    path("tokens/<int:pk>/revoke/", views.api_token_revoke, name="api-token-revoke"),
 ]

@@ -1,7 +1,14 @@
+from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST
 
-from apps.accounts.access import viewer_may_post
+from apps.accounts.access import AppRequest, viewer_may_post
+from apps.accounts.forms import ApiTokenForm
+from apps.accounts.models import ApiToken
 
 login_view = login_not_required(
     auth_views.LoginView.as_view(
@@ -9,3 +16,32 @@ login_view = login_not_required(
     )
 )
 logout_view = viewer_may_post(auth_views.LogoutView.as_view())
+
+
+# A user's own tokens change nothing shared: viewers make read-only tokens here too.
+@viewer_may_post
+@never_cache
+def api_tokens(request: AppRequest) -> HttpResponse:
+    """The user's API tokens; a new one is shown on the page that made it, and never again
+    (it is not stored, so it cannot go through a redirect or a message)."""
+    form = ApiTokenForm(request.POST or None)
+    raw = ""
+    if request.method == "POST" and form.is_valid():
+        _, raw = ApiToken.issue(request.user, form.cleaned_data["name"])
+        form = ApiTokenForm()
+    context = {
+        "form": form,
+        "new_token": raw,
+        "tokens": request.user.api_tokens.active(),
+        "revoked": request.user.api_tokens.exclude(revoked_at=None)[:20],
+    }
+    return render(request, "accounts/api_tokens.html", context, status=201 if raw else 200)
+
+
+@viewer_may_post
+@require_POST
+def api_token_revoke(request: AppRequest, pk: int) -> HttpResponse:
+    token = get_object_or_404(ApiToken, pk=pk, user=request.user)
+    token.revoke()
+    messages.success(request, f"Revoked {token}: it no longer opens the API.")
+    return redirect("accounts:api-tokens")

@@ -15,10 +15,12 @@ from apps.datasets.importing import (
     Mapping,
     clear_progress,
     fill_dataset,
+    import_dataset,
     progress_reporter,
 )
 from apps.datasets.models import Dataset, Task
 from apps.datasets.readers import DatasetError, read_table
+from apps.datasets.uploads import StagedUpload
 from evalsite.enqueue import enqueue
 
 log = logging.getLogger(__name__)
@@ -83,6 +85,29 @@ def start_background_import(
             created_by=user if getattr(user, "pk", None) else None,
         )
         enqueue(import_dataset_job, dataset.pk, job_id=import_job_id(dataset.pk))
+    return dataset
+
+
+def import_staged(
+    task: Task, staged: StagedUpload, name: str, mapping: Mapping, user: Any = None
+) -> Dataset:
+    """Import a staged upload: here if it is small, else in a worker (the dataset is then
+    returned still importing). The page and the API both end an upload with this.
+
+    Raises DatasetError (nothing stored, the staged file kept for another try).
+    """
+    fmt = staged.meta["format"]
+    if staged.imports_in_background:
+        columns = staged.meta["columns"]
+        dataset = start_background_import(
+            task, name, staged.path, mapping, fmt, columns, user, staged.file_name, staged.sheet
+        )
+        staged.hand_over()
+        return dataset
+    dataset = import_dataset(
+        task, name, staged.path, mapping, fmt, user, staged.file_name, staged.sheet or None
+    )
+    staged.discard()
     return dataset
 
 

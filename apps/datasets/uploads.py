@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from apps.datasets.importing import sync_max_rows
+from apps.datasets.models import Dataset, Task
 from apps.datasets.readers import DatasetError, Table, check_size, read_head, workbook_sheets
 
 TOKEN = re.compile(r"^[0-9a-f]{32}$")
@@ -154,3 +155,13 @@ class StagedUpload:
     def discard(self) -> None:
         self.path.unlink(missing_ok=True)
         self.path.with_suffix(".json").unlink(missing_ok=True)
+
+
+def read_upload(task: Task, staged: StagedUpload, fmt: str) -> None:
+    """Read a new upload (the upload page, the API); a corrected workbook of an existing
+    dataset opens on that dataset's sheet (when the workbook still has it)."""
+    staged.read(fmt)
+    previous = Dataset.objects.latest_version(task, staged.meta.get("name", ""))
+    sheet = previous.sheet if previous else ""
+    if sheet and sheet != staged.sheet and sheet in staged.meta.get("sheets", []):
+        staged.read(fmt, sheet)

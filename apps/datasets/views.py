@@ -14,12 +14,12 @@ from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets import csvsafe
 from apps.datasets.browse import item_page, item_view_fields
 from apps.datasets.forms import FORMAT_CHOICES, MappingForm, PerturbForm, TaskForm, UploadForm
-from apps.datasets.importing import Mapping, import_dataset, import_progress
-from apps.datasets.jobs import import_job_lost, start_background_import
+from apps.datasets.importing import Mapping, import_progress
+from apps.datasets.jobs import import_job_lost, import_staged
 from apps.datasets.models import Dataset, Frozen, Item, Task
 from apps.datasets.perturb import PERTURBATIONS, PerturbError, changed_count, perturb_dataset
 from apps.datasets.readers import DatasetError, human_size
-from apps.datasets.uploads import StagedUpload
+from apps.datasets.uploads import StagedUpload, read_upload
 from apps.datasets.values import as_text
 
 PREVIEW_ROWS = 10
@@ -81,7 +81,7 @@ def dataset_upload(request: AppRequest, slug: str) -> HttpResponse:
         staged = None
         try:
             staged = StagedUpload.create(upload, task.slug, request.user.pk, name)
-            _read_upload(task, staged, form.cleaned_data["format"])
+            read_upload(task, staged, form.cleaned_data["format"])
         except DatasetError as exc:
             if staged and staged.sheets:
                 # One sheet of a workbook is unreadable: the next step offers the others.
@@ -97,16 +97,6 @@ def dataset_upload(request: AppRequest, slug: str) -> HttpResponse:
         "max_size": human_size(settings.DATASET_MAX_UPLOAD_BYTES),
     }
     return render(request, "datasets/upload.html", context)
-
-
-def _read_upload(task: Task, staged: StagedUpload, fmt: str) -> None:
-    """Read a new upload; a corrected workbook of an existing dataset opens on that
-    dataset's sheet (when the workbook still has it)."""
-    staged.read(fmt)
-    previous = Dataset.objects.latest_version(task, staged.meta.get("name", ""))
-    sheet = previous.sheet if previous else ""
-    if sheet and sheet != staged.sheet and sheet in staged.meta.get("sheets", []):
-        staged.read(fmt, sheet)
 
 
 @reviewer_required
@@ -139,27 +129,10 @@ def dataset_map(request: AppRequest, slug: str, token: str) -> HttpResponse:
 def _import_staged(
     request: AppRequest, task: Task, staged: StagedUpload, data: dict[str, Any]
 ) -> HttpResponse:
-    fmt, name, mapping = staged.meta["format"], data["name"], data["mapping"]
-    if staged.imports_in_background:
-        columns = staged.meta["columns"]
-        dataset = start_background_import(
-            task,
-            name,
-            staged.path,
-            mapping,
-            fmt,
-            columns,
-            request.user,
-            staged.file_name,
-            staged.sheet,
-        )
-        staged.hand_over()
+    dataset = import_staged(task, staged, data["name"], data["mapping"], request.user)
+    if dataset.is_importing:
         messages.success(request, f"Importing {dataset} in the background.")
         return redirect(dataset)
-    dataset = import_dataset(
-        task, name, staged.path, mapping, fmt, request.user, staged.file_name, staged.sheet or None
-    )
-    staged.discard()
     messages.success(request, f"Imported {dataset.row_count} items into {dataset}.")
     if (same := dataset.unchanged_from()) is not None:
         messages.info(request, f"{dataset} has the same items as {same}: nothing was started.")

@@ -1,0 +1,98 @@
+"""The REST API under /api/v1/: one NinjaAPI, its authentication, and errors as JSON.
+
+django-ninja builds the OpenAPI schema from typed function views, as the pages are written;
+Django REST framework would bring class-based viewsets and serializers beside our forms.
+Every error is `{"detail": "<the message the page shows>", "errors": {field: [messages]}}`
+(`errors` only for a form's fields).
+"""
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from apps.accounts.models import ApiToken
+from apps.api import views
+from apps.api.auth import BAD_TOKEN, NO_CREDENTIALS, SessionAuth, TokenAuth, bearer_token
+from apps.api.errors import ApiError
+
+
+def docs_guard(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """The schema and its docs page need a token or a signed-in user, like every call."""
+
+    @wraps(view)
+    def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            token = bearer_token(request)
+            user = ApiToken.user_for(token) if token else None
+            if user is None and request.path.endswith("/docs"):
+                return redirect_to_login(request.get_full_path())
+            if user is None:
+                return unauthorized(request, BAD_TOKEN if token else NO_CREDENTIALS)
+            request.user = user
+        return view(request, *args, **kwargs)
+
+    return guarded
+
+
+api = NinjaAPI(
+    title="evalsite API",
+    version="1",
+    description="Tasks, dataset uploads, runs, failed items, leaderboards and exports. "
+    "Send `Authorization: Bearer <token>` (make a token on your account page).",
+    urls_namespace="api",
+    auth=[TokenAuth(), SessionAuth()],
+    docs_decorator=docs_guard,
+)
+api.add_router("/", views.router)
+
+
+def _json(request: HttpRequest, status: int, detail: str, **extra: Any) -> HttpResponse:
+    return api.create_response(request, {"detail": detail, **extra}, status=status)
+
+
+def unauthorized(request: HttpRequest, detail: str) -> HttpResponse:
+    response = _json(request, 401, detail)
+    response["WWW-Authenticate"] = 'Bearer realm="evalsite"'
+    return response
+
+
+@api.exception_handler(AuthenticationError)
+def _authentication(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return unauthorized(request, exc.message if exc.message != "Unauthorized" else NO_CREDENTIALS)
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    return _json(request, exc.status_code, exc.message)
+
+
+@api.exception_handler(ApiError)
+def _api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
+    extra = {"errors": exc.errors} if exc.errors else {}
+    return _json(request, exc.status, exc.detail, **extra)
+
+
+@api.exception_handler(PermissionDenied)
+def _permission_denied(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
+    return _json(request, 403, str(exc) or "You may not do this.")
+
+
+@api.exception_handler(Http404)
+def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return _json(request, 404, str(exc) or "Not found.")
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    """A parameter of the wrong type: one sentence naming each, and the list ninja gives."""
+    parts = []
+    for error in exc.errors:
+        where = ".".join(str(part) for part in error.get("loc", ())[1:]) or "request"
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return _json(request, 422, "; ".join(parts) + ".", errors=exc.errors)

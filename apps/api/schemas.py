@@ -1,0 +1,132 @@
+"""What the API's calls take and give, for the OpenAPI schema (the views build plain dicts)."""
+
+from datetime import datetime
+from typing import Any
+
+from ninja import Schema
+
+
+class Error(Schema):
+    detail: str
+    errors: Any = None
+
+
+class TaskOut(Schema):
+    slug: str
+    name: str
+    description: str
+    datasets: int
+    runs: int
+    url: str
+
+
+class DatasetOut(Schema):
+    id: int
+    task: str
+    name: str
+    version: int
+    status: str
+    error: str
+    format: str
+    file_name: str
+    row_count: int
+    columns: list[str]
+    mapping: dict[str, Any]
+    url: str
+
+
+class Named(Schema):
+    id: int
+    name: str
+    version: int
+    kind: str = ""
+
+
+class TaskDetailOut(TaskOut):
+    datasets_list: list[DatasetOut]
+    templates: list[Named]
+    judges: list[Named]
+    default_judge: int | None
+
+
+class UploadIn(Schema):
+    """The upload page's two steps in one call: the file, then its column mapping. With no
+    mapping field at all, the mapping the page would suggest is used (the task's last one
+    where its columns exist, else a guess by column name)."""
+
+    name: str = ""
+    format: str = ""
+    id_column: str = ""
+    input_columns: list[str] = []
+    reference_column: str = ""
+    tags_column: str = ""
+    response_columns: list[str] = []
+
+
+class GenerationIn(Schema):
+    task: str
+    dataset: int
+    endpoint: int | str  # id or name
+    template: int | str  # id, or name (its newest version)
+    label: str = ""
+    epochs: int = 1
+    logging_mode: str = "failed"
+    chunk_size: int = 200
+
+
+class JudgeRunIn(Schema):
+    judge: int
+    # A generation run's id, "run:ID", or "column:DATASET_ID:COLUMN" (a response column).
+    responses: int | str
+    endpoint: int | str | None = None  # LLM judges: id or name
+    label: str = ""
+    logging_mode: str = "failed"
+    chunk_size: int = 200
+
+
+class PairwiseIn(Schema):
+    judge: int
+    responses: list[int | str]  # two or more response sets (as in JudgeRunIn)
+    baseline: int | str = ""
+    endpoint: int | str
+    logging_mode: str = "failed"
+
+
+class RunOut(Schema):
+    id: int
+    kind: str
+    title: str
+    label: str
+    status: str
+    status_label: str
+    task: str
+    dataset: int
+    judge: int | None
+    source_run: int | None
+    source_column: str
+    epochs: int
+    total: int
+    done: int
+    failed: int
+    not_run: int | None
+    percent: int
+    items_per_second: float | None
+    eta_seconds: float | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None
+    failure_cause: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    url: str
+
+
+class FailedOut(Schema):
+    run: int
+    kind: str
+    count: int
+    page: int
+    pages: int
+    groups: list[dict[str, Any]]
+    items: list[dict[str, Any]]

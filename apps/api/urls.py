@@ -1,0 +1,23 @@
+"""/api/v1/: calls answer 401 in JSON without a token or session, never a login redirect, so
+LoginRequiredMiddleware lets them through (ninja's authentication checks every call). The
+docs page is a browser page: without a session it goes to the login page like any other."""
+
+from django.contrib.auth.decorators import login_not_required
+from django.urls import URLPattern, URLResolver
+
+from apps.accounts.access import viewer_may_post
+from apps.api.api import api
+
+BROWSER_PAGES = {"openapi-view", "api-root"}
+
+
+def _for_scripts(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:
+    for pattern in patterns:
+        if isinstance(pattern, URLPattern) and pattern.name not in BROWSER_PAGES:
+            # The API refuses a viewer's change itself, in JSON (apps/api/auth.py).
+            pattern.callback = viewer_may_post(login_not_required(pattern.callback))
+    return patterns
+
+
+app_name = "api"
+urlpatterns = _for_scripts(api.urls[0])

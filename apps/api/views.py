@@ -1,0 +1,525 @@
+"""The API's calls: the pages' workflows and forms, answered in JSON.
+
+Each call does what its page does, through the same code: uploads go through the staged
+upload and the importer, runs start through the start forms and their functions, the
+leaderboard is the board the page builds, exports stream the page's generators. Role checks
+are the pages' own (viewers read; reviewers upload and start runs).
+"""
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, cast
+
+from django import forms
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import Http404, HttpRequest, QueryDict, StreamingHttpResponse
+from ninja import File, Form, Query, Router, Schema, Status
+from ninja.files import UploadedFile
+
+from apps.accounts.models import User
+from apps.api import schemas
+from apps.api.errors import ApiError
+from apps.datasets.forms import UploadForm
+from apps.datasets.importing import Mapping
+from apps.datasets.jobs import import_staged
+from apps.datasets.models import Dataset, Task
+from apps.datasets.readers import DatasetError
+from apps.datasets.uploads import StagedUpload
+from apps.judges import results
+from apps.judges.forms import JudgeRunForm, PairwiseRunForm
+from apps.judges.launching import JudgeRunError, create_judge_run
+from apps.judges.models import Judge
+from apps.judges.pairwise import start_pairwise_run
+from apps.leaderboards import boards, exports, pairs
+from apps.runs.forms import GenerationRunForm
+from apps.runs.generation import create_generation_run
+from apps.runs.models import Endpoint, ErrorKind, PromptTemplate, Response, Run
+
+router = Router()
+ERRORS: dict[int, Any] = {code: schemas.Error for code in (400, 401, 403, 404, 422)}
+MAPPING_FIELDS = (
+    "id_column",
+    "input_columns",
+    "reference_column",
+    "tags_column",
+    "response_columns",
+)
+
+
+def need(request: HttpRequest, role: str) -> None:
+    """The pages' role check (apps/accounts/access.py), with its message."""
+    user = request.user
+    if not isinstance(user, User) or not user.has_role(role):
+        raise PermissionDenied(f"This needs the {role} role.")
+
+
+def _url(request: HttpRequest, path: str) -> str:
+    return request.build_absolute_uri(path)
+
+
+def _task(slug: str) -> Task:
+    task = Task.objects.filter(slug=slug).first()
+    if task is None:
+        raise Http404(f"There is no task {slug!r}.")
+    return task
+
+
+def _run(pk: int) -> Run:
+    run = Run.objects.select_related("task", "dataset", "endpoint", "judge", "source_run")
+    found = run.filter(pk=pk).first()
+    if found is None:
+        raise Http404(f"There is no run #{pk}.")
+    return found
+
+
+def _bound[F: forms.Form](form_class: type[F], data: dict[str, Any], **kwargs: Any) -> F:
+    """The page's form filled as a browser sends it: fields left out keep the values the page
+    shows at first (chunk size, logging mode, …); a list goes in as a multi-valued field."""
+    form = form_class(**kwargs)
+    query = QueryDict(mutable=True)
+    for name, field in form.fields.items():
+        value = data.get(name)
+        if value is None:
+            value = field.initial() if callable(field.initial) else field.initial
+        if value is None:
+            continue
+        query.setlist(name, [str(v) for v in value] if isinstance(value, list) else [str(value)])
+    return form_class(query, **kwargs)
+
+
+def _valid[F: forms.Form](form: F) -> F:
+    if not form.is_valid():
+        raise ApiError.from_form(form)
+    return form
+
+
+# ---- tasks and datasets ---------------------------------------------------------------------
+def task_out(request: HttpRequest, task: Task) -> dict[str, Any]:
+    return {
+        "slug": task.slug,
+        "name": task.name,
+        "description": task.description,
+        "datasets": getattr(task, "dataset_count", None) or task.datasets.count(),
+        "runs": getattr(task, "run_count", None) or task.runs.count(),
+        "url": _url(request, task.get_absolute_url()),
+    }
+
+
+def dataset_out(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
+    return {
+        "id": dataset.pk,
+        "task": dataset.task.slug,
+        "name": dataset.name,
+        "version": dataset.version,
+        "status": dataset.status,
+        "error": dataset.error,
+        "format": dataset.format,
+        "file_name": dataset.file_name,
+        "row_count": dataset.row_count,
+        "columns": dataset.columns,
+        "mapping": dataset.mapping,
+        "url": _url(request, dataset.get_absolute_url()),
+    }
+
+
+@router.get("/tasks/", response={200: list[schemas.TaskOut], **ERRORS}, summary="List tasks")
+def list_tasks(request: HttpRequest) -> list[dict[str, Any]]:
+    tasks = Task.objects.annotate(
+        dataset_count=Count("datasets", distinct=True), run_count=Count("runs", distinct=True)
+    )
+    return [task_out(request, task) for task in tasks]
+
+
+@router.get("/tasks/{slug}/", response={200: schemas.TaskDetailOut, **ERRORS}, summary="A task")
+def task_detail(request: HttpRequest, slug: str) -> dict[str, Any]:
+    """The task with its datasets, prompt templates and judges (newest versions): the ids
+    that uploads and run starts take."""
+    task = _task(slug)
+    judges = Judge.objects.latest_versions().filter(task=task).order_by("name")
+    templates = PromptTemplate.objects.latest_versions().filter(task=task).order_by("name")
+    datasets = task.datasets.select_related("task").order_by("name", "-version")
+    return {
+        **task_out(request, task),
+        "datasets_list": [dataset_out(request, d) for d in datasets],
+        "templates": [{"id": t.pk, "name": t.name, "version": t.version} for t in templates],
+        "judges": [
+            {"id": j.pk, "name": j.name, "version": j.version, "kind": j.kind} for j in judges
+        ],
+        "default_judge": task.default_judge_id,
+    }
+
+
+@router.post(
+    "/tasks/{slug}/datasets/",
+    response={201: schemas.DatasetOut, 202: schemas.DatasetOut, **ERRORS},
+    summary="Upload a dataset",
+)
+def upload_dataset(
+    request: HttpRequest,
+    slug: str,
+    mapping: Form[schemas.UploadIn],
+    file: File[UploadedFile] | None = None,
+) -> Status[dict[str, Any]]:
+    """A CSV, JSON or JSONL file (multipart field `file`), checked and imported as the upload
+    page does: 201 with the dataset, or 202 while a big file imports in a worker (poll
+    `GET /datasets/{id}/`). Errors name the file, row and column as the page does."""
+    need(request, User.Role.REVIEWER)
+    user = cast(User, request.user)
+    task = _task(slug)
+    form = _valid(UploadForm(request.POST, request.FILES))
+    upload = form.cleaned_data["file"]
+    name = form.cleaned_data["name"].strip() or Path(upload.name or "dataset").stem
+    staged = None
+    try:
+        staged = StagedUpload.create(upload, task.slug, user.pk, name)
+        table = staged.read(form.cleaned_data["format"])
+        given = {key: request.POST.getlist(key) for key in MAPPING_FIELDS if key in request.POST}
+        chosen = (
+            Mapping.from_dict({k: v if k.endswith("s") else v[0] for k, v in given.items()})
+            if given
+            else Mapping.suggest(table.columns, task.last_mapping)
+        )
+        dataset = import_staged(task, staged, name, chosen.validated(table.columns), user)
+    except DatasetError as exc:
+        if staged:
+            staged.discard()
+        # A file that cannot be read is named as on the upload page; a mapping that does not
+        # fit it is said as on the mapping page.
+        read = staged is None or "columns" not in staged.meta
+        raise ApiError(400, f"{upload.name}: {exc}" if read else str(exc)) from None
+    return Status(202 if dataset.is_importing else 201, dataset_out(request, dataset))
+
+
+@router.get("/datasets/{pk}/", response={200: schemas.DatasetOut, **ERRORS}, summary="A dataset")
+def dataset_detail(request: HttpRequest, pk: int) -> dict[str, Any]:
+    dataset = Dataset.objects.select_related("task").filter(pk=pk).first()
+    if dataset is None:
+        raise Http404(f"There is no dataset #{pk}.")
+    return dataset_out(request, dataset)
+
+
+# ---- starting runs --------------------------------------------------------------------------
+def _pk_by_name(model: type[Endpoint] | type[PromptTemplate], value: Any, **filters: Any) -> Any:
+    """An id given as a name: the endpoint of that name, or the template's newest version."""
+    if isinstance(value, str) and not value.isdigit():
+        found = model.objects.filter(name=value, **filters).order_by("-pk").first()
+        return found.pk if found else value
+    return value
+
+
+def _responses(value: int | str) -> str:
+    return f"run:{value}" if isinstance(value, int) or str(value).isdigit() else str(value)
+
+
+@router.post(
+    "/runs/generation/", response={201: schemas.RunOut, **ERRORS}, summary="Start a generation run"
+)
+def start_generation(request: HttpRequest, body: schemas.GenerationIn) -> Status[dict[str, Any]]:
+    """The start form's fields: dataset, endpoint (id or name), prompt template (id, or name
+    for its newest version), label, epochs, logging mode, chunk size."""
+    need(request, User.Role.REVIEWER)
+    task = _task(body.task)
+    data = body.dict()
+    data["endpoint"] = _pk_by_name(Endpoint, body.endpoint)
+    data["template"] = _pk_by_name(PromptTemplate, body.template, task=task)
+    form = _valid(_bound(GenerationRunForm, data, task=task))
+    run = create_generation_run(
+        form.cleaned_data["dataset"],
+        form.cleaned_data["endpoint"],
+        form.cleaned_data["template"],
+        user=request.user,
+        label=form.cleaned_data["label"],
+        logging_mode=form.cleaned_data["logging_mode"],
+        chunk_size=form.cleaned_data["chunk_size"],
+        epochs=form.cleaned_data["epochs"],
+    )
+    return Status(201, run_out(request, run))
+
+
+def _judge(pk: int) -> Judge:
+    judge = Judge.objects.select_related("task").filter(pk=pk).first()
+    if judge is None:
+        raise Http404(f"There is no judge #{pk}.")
+    return judge
+
+
+@router.post("/runs/judge/", response={201: schemas.RunOut, **ERRORS}, summary="Start a judge run")
+def start_judge(request: HttpRequest, body: schemas.JudgeRunIn) -> Status[dict[str, Any]]:
+    """A judge (rubric, multiple choice or metrics) over one response set, as the judge's
+    page starts it."""
+    need(request, User.Role.REVIEWER)
+    judge = _judge(body.judge)
+    if judge.kind == Judge.Kind.PAIRWISE:
+        raise ApiError(400, f"{judge} is a pairwise judge: start a pairwise run.")
+    data = body.dict() | {"responses": _responses(body.responses)}
+    data["endpoint"] = _pk_by_name(Endpoint, body.endpoint)
+    form = _valid(_bound(JudgeRunForm, data, judge=judge))
+    try:
+        run = create_judge_run(
+            judge,
+            endpoint=form.cleaned_data.get("endpoint"),
+            user=request.user,
+            label=form.cleaned_data["label"],
+            logging_mode=form.cleaned_data["logging_mode"],
+            chunk_size=form.cleaned_data["chunk_size"],
+            **form.source(),
+        )
+    except JudgeRunError as exc:
+        raise ApiError(400, str(exc)) from None
+    return Status(201, run_out(request, run))
+
+
+@router.post(
+    "/runs/pairwise/", response={201: schemas.RunOut, **ERRORS}, summary="Start a pairwise run"
+)
+def start_pairwise(request: HttpRequest, body: schemas.PairwiseIn) -> Status[dict[str, Any]]:
+    """A pairwise judge over two or more response sets of one dataset, every pair (or each
+    against a baseline), as the pairwise judge's page starts it."""
+    need(request, User.Role.REVIEWER)
+    judge = _judge(body.judge)
+    if judge.kind != Judge.Kind.PAIRWISE:
+        raise ApiError(400, f"{judge} is not a pairwise judge: start a judge run.")
+    data = body.dict() | {
+        "responses": [_responses(value) for value in body.responses],
+        "baseline": _responses(body.baseline) if body.baseline else "",
+        "endpoint": _pk_by_name(Endpoint, body.endpoint),
+    }
+    form = _valid(_bound(PairwiseRunForm, data, judge=judge))
+    try:
+        sources, baseline = form.response_sets()
+        run = start_pairwise_run(
+            judge,
+            sources,
+            baseline,
+            endpoint=form.cleaned_data["endpoint"],
+            user=request.user,
+            logging_mode=form.cleaned_data["logging_mode"],
+        )
+    except JudgeRunError as exc:
+        raise ApiError(400, str(exc)) from None
+    return Status(201, run_out(request, run))
+
+
+# ---- a run: status, failed items, results ---------------------------------------------------
+def run_out(request: HttpRequest, run: Run) -> dict[str, Any]:
+    return {
+        "id": run.pk,
+        "kind": run.kind,
+        "title": run.title,
+        "label": run.label,
+        "status": run.status,
+        "status_label": run.status_label,
+        "task": run.task.slug,
+        "dataset": run.dataset_id,
+        "judge": run.judge_id,
+        "source_run": run.source_run_id,
+        "source_column": run.source_column,
+        "epochs": run.epochs,
+        "total": run.total,
+        "done": run.done,
+        "failed": run.failed,
+        "not_run": run.not_run,
+        "percent": run.percent,
+        "items_per_second": run.items_per_second,
+        "eta_seconds": run.eta_seconds,
+        "prompt_tokens": run.prompt_tokens,
+        "completion_tokens": run.completion_tokens,
+        # None, not 0, for a model without a price: "$0" would read as free.
+        "cost": run.cost if run.cost_known else None,
+        "failure_cause": run.failure_cause,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "url": _url(request, run.get_absolute_url()),
+    }
+
+
+@router.get(
+    "/runs/{pk}/", response={200: schemas.RunOut, **ERRORS}, summary="A run's status and progress"
+)
+def run_detail(request: HttpRequest, pk: int) -> dict[str, Any]:
+    return run_out(request, _run(pk))
+
+
+class FailedQuery(Schema):
+    kind: str = ""  # an error kind, as on the failed items page
+    page: int = 1
+
+
+@router.get(
+    "/runs/{pk}/failed/",
+    response={200: schemas.FailedOut, **ERRORS},
+    summary="A run's failed items",
+)
+def failed_items(request: HttpRequest, pk: int, query: Query[FailedQuery]) -> dict[str, Any]:
+    """A judge run's failed items grouped by error kind, with each failed round's error, raw
+    reply and the messages sent (the failed items page); a generation run's failed responses
+    (its page's "failed" filter). 100 a page."""
+    run = _run(pk)
+    kind = query.kind if query.kind in ErrorKind.values else ""
+    if run.kind == Run.Kind.JUDGE:
+        return _failed_judged(request, run, kind, query.page)
+    responses = run.responses.filter(status=Response.Status.FAILED).select_related("item")
+    if kind:
+        responses = responses.filter(error_kind=kind)
+    page = Paginator(responses.order_by("item__position", "epoch"), 100).get_page(query.page)
+    counts = (
+        run.responses.filter(status=Response.Status.FAILED)
+        .values_list("error_kind")
+        .annotate(count=Count("pk"))
+        .order_by("-count", "error_kind")
+    )
+    labels = dict(ErrorKind.choices)
+    return {
+        "run": run.pk,
+        "kind": kind,
+        "count": page.paginator.count,
+        "page": page.number,
+        "pages": page.paginator.num_pages,
+        "groups": [{"kind": k, "label": labels.get(k, k), "count": n} for k, n in counts],
+        "items": [
+            {
+                "item_id": r.item_id,
+                "key": r.item.key,
+                "position": r.item.position,
+                "epoch": r.epoch,
+                "error_kind": r.error_kind,
+                "error": r.error,
+                "attempts": r.attempts,
+            }
+            for r in page
+        ],
+    }
+
+
+def _failed_judged(request: HttpRequest, run: Run, kind: str, number: int) -> dict[str, Any]:
+    counts = results.failed_groups(run)
+    groups = [g for g in counts if g.kind == kind] if kind else list(counts)
+    page = results.failed_page(run, groups, kind, number)
+    admin = isinstance(request.user, User) and request.user.is_admin
+    items = []
+    for group in groups:
+        for entry in group.items:
+            item = entry.score.item
+            rounds = []
+            for failed in entry.rounds:
+                log = failed.log
+                rounds.append(
+                    {
+                        "round": failed.round.round,
+                        "error_kind": failed.round.error_kind,
+                        "error": failed.round.error,
+                        "raw_reply": failed.round.raw_reply or (log.raw_reply if log else ""),
+                        "messages": log.request_messages if log else None,
+                        # Server paths and code: for admins only, as on the page.
+                        **({"traceback": log.traceback if log else ""} if admin else {}),
+                    }
+                )
+            items.append(
+                {
+                    "item_id": item.pk,
+                    "key": item.key,
+                    "position": item.position,
+                    "error_kind": entry.score.error_kind,
+                    "error": entry.score.error,
+                    "rounds": rounds,
+                }
+            )
+    return {
+        "run": run.pk,
+        "kind": kind,
+        "count": page.paginator.count,
+        "page": page.number,
+        "pages": page.paginator.num_pages,
+        "groups": [
+            {"kind": g.kind, "label": g.label, "count": g.count, "retryable": g.retryable}
+            for g in counts
+        ],
+        "items": items,
+    }
+
+
+def _stream(chunks: Iterable[str], fmt: str, name: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(chunks, content_type=exports.FORMATS[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
+
+
+def _format(fmt: str) -> str:
+    if fmt not in exports.FORMATS:
+        raise ApiError(400, f"Unknown export format {fmt!r}: use csv or jsonl.")
+    return fmt
+
+
+@router.get("/runs/{pk}/export/", response={200: None, **ERRORS}, summary="Export a run's results")
+def run_export(request: HttpRequest, pk: int, format: str = "csv") -> StreamingHttpResponse:
+    """Per item: a judge run's scores, or a generation run's responses; CSV (formula cells
+    neutralised) or JSONL, streamed, as the run's export link gives it."""
+    run = _run(pk)
+    fmt = _format(format)
+    chunks = exports.results_csv(run) if fmt == "csv" else exports.results_jsonl(run)
+    return _stream(chunks, fmt, f"{run.task.slug}-run-{run.pk}-results")
+
+
+# ---- the leaderboard ------------------------------------------------------------------------
+class BoardQuery(Schema):
+    """The board page's query: the same names and values."""
+
+    judge: int | None = None
+    dataset: int | None = None
+    values: str = "both"  # both | human | judge
+    scoring: str = "strict"  # strict | answered
+    sort: str = "overall"
+    dir: str | None = None
+    tag: str | None = None
+    common: str | None = None  # "1": only the items every model has
+    cluster: str | None = None
+    epochs: str | None = None  # mean | majority | pass@K
+    correction: str = "holm"  # holm | bh: p-values of the pairs of models
+    pairs: str | None = None  # export: "1" for every pair of models (CSV)
+
+
+def _board(request: HttpRequest, slug: str) -> tuple[boards.Board, pairs.Pairs]:
+    """The board as the page builds it; comparing every pair of models gives the tied ranks."""
+    task = _task(slug)
+    built = boards.build(task, boards.Params.from_query(request.GET))
+    if built.judge is None:
+        raise Http404("This task has no judged runs yet.")
+    return built, pairs.build(built, request.GET.get("correction", "holm"))
+
+
+@router.get(
+    "/leaderboards/{slug}/",
+    response={200: dict[str, Any], **ERRORS},
+    summary="A task's leaderboard",
+)
+def leaderboard(request: HttpRequest, slug: str, query: Query[BoardQuery]) -> dict[str, Any]:
+    """The board the page shows, built from the same query: how it was built (judge,
+    scoring, scales, the overall's formula), then one row per model, ranked, with each
+    subject's mean, 95% CI, strict and answered-only means, coverage, n, failed and missing
+    per view (judge-only and human-corrected), as in the JSONL export."""
+    built, _ = _board(request, slug)
+    return {
+        **exports.board_meta(built),
+        "judges": [{"id": j.pk, "name": j.name, "version": j.version} for j in built.judges],
+        "rows": list(exports.board_records(built)),
+    }
+
+
+@router.get(
+    "/leaderboards/{slug}/export/", response={200: None, **ERRORS}, summary="Export a leaderboard"
+)
+def leaderboard_export(
+    request: HttpRequest, slug: str, query: Query[BoardQuery], format: str = "csv"
+) -> StreamingHttpResponse:
+    """The board's export (CSV, formula cells neutralised, or JSONL), streamed."""
+    fmt = _format(format)
+    built, matrix = _board(request, slug)
+    assert built.judge is not None
+    name = f"{built.task.slug}-{built.judge.name}-v{built.judge.version}-leaderboard"
+    if query.pairs == "1" and fmt == "csv":
+        return _stream(exports.pairs_csv(built, matrix), fmt, f"{name}-pairs")
+    chunks = exports.board_csv(built) if fmt == "csv" else exports.board_jsonl(built)
+    return _stream(chunks, fmt, name)
