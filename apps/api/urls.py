@@ -9,13 +9,17 @@ from apps.accounts.access import viewer_may_post
 from apps.api.api import api
 
 BROWSER_PAGES = {"openapi-view", "api-root"}
+SCHEMA = "openapi-json"
 
 
 def _for_scripts(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:
     for pattern in patterns:
-        if isinstance(pattern, URLPattern) and pattern.name not in BROWSER_PAGES:
-            # The API refuses a viewer's change itself, in JSON (apps/api/auth.py).
-            pattern.callback = viewer_may_post(login_not_required(pattern.callback))
+        if not isinstance(pattern, URLPattern) or pattern.name in BROWSER_PAGES:
+            continue
+        pattern.callback = login_not_required(pattern.callback)
+        if pattern.name != SCHEMA:
+            # The API's calls refuse a viewer's change themselves, in JSON (apps/api/auth.py).
+            pattern.callback = viewer_may_post(pattern.callback)
     return patterns
 
 

@@ -21,7 +21,7 @@ from ninja.files import UploadedFile
 from apps.accounts.models import User
 from apps.api import schemas
 from apps.api.errors import ApiError
-from apps.datasets.forms import UploadForm
+from apps.datasets.forms import MappingForm, UploadForm
 from apps.datasets.importing import Mapping
 from apps.datasets.jobs import import_staged
 from apps.datasets.models import Dataset, Task
@@ -85,7 +85,8 @@ def _bound[F: forms.Form](form_class: type[F], data: dict[str, Any], **kwargs: A
             value = field.initial() if callable(field.initial) else field.initial
         if value is None:
             continue
-        query.setlist(name, [str(v) for v in value] if isinstance(value, list) else [str(value)])
+        values = value if isinstance(value, list) else [value]
+        query.setlist(name, [str(v) for v in values if v is not None])
     return form_class(query, **kwargs)
 
 
@@ -175,20 +176,22 @@ def upload_dataset(
     try:
         staged = StagedUpload.create(upload, task.slug, user.pk, name)
         table = staged.read(form.cleaned_data["format"])
-        given = {key: request.POST.getlist(key) for key in MAPPING_FIELDS if key in request.POST}
-        chosen = (
-            Mapping.from_dict({k: v if k.endswith("s") else v[0] for k, v in given.items()})
-            if given
-            else Mapping.suggest(table.columns, task.last_mapping)
-        )
-        dataset = import_staged(task, staged, name, chosen.validated(table.columns), user)
     except DatasetError as exc:
         if staged:
             staged.discard()
-        # A file that cannot be read is named as on the upload page; a mapping that does not
-        # fit it is said as on the mapping page.
-        read = staged is None or "columns" not in staged.meta
-        raise ApiError(400, f"{upload.name}: {exc}" if read else str(exc)) from None
+        raise ApiError(400, f"{upload.name}: {exc}", {"file": [f"{upload.name}: {exc}"]}) from None
+    # The mapping step's form, filled with the columns given, else with what the page suggests.
+    given = {key: request.POST.getlist(key) for key in MAPPING_FIELDS if key in request.POST}
+    if not given:
+        given = Mapping.suggest(table.columns, task.last_mapping).to_dict()
+    mapped = _bound(
+        MappingForm, {**given, "name": name, "format": table.format}, columns=table.columns
+    )
+    try:
+        dataset = import_staged(task, staged, name, _valid(mapped).cleaned_data["mapping"], user)
+    except (DatasetError, ApiError) as exc:
+        staged.discard()
+        raise exc if isinstance(exc, ApiError) else ApiError(400, str(exc)) from None
     return Status(202 if dataset.is_importing else 201, dataset_out(request, dataset))
 
 

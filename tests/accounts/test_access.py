@@ -1,4 +1,5 @@
-"""Every URL pattern, now and later: anonymous users go to login, viewers never change anything."""
+"""Every URL pattern, now and later: anonymous users go to login (API calls: 401), viewers never
+change anything."""
 
 import re
 
@@ -6,13 +7,15 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from apps.accounts.models import User
+from apps.api.api import api
+from apps.api.auth import NO_CREDENTIALS
 
 # Pages an anonymous user must be able to reach: the login pages themselves.
 ANONYMOUS_OK = {"accounts:login"}
 # Public redirects to a static file, and where they go (nothing behind them is private).
 PUBLIC_REDIRECTS = {"favicon": "/static/favicon.svg"}
 # POSTs that change nothing shared, so viewers may send them.
-VIEWER_MAY_POST = {"accounts:logout"}
+VIEWER_MAY_POST = {"accounts:logout", "accounts:api-tokens", "accounts:api-token-revoke"}
 
 SAMPLE = {
     "int": "1",
@@ -46,16 +49,45 @@ def _concrete(route: str) -> str:
 ALL_URLS = sorted(set(_walk(get_resolver().url_patterns)))
 
 
+def _shape(route: str) -> str:
+    return re.sub(r"<[^>]+>|\{[^}]+\}", "X", "/" + route.lstrip("/"))
+
+
+# The API's calls (/api/v1/) answer 401 in JSON, never a login redirect, to each method they
+# take; its docs page and root are browser pages like the others.
+API_METHODS = {
+    _shape(path): sorted(method.upper() for method in operations)
+    for path, operations in api.get_openapi_schema(path_prefix="/api/v1/")["paths"].items()
+}
+API_METHODS[_shape("api/v1/openapi.json")] = ["GET"]
+API_BROWSER_PAGES = {"api:openapi-view", "api:api-root"}
+
+
+def _api_methods(name: str, route: str) -> list[str] | None:
+    if not name.startswith("api:") or name in API_BROWSER_PAGES:
+        return None
+    return API_METHODS[_shape(route)]
+
+
 def test_the_walk_sees_the_apps_urls():
     names = {name for name, _ in ALL_URLS}
     assert {"datasets:task-list", "runs:list", "review:index", "leaderboards:index"} <= names
     assert len(ALL_URLS) > 20
+    # Every call of the API is walked: each path of its schema is a URL here.
+    api_routes = {_shape(route) for name, route in ALL_URLS if _api_methods(name, route)}
+    assert api_routes == set(API_METHODS)
+    assert {"POST", "GET"} <= {m for methods in API_METHODS.values() for m in methods}
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("name", "route"), ALL_URLS, ids=[f"{n}|{r}" for n, r in ALL_URLS])
 def test_anonymous_is_sent_to_login(client, name, route):
     url = _concrete(route)
+    if (methods := _api_methods(name, route)) is not None:
+        for method in methods:
+            response = client.generic(method, url)
+            assert (response.status_code, response.json()) == (401, {"detail": NO_CREDENTIALS})
+        return
     response = client.get(url)
     if name in ANONYMOUS_OK:
         assert response.status_code == 200, url
@@ -79,7 +111,15 @@ def test_viewer_gets_403_on_every_post(viewer_client, name, route):
         return
     url = _concrete(route)
     response = viewer_client.post(url, {"anything": "1"})
+    # The schema is no call: a viewer's POST to it meets the pages' net (ReadOnlyViewerMiddleware).
+    methods = None if name == "api:openapi-json" else _api_methods(name, route)
+    if methods is not None and "POST" not in methods:
+        # An API path that takes no POST says so (405) to everyone, before any role check.
+        assert response.status_code == 405, f"viewer POST {url} answered {response.status_code}"
+        return
     assert response.status_code == 403, f"viewer POST {url} answered {response.status_code}"
+    if methods is not None:
+        assert response.json() == {"detail": "Viewers cannot change anything."}
 
 
 @pytest.mark.django_db

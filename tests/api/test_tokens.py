@@ -57,7 +57,9 @@ def test_the_token_opens_the_api_and_records_its_last_use(client):
     assert response.status_code == 200 and response.json() == []
     token.refresh_from_db()
     assert token.last_used_at is not None
-    assert str(token.last_used_at.year) in client.get(reverse("accounts:api-tokens")).content.decode()
+    assert (
+        str(token.last_used_at.year) in client.get(reverse("accounts:api-tokens")).content.decode()
+    )
 
 
 def test_a_revoked_token_is_refused(client):
@@ -148,7 +150,10 @@ def test_a_signed_in_browser_may_call_the_api_with_its_csrf_token():
     browser.get(reverse("accounts:api-tokens"))  # a page sets the CSRF cookie
     csrf = browser.cookies["csrftoken"].value
     response = browser.post(
-        "/api/v1/runs/generation/", start, content_type="application/json", headers={"X-CSRFToken": csrf}
+        "/api/v1/runs/generation/",
+        start,
+        content_type="application/json",
+        headers={"X-CSRFToken": csrf},
     )
     assert response.status_code == 400 and "dataset" in response.json()["errors"]
 
