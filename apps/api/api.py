@@ -56,6 +56,11 @@ def _json(request: HttpRequest, status: int, detail: str, **extra: Any) -> HttpR
     return api.create_response(request, {"detail": detail, **extra}, status=status)
 
 
+def no_such_call(request: HttpRequest, path: str = "") -> HttpResponse:
+    """Any other path under /api/v1/: JSON, like every answer of the API, not the 404 page."""
+    return _json(request, 404, f"There is no API call at {request.path}; see /api/v1/docs.")
+
+
 def unauthorized(request: HttpRequest, detail: str) -> HttpResponse:
     response = _json(request, 401, detail)
     response["WWW-Authenticate"] = 'Bearer realm="evalsite"'

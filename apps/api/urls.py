@@ -3,10 +3,10 @@ LoginRequiredMiddleware lets them through (ninja's authentication checks every c
 docs page is a browser page: without a session it goes to the login page like any other."""
 
 from django.contrib.auth.decorators import login_not_required
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, re_path
 
 from apps.accounts.access import viewer_may_post
-from apps.api.api import api
+from apps.api.api import api, no_such_call
 
 BROWSER_PAGES = {"openapi-view", "api-root"}
 SCHEMA = "openapi-json"
@@ -24,4 +24,12 @@ def _for_scripts(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | 
 
 
 app_name = "api"
-urlpatterns = _for_scripts(api.urls[0])
+urlpatterns = [
+    *_for_scripts(api.urls[0]),
+    # Says nothing about what exists: the same answer with or without a token.
+    re_path(
+        r"^(?P<path>.+)$",
+        viewer_may_post(login_not_required(no_such_call)),
+        name="no-such-call",
+    ),
+]

@@ -125,7 +125,12 @@ def dataset_out(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
     }
 
 
-@router.get("/tasks/", response={200: list[schemas.TaskOut], **ERRORS}, summary="List tasks")
+@router.get(
+    "/tasks/",
+    tags=["datasets"],
+    response={200: list[schemas.TaskOut], **ERRORS},
+    summary="List tasks",
+)
 def list_tasks(request: HttpRequest) -> list[dict[str, Any]]:
     tasks = Task.objects.annotate(
         dataset_count=Count("datasets", distinct=True), run_count=Count("runs", distinct=True)
@@ -133,7 +138,12 @@ def list_tasks(request: HttpRequest) -> list[dict[str, Any]]:
     return [task_out(request, task) for task in tasks]
 
 
-@router.get("/tasks/{slug}/", response={200: schemas.TaskDetailOut, **ERRORS}, summary="A task")
+@router.get(
+    "/tasks/{slug}/",
+    tags=["datasets"],
+    response={200: schemas.TaskDetailOut, **ERRORS},
+    summary="A task",
+)
 def task_detail(request: HttpRequest, slug: str) -> dict[str, Any]:
     """The task with its datasets, prompt templates and judges (newest versions): the ids
     that uploads and run starts take."""
@@ -154,6 +164,7 @@ def task_detail(request: HttpRequest, slug: str) -> dict[str, Any]:
 
 @router.post(
     "/tasks/{slug}/datasets/",
+    tags=["datasets"],
     response={201: schemas.DatasetOut, 202: schemas.DatasetOut, **ERRORS},
     summary="Upload a dataset",
 )
@@ -195,7 +206,12 @@ def upload_dataset(
     return Status(202 if dataset.is_importing else 201, dataset_out(request, dataset))
 
 
-@router.get("/datasets/{pk}/", response={200: schemas.DatasetOut, **ERRORS}, summary="A dataset")
+@router.get(
+    "/datasets/{pk}/",
+    tags=["datasets"],
+    response={200: schemas.DatasetOut, **ERRORS},
+    summary="A dataset",
+)
 def dataset_detail(request: HttpRequest, pk: int) -> dict[str, Any]:
     dataset = Dataset.objects.select_related("task").filter(pk=pk).first()
     if dataset is None:
@@ -217,7 +233,10 @@ def _responses(value: int | str) -> str:
 
 
 @router.post(
-    "/runs/generation/", response={201: schemas.RunOut, **ERRORS}, summary="Start a generation run"
+    "/runs/generation/",
+    tags=["runs"],
+    response={201: schemas.RunOut, **ERRORS},
+    summary="Start a generation run",
 )
 def start_generation(request: HttpRequest, body: schemas.GenerationIn) -> Status[dict[str, Any]]:
     """The start form's fields: dataset, endpoint (id or name), prompt template (id, or name
@@ -248,7 +267,12 @@ def _judge(pk: int) -> Judge:
     return judge
 
 
-@router.post("/runs/judge/", response={201: schemas.RunOut, **ERRORS}, summary="Start a judge run")
+@router.post(
+    "/runs/judge/",
+    tags=["runs"],
+    response={201: schemas.RunOut, **ERRORS},
+    summary="Start a judge run",
+)
 def start_judge(request: HttpRequest, body: schemas.JudgeRunIn) -> Status[dict[str, Any]]:
     """A judge (rubric, multiple choice or metrics) over one response set, as the judge's
     page starts it."""
@@ -275,7 +299,10 @@ def start_judge(request: HttpRequest, body: schemas.JudgeRunIn) -> Status[dict[s
 
 
 @router.post(
-    "/runs/pairwise/", response={201: schemas.RunOut, **ERRORS}, summary="Start a pairwise run"
+    "/runs/pairwise/",
+    tags=["runs"],
+    response={201: schemas.RunOut, **ERRORS},
+    summary="Start a pairwise run",
 )
 def start_pairwise(request: HttpRequest, body: schemas.PairwiseIn) -> Status[dict[str, Any]]:
     """A pairwise judge over two or more response sets of one dataset, every pair (or each
@@ -340,7 +367,10 @@ def run_out(request: HttpRequest, run: Run) -> dict[str, Any]:
 
 
 @router.get(
-    "/runs/{pk}/", response={200: schemas.RunOut, **ERRORS}, summary="A run's status and progress"
+    "/runs/{pk}/",
+    tags=["runs"],
+    response={200: schemas.RunOut, **ERRORS},
+    summary="A run's status and progress",
 )
 def run_detail(request: HttpRequest, pk: int) -> dict[str, Any]:
     return run_out(request, _run(pk))
@@ -353,6 +383,7 @@ class FailedQuery(Schema):
 
 @router.get(
     "/runs/{pk}/failed/",
+    tags=["runs"],
     response={200: schemas.FailedOut, **ERRORS},
     summary="A run's failed items",
 )
@@ -456,7 +487,12 @@ def _format(fmt: str) -> str:
     return fmt
 
 
-@router.get("/runs/{pk}/export/", response={200: None, **ERRORS}, summary="Export a run's results")
+@router.get(
+    "/runs/{pk}/export/",
+    tags=["runs"],
+    response={200: None, **ERRORS},
+    summary="Export a run's results",
+)
 def run_export(request: HttpRequest, pk: int, format: str = "csv") -> StreamingHttpResponse:
     """Per item: a judge run's scores, or a generation run's responses; CSV (formula cells
     neutralised) or JSONL, streamed, as the run's export link gives it."""
@@ -495,6 +531,7 @@ def _board(request: HttpRequest, slug: str) -> tuple[boards.Board, pairs.Pairs]:
 
 @router.get(
     "/leaderboards/{slug}/",
+    tags=["leaderboards"],
     response={200: dict[str, Any], **ERRORS},
     summary="A task's leaderboard",
 )
@@ -512,7 +549,10 @@ def leaderboard(request: HttpRequest, slug: str, query: Query[BoardQuery]) -> di
 
 
 @router.get(
-    "/leaderboards/{slug}/export/", response={200: None, **ERRORS}, summary="Export a leaderboard"
+    "/leaderboards/{slug}/export/",
+    tags=["leaderboards"],
+    response={200: None, **ERRORS},
+    summary="Export a leaderboard",
 )
 def leaderboard_export(
     request: HttpRequest, slug: str, query: Query[BoardQuery], format: str = "csv"

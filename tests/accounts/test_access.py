@@ -61,10 +61,12 @@ API_METHODS = {
 }
 API_METHODS[_shape("api/v1/openapi.json")] = ["GET"]
 API_BROWSER_PAGES = {"api:openapi-view", "api:api-root"}
+# Any other path under /api/v1/: 404 in JSON to everyone, whatever the method.
+API_NO_SUCH_CALL = "api:no-such-call"
 
 
 def _api_methods(name: str, route: str) -> list[str] | None:
-    if not name.startswith("api:") or name in API_BROWSER_PAGES:
+    if not name.startswith("api:") or name in API_BROWSER_PAGES | {API_NO_SUCH_CALL}:
         return None
     return API_METHODS[_shape(route)]
 
@@ -83,6 +85,13 @@ def test_the_walk_sees_the_apps_urls():
 @pytest.mark.parametrize(("name", "route"), ALL_URLS, ids=[f"{n}|{r}" for n, r in ALL_URLS])
 def test_anonymous_is_sent_to_login(client, name, route):
     url = _concrete(route)
+    if name == API_NO_SUCH_CALL:
+        response = client.get("/api/v1/nothing/here/")
+        assert (response.status_code, response.json()) == (
+            404,
+            {"detail": "There is no API call at /api/v1/nothing/here/; see /api/v1/docs."},
+        )
+        return
     if (methods := _api_methods(name, route)) is not None:
         for method in methods:
             response = client.generic(method, url)
@@ -111,6 +120,9 @@ def test_viewer_gets_403_on_every_post(viewer_client, name, route):
         return
     url = _concrete(route)
     response = viewer_client.post(url, {"anything": "1"})
+    if name == API_NO_SUCH_CALL:
+        assert response.status_code == 404
+        return
     # The schema is no call: a viewer's POST to it meets the pages' net (ReadOnlyViewerMiddleware).
     methods = None if name == "api:openapi-json" else _api_methods(name, route)
     if methods is not None and "POST" not in methods:
