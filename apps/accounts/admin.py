@@ -1,7 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
-from apps.accounts.models import User
+from apps.accounts.models import ApiToken, User
 
 
 @admin.register(User)
@@ -10,3 +12,24 @@ class UserAdmin(BaseUserAdmin):
     list_filter = ("role", "is_staff", "is_active")
     fieldsets = (*(BaseUserAdmin.fieldsets or ()), ("evalsite", {"fields": ("role",)}))
     add_fieldsets = (*(BaseUserAdmin.add_fieldsets or ()), ("evalsite", {"fields": ("role",)}))
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Every user's tokens, for an admin to see and revoke; never the hash, and none made here
+    (a token is shown once, to its user, on the account page)."""
+
+    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("revoked_at",)
+    search_fields = ("name", "user__username", "prefix")
+    fields = ("user", "name", "prefix", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = fields
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        for token in queryset.filter(revoked_at=None):
+            token.revoke()

@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import Resolver404, resolve
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
@@ -57,8 +58,16 @@ def _json(request: HttpRequest, status: int, detail: str, **extra: Any) -> HttpR
 
 
 def no_such_call(request: HttpRequest, path: str = "") -> HttpResponse:
-    """Any other path under /api/v1/: JSON, like every answer of the API, not the 404 page."""
-    return _json(request, 404, f"There is no API call at {request.path}; see /api/v1/docs.")
+    """Any other path under /api/v1/: JSON, like every answer of the API, not the 404 page.
+    (It also takes the paths APPEND_SLASH would redirect, so it names the one meant.)"""
+    detail = f"There is no API call at {request.path}; see /api/v1/docs."
+    try:
+        meant = resolve(request.path + "/")
+    except Resolver404:
+        meant = None
+    if meant is not None and meant.url_name != "no-such-call":
+        detail = f"There is no API call at {request.path}: the address ends with a slash, {request.path}/."
+    return _json(request, 404, detail)
 
 
 def unauthorized(request: HttpRequest, detail: str) -> HttpResponse:

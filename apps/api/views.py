@@ -192,9 +192,17 @@ def upload_dataset(
             staged.discard()
         raise ApiError(400, f"{upload.name}: {exc}", {"file": [f"{upload.name}: {exc}"]}) from None
     # The mapping step's form, filled with the columns given, else with what the page suggests.
-    given = {key: request.POST.getlist(key) for key in MAPPING_FIELDS if key in request.POST}
+    given: dict[str, Any] = {
+        key: request.POST.getlist(key) for key in MAPPING_FIELDS if key in request.POST
+    }
     if not given:
-        given = Mapping.suggest(table.columns, task.last_mapping).to_dict()
+        # As the page: a new version of a dataset keeps its mapping, else the task's last.
+        named = Dataset.objects.latest_version(task, name)
+        last = named.mapping if named else task.last_mapping
+        given = Mapping.suggest(table.columns, last).to_dict()
+    if MappingForm(columns=table.columns).wide:
+        # Too wide to tick: the page's form takes each list as names one per line.
+        given = {k: "\n".join(v) if isinstance(v, list) else v for k, v in given.items()}
     mapped = _bound(
         MappingForm, {**given, "name": name, "format": table.format}, columns=table.columns
     )

@@ -436,3 +436,23 @@ def test_no_endpoint_key_in_any_answer(token_client, endpoint, qa):
     answers.append(reviewer.get("/openapi.json"))
     for answer in answers:
         assert endpoint.api_key_secret not in answer.content.decode()
+
+
+def test_a_file_too_wide_to_tick_maps_the_columns_given(reviewer, settings):
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 30  # the page ticks at most 10 columns a list
+    make_task("qa")
+    columns = [f"c{i}" for i in range(12)]
+    text = ",".join(columns) + "\n" + ",".join(str(i) for i in range(12)) + "\n"
+    fields = {
+        "input_columns": ["c1", "c2", "c3"],
+        "response_columns": ["c10", "c11"],
+        "id_column": "c0",
+    }
+    response = reviewer.upload("/tasks/qa/datasets/", {"file": csv_file(text), **fields})
+    assert response.status_code == 201, response.content
+    mapping = response.json()["mapping"]
+    assert (mapping["input_columns"], mapping["response_columns"], mapping["id_column"]) == (
+        ["c1", "c2", "c3"],
+        ["c10", "c11"],
+        "c0",
+    )

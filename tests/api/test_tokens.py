@@ -174,3 +174,28 @@ def test_the_schema_and_docs_need_a_token_or_a_login():
     page = browser.get("/api/v1/docs").content.decode()
     # Swagger UI from our own static files: the CSP allows no other origin, and there is no CDN.
     assert "/static/ninja/swagger-ui-bundle.js" in page and "cdn" not in page.lower()
+
+
+def test_admins_see_and_revoke_anyones_tokens_in_the_admin_never_the_hash(client):
+    owner = make_user("reviewer")
+    token, raw = ApiToken.issue(owner, "ci")
+    client.force_login(make_user("admin"))
+    listing = client.get("/admin/accounts/apitoken/").content.decode()
+    assert "ci" in listing and token.prefix in listing
+    detail = client.get(f"/admin/accounts/apitoken/{token.pk}/change/").content.decode()
+    assert token.digest not in detail and token.digest not in listing
+    assert client.get("/admin/accounts/apitoken/add/").status_code == 403
+    client.post("/admin/accounts/apitoken/", {"action": "revoke", "_selected_action": [token.pk]})
+    assert api_get(raw).status_code == 401
+
+
+def test_a_path_without_a_call_answers_404_in_json():
+    user = make_user("viewer")
+    _, raw = ApiToken.issue(user, "x")
+    assert api_get(raw, "/api/v1/nothing/").json() == {
+        "detail": "There is no API call at /api/v1/nothing/; see /api/v1/docs."
+    }
+    assert api_get(raw, "/api/v1/tasks").json() == {
+        "detail": "There is no API call at /api/v1/tasks: the address ends with a slash, "
+        "/api/v1/tasks/."
+    }

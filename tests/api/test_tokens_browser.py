@@ -45,10 +45,13 @@ def test_make_use_and_revoke_a_token(login, live_server, page):
     assert raw not in page.content()
     expect(page.locator("#token-table tbody tr").first).not_to_contain_text("never")
 
+    questions: list[str] = []
+    page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.accept()))
     page.click("#token-table button.danger")
     expect(page.locator("#messages")).to_contain_text("Revoked nightly eval")
     expect(page.locator("#token-table")).to_contain_text("No tokens yet.")
     expect(page.locator("#revoked-table")).to_contain_text("nightly eval")
+    assert questions == ["Revoke nightly eval? Scripts that use it stop working."]
     assert call(live_server, raw) == 401
     assert ApiToken.objects.get().revoked_at is not None
 
