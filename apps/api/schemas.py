@@ -56,6 +56,7 @@ class UploadIn(Schema):
 
     name: str = ""
     format: str = ""
+    sheet: str = ""  # an Excel workbook's sheet (default: its first)
     id_column: str = ""
     input_columns: list[str] = []
     reference_column: str = ""

@@ -26,7 +26,7 @@ from apps.datasets.importing import Mapping
 from apps.datasets.jobs import import_staged
 from apps.datasets.models import Dataset, Task
 from apps.datasets.readers import DatasetError
-from apps.datasets.uploads import StagedUpload
+from apps.datasets.uploads import StagedUpload, read_upload
 from apps.judges import results
 from apps.judges.forms import JudgeRunForm, PairwiseRunForm
 from apps.judges.launching import JudgeRunError, create_judge_run
@@ -186,12 +186,15 @@ def upload_dataset(
     staged = None
     try:
         staged = StagedUpload.create(upload, task.slug, user.pk, name)
-        table = staged.read(form.cleaned_data["format"])
+        read_upload(task, staged, form.cleaned_data["format"])
+        if sheet := request.POST.get("sheet", ""):
+            staged.read(staged.meta.get("format"), sheet)
     except DatasetError as exc:
         if staged:
             staged.discard()
         raise ApiError(400, f"{upload.name}: {exc}", {"file": [f"{upload.name}: {exc}"]}) from None
     # The mapping step's form, filled with the columns given, else with what the page suggests.
+    columns = staged.meta["columns"]
     given: dict[str, Any] = {
         key: request.POST.getlist(key) for key in MAPPING_FIELDS if key in request.POST
     }
@@ -199,12 +202,12 @@ def upload_dataset(
         # As the page: a new version of a dataset keeps its mapping, else the task's last.
         named = Dataset.objects.latest_version(task, name)
         last = named.mapping if named else task.last_mapping
-        given = Mapping.suggest(table.columns, last).to_dict()
-    if MappingForm(columns=table.columns).wide:
+        given = Mapping.suggest(columns, last).to_dict()
+    if MappingForm(columns=columns).wide:
         # Too wide to tick: the page's form takes each list as names one per line.
         given = {k: "\n".join(v) if isinstance(v, list) else v for k, v in given.items()}
     mapped = _bound(
-        MappingForm, {**given, "name": name, "format": table.format}, columns=table.columns
+        MappingForm, {**given, "name": name, "format": staged.meta["format"]}, columns=columns
     )
     try:
         dataset = import_staged(task, staged, name, _valid(mapped).cleaned_data["mapping"], user)
