@@ -43,13 +43,13 @@ def start_redis(workdir: Path) -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
-def wait_for_worker(timeout: float = 60) -> None:
+def wait_for_worker(timeout: float = 60, count: int = 1) -> None:
     import django_rq
     from rq import Worker
 
     connection = django_rq.get_connection("default")
     deadline = time.monotonic() + timeout
-    while not Worker.all(connection=connection):
+    while len(Worker.all(connection=connection)) < count:
         if time.monotonic() > deadline:
             raise SystemExit("the worker did not start")
         time.sleep(0.1)
@@ -57,12 +57,14 @@ def wait_for_worker(timeout: float = 60) -> None:
 
 
 @contextlib.contextmanager
-def live_stack(prefix: str, **server_config: Any) -> Iterator[Any]:
-    """Django set up on a fresh database, with Redis, a waiting worker and the LLM server
-    (configured with `server_config`), which this yields; everything is stopped afterwards."""
+def live_stack(prefix: str, *, workers: int = 1, **server_config: Any) -> Iterator[Any]:
+    """Django set up on a fresh database, with Redis, `workers` waiting worker processes and
+    the LLM server (configured with `server_config`), which this yields; everything is
+    stopped afterwards."""
     tmp = Path(tempfile.mkdtemp(prefix=f"evalsite-bench-{prefix}-"))
     redis_proc, redis_url = start_redis(tmp)
-    worker = server = None
+    started: list[subprocess.Popen] = []
+    server = None
     try:
         os.environ.update(
             EVALSITE_DATA_DIR=str(tmp),
@@ -81,18 +83,22 @@ def live_stack(prefix: str, **server_config: Any) -> Iterator[Any]:
         call_command("migrate", verbosity=0)
         server = LLMServer.spawn()
         server.configure(log_size=10, **server_config)
-        worker = subprocess.Popen(
-            [sys.executable, "manage.py", "rqworker", "default"],
-            cwd=ROOT,
-            env=dict(os.environ),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_for_worker()
+        for _ in range(workers):
+            started.append(
+                subprocess.Popen(
+                    [sys.executable, "manage.py", "rqworker", "default"],
+                    cwd=ROOT,
+                    env=dict(os.environ),
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        wait_for_worker(count=workers)
         yield server
     finally:
-        if worker is not None:
+        for worker in started:
             worker.terminate()
+        for worker in started:
             worker.wait(timeout=30)
         if server is not None:
             server.stop()

@@ -3,7 +3,9 @@
 It answers `POST /v1/chat/completions`, `POST /v1/completions` and `GET /v1/models` like the real
 API, and misbehaves on
 demand: latency, HTTP errors with Retry-After, non-JSON bodies, hangs, "fail the first N",
-replies scripted per prompt, and error bodies that quote the caller's API key back. Everything
+replies scripted per prompt, error bodies that quote the caller's API key back, and
+requests-/tokens-per-minute limits with OpenAI's `x-ratelimit-*` headers (`rpm`, `tpm`: see
+RateWindow). Everything
 it received is counted and logged so tests can assert what the application sent and how many
 requests were in flight at once.
 
@@ -39,6 +41,7 @@ import asyncio
 import contextlib
 import copy
 import json
+import math
 import os
 import random
 import re
@@ -102,6 +105,10 @@ DEFAULTS: dict[str, Any] = {
     "completions": "logprobs",
     # {word: log-probability} for completion tokens; other words get -(1 + 0.25 * len(word)).
     "word_logprobs": {},
+    # Requests / tokens per minute, enforced over a sliding 60 s window (see RateWindow); None
+    # is no limit, and then no x-ratelimit-* header is sent either.
+    "rpm": None,
+    "tpm": None,
 }
 COMPLETIONS_MODES = ("logprobs", "absent", "zero", "null")
 ACTIONS = ("reply", "status", "garbage", "hang")
@@ -255,11 +262,131 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
+def _max_tokens(body: dict[str, Any]) -> int | None:
+    """The completion tokens a request reserves (max_completion_tokens, else max_tokens)."""
+    for name in ("max_completion_tokens", "max_tokens"):
+        value = body.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
 def _render(template: str, last_user: str, model: str, n: int) -> str:
     # Plain replace, not str.format: scripted replies are often JSON full of braces.
     return (
         template.replace("{last_user}", last_user).replace("{model}", model).replace("{n}", str(n))
     )
+
+
+RATE_WINDOW = 60.0  # seconds
+
+
+def go_duration(seconds: float) -> str:
+    """A duration the way OpenAI writes x-ratelimit-reset-* (Go's time.Duration): "20ms",
+    "1.5s", "6m0s", "1h2m3s"."""
+    if seconds <= 0:
+        return "0s"
+    if seconds < 1:
+        return f"{seconds * 1000:.3f}".rstrip("0").rstrip(".") + "ms"
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{secs:.3f}".rstrip("0").rstrip(".") + "s"
+    if hours:
+        return f"{int(hours)}h{int(minutes)}m{text}"
+    if minutes:
+        return f"{int(minutes)}m{text}"
+    return text
+
+
+class RateWindow:
+    """The `rpm` / `tpm` knobs: what the last 60 s admitted, as a log of [time, tokens].
+
+    A sliding window, stricter than OpenAI's own limiter (a bucket that refills continuously
+    and may hold a whole minute): here no 60-second span ever holds more than the limits, so a
+    client that keeps to this server keeps to OpenAI. Tokens are counted like OpenAI counts
+    them at request time: the prompt (in this server's tokens, the words of every message,
+    as its usage reports them) plus max_tokens (or max_completion_tokens), reserved whatever
+    the reply uses; a request without either has its completion's words added when it is
+    answered. A refused request (429) is not counted.
+
+    Headers on every reply, as OpenAI sends them: x-ratelimit-limit-{requests,tokens},
+    x-ratelimit-remaining-* (after this request) and x-ratelimit-reset-* (Go durations: the
+    time until all that is counted now has left the window, OpenAI's "resets to its initial
+    state"); a 429 also gets retry-after / retry-after-ms, the time until this request fits.
+    """
+
+    def __init__(self) -> None:
+        self.log: deque[list[float]] = deque()
+        self.tokens = 0.0
+        self.limited = 0
+        self.admitted = 0
+        self.admitted_tokens = 0.0
+        self.first: float | None = None
+        self.last: float | None = None
+
+    def _expire(self, now: float) -> None:
+        while self.log and self.log[0][0] <= now - RATE_WINDOW:
+            self.tokens -= self.log.popleft()[1]
+
+    def _fits_at(self, now: float, rpm: int | None, tpm: int | None, cost: int) -> float:
+        """Seconds from now until a request of `cost` tokens fits the window."""
+        at = now
+        if rpm is not None and len(self.log) + 1 > rpm:
+            at = max(at, self.log[len(self.log) - rpm][0] + RATE_WINDOW)
+        if tpm is not None and self.tokens + cost > tpm:
+            used = self.tokens
+            for when, tokens in self.log:
+                used -= tokens
+                if used + cost <= tpm:
+                    at = max(at, when + RATE_WINDOW)
+                    break
+            else:
+                at = max(at, (self.log[-1][0] if self.log else now) + RATE_WINDOW)
+        return at - now
+
+    def admit(
+        self, now: float, rpm: int | None, tpm: int | None, cost: int
+    ) -> tuple[list[float] | None, dict[str, str], float | None]:
+        """(the log entry, headers, None) for an admitted request, or (None, headers, retry
+        after) for a refused one."""
+        self._expire(now)
+        wait = self._fits_at(now, rpm, tpm, cost)
+        entry = None
+        if wait <= 0:
+            entry = [now, float(cost)]
+            self.log.append(entry)
+            self.tokens += cost
+            self.admitted += 1
+            self.admitted_tokens += cost
+            self.first = now if self.first is None else self.first
+            self.last = now
+        else:
+            self.limited += 1
+        reset = (self.log[-1][0] + RATE_WINDOW - now) if self.log else 0.0
+        headers: dict[str, str] = {}
+        for kind, limit, used in (("requests", rpm, len(self.log)), ("tokens", tpm, self.tokens)):
+            if limit is not None:
+                headers[f"x-ratelimit-limit-{kind}"] = str(limit)
+                headers[f"x-ratelimit-remaining-{kind}"] = str(max(0, int(limit - used)))
+                headers[f"x-ratelimit-reset-{kind}"] = go_duration(reset)
+        return entry, headers, (wait if entry is None else None)
+
+    def add_completion(self, entry: list[float], tokens: int) -> None:
+        entry[1] += tokens
+        if self.log and entry[0] >= self.log[0][0]:
+            self.tokens += tokens
+        self.admitted_tokens += tokens
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "limited": self.limited,
+            "admitted": self.admitted,
+            "admitted_tokens": int(self.admitted_tokens),
+            "first": self.first,
+            "last": self.last,
+            "window_requests": len(self.log),
+            "window_tokens": int(self.tokens),
+        }
 
 
 @dataclass
@@ -270,6 +397,10 @@ class Decision:
     text: str = ""
     retry_after: float | None = None
     finish_reason: str = "stop"
+    # x-ratelimit-* headers (only with the rpm/tpm knobs), and the request's entry in the
+    # rate window when its completion is still to be counted.
+    headers: dict[str, str] | None = None
+    rate_entry: list[float] | None = None
 
 
 class State:
@@ -304,6 +435,7 @@ class State:
         self.by_status: dict[str, int] = {}
         self.by_outcome: dict[str, int] = {}
         self.log: deque[dict[str, Any]] = deque(maxlen=self.config["log_size"])
+        self.rate = RateWindow()
 
     def _seed(self, seed: Any) -> None:
         self.fault_rng = random.Random(f"faults-{seed}")
@@ -335,6 +467,14 @@ class State:
                 value = knobs[name]
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise ConfigError(f"{name} must be a non-negative int, got {value!r}")
+                new[name] = value
+        for name in ("rpm", "tpm"):
+            if name in knobs:
+                value = knobs[name]
+                if value is not None and (
+                    isinstance(value, bool) or not isinstance(value, int) or value < 1
+                ):
+                    raise ConfigError(f"{name} must be a positive int or null, got {value!r}")
                 new[name] = value
         if "fail_first_status" in knobs:
             status = knobs["fail_first_status"]
@@ -443,6 +583,8 @@ class State:
                 "by_status": dict(self.by_status),
                 "by_outcome": dict(self.by_outcome),
                 "models_requests": self.models_requests,
+                "rate_limited": self.rate.limited,
+                "rate": self.rate.stats(),
                 "log": entries,
             }
             # A JSON round trip gives callers a private copy shaped exactly like the control
@@ -476,6 +618,12 @@ class State:
                 self.by_status[key] = self.by_status.get(key, 0) + 1
                 self.by_outcome[outcome] = self.by_outcome.get(outcome, 0) + 1
 
+    def count_completion(self, rate_entry: list[float], generation: int, tokens: int) -> None:
+        """A request without max_tokens: its completion counts against `tpm` once answered."""
+        with self.lock:
+            if generation == self.generation:
+                self.rate.add_completion(rate_entry, tokens)
+
     def depart(self, generation: int) -> None:
         """The last byte is written (or the client hung up): the request is no longer in flight."""
         with self.lock:
@@ -485,10 +633,7 @@ class State:
     def decide(
         self, entry: dict[str, Any], generation: int, body: dict[str, Any], key: str | None
     ) -> Decision:
-        model = body["model"]
         messages = body["messages"]
-        last_user = _last_user(messages)
-        n = entry["n"]
         with self.lock:
             if generation == self.generation:
                 self.log.append(entry)
@@ -502,41 +647,72 @@ class State:
 
             if cfg["require_key"] is not None and key != cfg["require_key"]:
                 return Decision("error", 401, delay)
-            if self.fail_first_left > 0:
-                self.fail_first_left -= 1
-                return Decision("error", cfg["fail_first_status"], delay, retry_after=retry_after)
+            headers = None
+            rate_entry = None
+            if cfg["rpm"] is not None or cfg["tpm"] is not None:
+                reserved = _max_tokens(body)
+                cost = sum(_words(_text(m.get("content"))) for m in messages) + (reserved or 0)
+                admitted, headers, wait = self.rate.admit(time.time(), cfg["rpm"], cfg["tpm"], cost)
+                entry["rate_tokens"] = cost
+                if admitted is None:
+                    # Refused at once, as OpenAI does: no model time spent.
+                    return Decision("rate_limited", 429, 0.0, retry_after=wait, headers=headers)
+                rate_entry = admitted if reserved is None else None
+            decision = self._decide(entry, body, cfg, draw, delay, retry_after, finish_reason)
+            decision.headers = headers
+            decision.rate_entry = rate_entry
+            return decision
 
-            rule = None
-            if self.rules:
-                all_text = "\n".join(_text(m.get("content")) for m in messages)
-                rule = next((r for r in self.rules if r.matches(model, last_user, all_text)), None)
-            template = cfg["default_reply"]
-            if rule is not None:
-                rule.used += 1
-                if rule.latency is not None:
-                    delay = rule.latency
-                if rule.retry_after is not None:
-                    retry_after = rule.retry_after
-                if rule.finish_reason is not None:
-                    finish_reason = rule.finish_reason
-                if rule.action == "status":
-                    return Decision("error", rule.value, delay, retry_after=retry_after)
-                if rule.action == "garbage":
-                    return Decision("garbage", 200, delay)
-                if rule.action == "hang":
-                    return Decision("hang", 200, delay + cfg["hang_seconds"])
-                template = rule.value
+    def _decide(
+        self,
+        entry: dict[str, Any],
+        body: dict[str, Any],
+        cfg: dict[str, Any],
+        draw: float,
+        delay: float,
+        retry_after: float | None,
+        finish_reason: str,
+    ) -> Decision:
+        """The rest of `decide`, under the lock."""
+        model = body["model"]
+        messages = body["messages"]
+        last_user = _last_user(messages)
+        n = entry["n"]
+        if self.fail_first_left > 0:
+            self.fail_first_left -= 1
+            return Decision("error", cfg["fail_first_status"], delay, retry_after=retry_after)
 
-            threshold = cfg["timeout_rate"]
-            if draw < threshold:
-                return Decision("hang", 200, delay + cfg["hang_seconds"])
-            threshold += cfg["garbage_rate"]
-            if draw < threshold:
+        rule = None
+        if self.rules:
+            all_text = "\n".join(_text(m.get("content")) for m in messages)
+            rule = next((r for r in self.rules if r.matches(model, last_user, all_text)), None)
+        template = cfg["default_reply"]
+        if rule is not None:
+            rule.used += 1
+            if rule.latency is not None:
+                delay = rule.latency
+            if rule.retry_after is not None:
+                retry_after = rule.retry_after
+            if rule.finish_reason is not None:
+                finish_reason = rule.finish_reason
+            if rule.action == "status":
+                return Decision("error", rule.value, delay, retry_after=retry_after)
+            if rule.action == "garbage":
                 return Decision("garbage", 200, delay)
-            for status, rate in self.error_rate:
-                threshold += rate
-                if draw < threshold:
-                    return Decision("error", status, delay, retry_after=retry_after)
+            if rule.action == "hang":
+                return Decision("hang", 200, delay + cfg["hang_seconds"])
+            template = rule.value
+
+        threshold = cfg["timeout_rate"]
+        if draw < threshold:
+            return Decision("hang", 200, delay + cfg["hang_seconds"])
+        threshold += cfg["garbage_rate"]
+        if draw < threshold:
+            return Decision("garbage", 200, delay)
+        for status, rate in self.error_rate:
+            threshold += rate
+            if draw < threshold:
+                return Decision("error", status, delay, retry_after=retry_after)
         text = _render(template, last_user, model, n)
         return Decision("reply", 200, delay, text=text, finish_reason=finish_reason)
 
@@ -548,7 +724,7 @@ def _error_response(status: int, message: str, retry_after: float | None = None)
     headers = {}
     if retry_after is not None and status in (429, 503):
         headers["Retry-After"] = f"{retry_after:g}"
-        headers["retry-after-ms"] = str(round(retry_after * 1000))
+        headers["retry-after-ms"] = str(math.ceil(retry_after * 1000))
     return web.json_response(body, status=status, headers=headers)
 
 
@@ -614,6 +790,10 @@ def build_app(state: State) -> web.Application:
                 await asyncio.sleep(decision.delay)
             authorization = request.headers.get("Authorization", "")
             response = _respond(decision, body, n, entry, state, authorization)
+            if decision.headers:
+                response.headers.update(decision.headers)
+            if decision.rate_entry is not None and entry["reply"] is not None:
+                state.count_completion(decision.rate_entry, generation, _words(entry["reply"]))
             state.finish(entry, generation, response.status, outcome)
             finished = True
             await response.prepare(request)
@@ -885,6 +1065,13 @@ def _respond(
 ) -> web.Response:
     if decision.outcome == "bad_request":
         return _error_response(400, decision.text)
+    if decision.outcome == "rate_limited":
+        wait = decision.retry_after or 0.0
+        message = (
+            "Rate limit reached for test-model (evalsite test server) on requests or tokens "
+            f"per min. Please try again in {go_duration(wait)}."
+        )
+        return _error_response(429, message, wait)
     if decision.outcome == "error":
         messages = {
             401: "Incorrect API key provided.",

@@ -6,7 +6,15 @@ from apps.runs.models import AttemptLog, Endpoint, PromptTemplate, Response, Run
 
 @admin.register(Endpoint)
 class EndpointAdmin(admin.ModelAdmin):
-    list_display = ("name", "model", "base_url", "concurrency_limit", "rpm_limit", "has_secret")
+    list_display = (
+        "name",
+        "model",
+        "base_url",
+        "concurrency_limit",
+        "rpm_limit",
+        "tpm_limit",
+        "has_secret",
+    )
     # The stored key is write-only: it is set on the app's endpoint page, never shown here.
     exclude = ("api_key_secret",)
 

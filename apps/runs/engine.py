@@ -70,7 +70,7 @@ error such as a refused key, with a plain message). Redis keys: evalsite:run:<id
 (the work list), …:jobs (registered chunks scored by lease expiry), …:held:<job id> (a chunk's
 uncommitted keys), …:again (keys handed back from dead chunks), …:seq (the last chunk number),
 evalsite:runs:live (the launches the watchdog watches), evalsite:run:<id>:launch and :stop (read
-by every chunk's heartbeat), evalsite:endpoint:<id>:inflight and :rate (apps.runs.limits).
+by every chunk's heartbeat), evalsite:endpoint:<id>:inflight, :rate, :tokens and :pause (apps.runs.limits).
 """
 
 import asyncio
@@ -731,10 +731,8 @@ class ChunkRunner:
                 self.semaphore = EndpointSemaphore(
                     self.redis, endpoint.pk, endpoint.concurrency_limit
                 )
-                rate = None
-                if endpoint.rpm_limit:
-                    burst = max(1, min(endpoint.rpm_limit // 60, endpoint.concurrency_limit))
-                    rate = RateLimiter(self.redis, endpoint.pk, endpoint.rpm_limit, burst)
+                # Always there: even without RPM/TPM limits a 429 pauses the endpoint.
+                rate = RateLimiter.for_endpoint(self.redis, endpoint)
                 self.llm = LLM(
                     endpoint,
                     slots=SlotPool(self.semaphore, self.stop),
@@ -996,7 +994,14 @@ class ChunkRunner:
                 await self.semaphore.renew()
             if self.llm is not None and self.llm.slots is not None:
                 await self.llm.slots.trim()
-            stop, launch = await self.redis.mget(stop_key(self.run.pk), launch_key(self.run.pk))
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.mget(stop_key(self.run.pk), launch_key(self.run.pk))
+            if self.llm is not None and self.llm.rate is not None:
+                pipe.pttl(self.llm.rate.pause_key)
+            (stop, launch), *paused = await pipe.execute()
+            if paused and self.llm is not None and self.llm.rate is not None:
+                # Read here for endpoints without RPM/TPM limits, whose lanes ask no Redis.
+                self.llm.rate.note_pause(int(paused[0]))
             if stop or (launch is not None and int(launch) != self.launch):
                 self.stop.set()
             if self.lease is not None and self.lease.lost.is_set():

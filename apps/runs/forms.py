@@ -58,6 +58,7 @@ class EndpointForm(forms.ModelForm):
             "api_key_env",
             "concurrency_limit",
             "rpm_limit",
+            "tpm_limit",
             "timeout_seconds",
             "max_retries",
             "supports_structured_output",
@@ -66,12 +67,16 @@ class EndpointForm(forms.ModelForm):
             "base_url": "Base URL",
             "api_key_env": "API key environment variable",
             "rpm_limit": "Requests per minute (blank: no limit)",
+            "tpm_limit": "Tokens per minute (blank: no limit)",
             "timeout_seconds": "Timeout per request (seconds)",
         }
         help_texts = {
             "base_url": "The server's OpenAI-compatible API root, e.g. https://api.openai.com/v1 or "
             "http://localhost:8000/v1 (vLLM, Ollama, LiteLLM). Blank means OpenAI "
             "(or $OPENAI_BASE_URL).",
+            "rpm_limit": "The provider's limit for this key and model; every worker shares it.",
+            "tpm_limit": "Counted like OpenAI: the prompt (estimated before sending, corrected "
+            "from the reply's usage) plus max_tokens. Every worker shares it.",
             "api_key_env": "When no key is stored, the web server and the workers read the key "
             "from this environment variable.",
         }
@@ -84,6 +89,7 @@ class EndpointForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["concurrency_limit"].validators.append(MinValueValidator(1))
         self.fields["rpm_limit"].validators.append(MinValueValidator(1))
+        self.fields["tpm_limit"].validators.append(MinValueValidator(1))
         self.fields["timeout_seconds"].validators.append(MinValueValidator(0.1))
         self.fields["max_retries"].validators.append(MinValueValidator(0))
         if not self.instance.has_secret:

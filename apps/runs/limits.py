@@ -5,19 +5,42 @@
   acquiring is one Lua script (drop expired leases, add ours if there is room). Holders renew
   their leases while alive (`renew`), so a worker killed with SIGKILL frees its slots when
   its leases expire, `SLOT_LEASE_SECONDS` later at most.
-- `RateLimiter`: a requests-per-minute limit as GCRA (a token bucket kept as one
-  "theoretical arrival time"): requests are spaced 60/rpm seconds apart, with a burst of
-  at most `burst` requests. One Lua call per request answers "go" or "wait this long".
+- `RateLimiter`: the provider's requests-per-minute and tokens-per-minute limits as two
+  GCRAs (token buckets kept as one "theoretical arrival time" each): requests are spaced
+  60/rpm seconds apart with a burst of at most `burst` requests, and a request of n tokens
+  waits its n × 60/tpm seconds of the token budget (a burst of `token_burst` tokens). One Lua
+  call per request checks both budgets and the shared pause and spends both, or answers
+  "wait this long" and spends nothing. A reply's real usage corrects the token budget
+  (`settle`), so an estimate that is off does not drift over a long run. `pause` makes every
+  worker on the endpoint wait (a 429's Retry-After, or headers saying the provider's budget
+  is spent: `pause_from_headers`).
+
+Tokens are estimated before sending (`request_tokens`) the way OpenAI's own limiter does: it
+does not tokenize either, it guesses from the characters and adds max_tokens, reserved at
+request time whatever the reply uses. Our guess, without tiktoken (its encodings would be
+fetched from the network): ceil(ASCII characters / 4) + one token per other character (CJK
+text is about one token a character, accented Latin less) + 4 per message + 3 for the reply's
+priming, as OpenAI's cookbook counts chat messages. OpenAI's rule of thumb is a token per ~4
+characters of English, so for prose the guess is about what OpenAI counts; short text full
+of digits and symbols it undercounts ("Q: What is 2 + 2?" is 5 here, ~8 in cl100k), which the
+per-message overhead partly covers and the reply's usage settles. The loopback test server
+counts words, fewer than this (a 159-character sentence of 24 words is 40 here): there the
+budget is reserved a third too high until each reply settles it.
 """
 
 import asyncio
+import contextlib
+import math
 import random
+import re
+import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 
-from apps.runs.tuning import SLOT_LEASE_SECONDS
+from apps.runs.tuning import COMPLETION_TOKENS_GUESS, RATE_PAUSE_CAP, SLOT_LEASE_SECONDS
 
 KEY_PREFIX = "evalsite"
 
@@ -49,18 +72,68 @@ redis.call('PEXPIRE', KEYS[1], ttl * 4)
 return 1
 """
 
-_GCRA = """
+# KEYS requests tat, tokens tat, pause. ARGV request interval µs (0: no RPM limit), request
+# tolerance µs, µs per token (0: no TPM limit), token tolerance µs, tokens of this request.
+# Both budgets are GCRAs; a request goes only if both (and no pause) let it, and then spends
+# both. A request bigger than the token burst goes when the token budget is idle, else it
+# could never go. Returns 0 (go) or the µs to wait.
+_SPEND = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local interval = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
-local allow_at = tat - (burst - 1) * interval
-if allow_at > now then
-  return allow_at - now
+local paused = redis.call('PTTL', KEYS[3])
+if paused > 0 then return paused * 1000 end
+local r_int = tonumber(ARGV[1])
+local r_tol = tonumber(ARGV[2])
+local t_int = tonumber(ARGV[3])
+local t_tol = tonumber(ARGV[4])
+local cost = tonumber(ARGV[5])
+local wait = 0
+local r_new = 0
+local t_new = 0
+if r_int > 0 then
+  local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+  if tat < now then tat = now end
+  r_new = tat + r_int
+  if r_new - now > r_tol then wait = math.max(wait, r_new - r_tol - now) end
 end
-redis.call('SET', KEYS[1], tat + interval, 'PX', math.ceil((tat + interval - now) / 1000) + 1000)
+if t_int > 0 and cost > 0 then
+  local tat = tonumber(redis.call('GET', KEYS[2]) or now)
+  local idle = tat <= now
+  if tat < now then tat = now end
+  t_new = tat + cost * t_int
+  if t_new - now > t_tol and not idle then
+    wait = math.max(wait, math.min(t_new - t_tol, tat) - now)
+  end
+end
+if wait > 0 then return wait end
+if r_int > 0 then
+  redis.call('SET', KEYS[1], r_new, 'PX', math.ceil((r_new - now) / 1000) + 1000)
+end
+if t_new > 0 then
+  redis.call('SET', KEYS[2], t_new, 'PX', math.ceil((t_new - now) / 1000) + 60000)
+end
+return 0
+"""
+
+# KEYS tokens tat; ARGV µs to add (negative: a refund). A refund never makes room beyond the
+# burst: the next spend starts from max(tat, now).
+_SETTLE = """
+local tat = redis.call('GET', KEYS[1])
+if not tat then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local new = tonumber(tat) + tonumber(ARGV[1])
+redis.call('SET', KEYS[1], new, 'PX', math.max(math.ceil((new - now) / 1000), 0) + 60000)
+return 1
+"""
+
+# KEYS pause; ARGV ms. Every worker waits at least that long from now; a longer pause stays.
+_PAUSE = """
+local ms = tonumber(ARGV[1])
+if redis.call('PTTL', KEYS[1]) < ms then
+  redis.call('SET', KEYS[1], '1', 'PX', ms)
+  return ms
+end
 return 0
 """
 
@@ -137,21 +210,232 @@ class EndpointSemaphore:
         return int(await self.client.zcard(self.key))
 
 
-class RateLimiter:
-    """Requests per minute for one endpoint, across every worker (GCRA in Redis)."""
+# ---- estimating a request's tokens -----------------------------------------------------------
+PER_MESSAGE = 4  # role, separators: OpenAI's cookbook counts 3–4 per chat message
+REPLY_PRIMING = 3  # every reply is primed with <|start|>assistant<|message|>
 
-    def __init__(self, client: Any, endpoint_id: int, rpm: int, burst: int | None = None) -> None:
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: only text counts here
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+def text_tokens(text: str) -> int:
+    """A conservative token count of `text` without a tokenizer (see the module's docstring)."""
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)
+
+
+def prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    """The prompt's estimated tokens: each message's text, its overhead, the reply's priming."""
+    return REPLY_PRIMING + sum(
+        PER_MESSAGE + text_tokens(_content_text(m.get("content"))) for m in messages
+    )
+
+
+def completion_budget(body: Mapping[str, Any]) -> int | None:
+    """The completion tokens a request reserves: its max_tokens (or max_completion_tokens)."""
+    for name in ("max_completion_tokens", "max_tokens"):
+        value = body.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def request_tokens(messages: list[dict[str, Any]], max_tokens: int | None) -> int:
+    """What one request costs the TPM budget before it is sent: the prompt's estimate plus
+    max_tokens, or `COMPLETION_TOKENS_GUESS` when the request sets none (then the reply's
+    usage settles the real number)."""
+    return prompt_tokens(messages) + (max_tokens or COMPLETION_TOKENS_GUESS)
+
+
+# ---- what providers say in their headers -----------------------------------------------------
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|μs|ns)")
+_UNIT = {
+    "h": 3600.0,
+    "m": 60.0,
+    "s": 1.0,
+    "ms": 1e-3,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ns": 1e-9,
+}
+
+
+def parse_duration(value: str | None) -> float | None:
+    """Seconds in an `x-ratelimit-reset-*` value: OpenAI writes Go durations ("1s", "6m0s",
+    "20ms", "1h2m3.5s"); others write plain seconds ("2", "0.5"). None if unreadable."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    with contextlib.suppress(ValueError):
+        seconds = float(text)
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    total, at = 0.0, 0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != at:
+            return None
+        total += float(match.group(1)) * _UNIT[match.group(2)]
+        at = match.end()
+    return total if at == len(text) and at > 0 else None
+
+
+def _header_int(headers: Mapping[str, str], name: str) -> int | None:
+    value = headers.get(name)
+    if value is None:
+        return None
+    with contextlib.suppress(ValueError):
+        return int(float(value))
+    return None
+
+
+def spent_for(headers: Mapping[str, str], tokens: int) -> float:
+    """Seconds until the provider has room for one more request of `tokens` tokens, by its
+    `x-ratelimit-*` headers; 0 when it says there is room (or says nothing).
+
+    `reset` is the time until the budget is whole again (OpenAI's meaning); the budget is
+    taken to come back evenly over it, which is exactly OpenAI's token bucket and a fair guess
+    for a sliding window, so the wait for `need` units is reset × (need − remaining) /
+    (limit − remaining), never more than reset.
+    """
+    wait = 0.0
+    for kind, need in (("requests", 1), ("tokens", tokens)):
+        remaining = _header_int(headers, f"x-ratelimit-remaining-{kind}")
+        if remaining is None or remaining >= need:
+            continue
+        reset = parse_duration(headers.get(f"x-ratelimit-reset-{kind}"))
+        if reset is None:
+            continue
+        limit = _header_int(headers, f"x-ratelimit-limit-{kind}")
+        if limit is not None and limit > remaining:
+            share = min(1.0, (need - remaining) / (limit - remaining))
+            wait = max(wait, reset * share)
+        else:
+            wait = max(wait, reset)
+    return wait
+
+
+# ---- the shared budgets ---------------------------------------------------------------------
+class RateLimiter:
+    """Requests and tokens per minute for one endpoint, across every worker (GCRAs in Redis),
+    and the endpoint's shared pause.
+
+    Without an RPM or TPM limit no Redis call is made per request: the pause is then read by
+    the chunk's heartbeat (`note_pause`) and obeyed from memory, a second late at most.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        endpoint_id: int,
+        rpm: int | None = None,
+        burst: int | None = None,
+        *,
+        tpm: int | None = None,
+        token_burst: int | None = None,
+    ) -> None:
         self.client = client
         self.key = f"{KEY_PREFIX}:endpoint:{endpoint_id}:rate"
-        self.interval_us = int(60_000_000 / max(1, rpm))
+        self.tokens_key = f"{KEY_PREFIX}:endpoint:{endpoint_id}:tokens"
+        self.pause_key = pause_key(endpoint_id)
+        self.interval_us = int(60_000_000 / rpm) if rpm else 0
         self.burst = max(1, burst if burst is not None else 1)
-        self._gcra = client.register_script(_GCRA)
+        self.token_us = 60_000_000 / tpm if tpm else 0.0
+        self.token_burst = max(1, token_burst if token_burst is not None else (tpm or 60) // 60)
+        self.shared = bool(self.interval_us or self.token_us)
+        self.paused_until = 0.0  # time.monotonic() of this process
+        # One lane per chunk asks Redis at a time; the others queue here in order, so a
+        # hundred waiting lanes do not all poll when a turn comes.
+        self._turn = asyncio.Lock()
+        self._spend = client.register_script(_SPEND)
+        self._settle = client.register_script(_SETTLE)
+        self._pause = client.register_script(_PAUSE)
 
-    async def wait(self, stop: asyncio.Event | None = None) -> bool:
-        """Wait for this request's turn; False if `stop` was set meanwhile."""
-        while stop is None or not stop.is_set():
-            wait_us = int(await self._gcra(keys=[self.key], args=[self.interval_us, self.burst]))
-            if wait_us <= 0:
-                return True
-            await asyncio.sleep(min(wait_us / 1_000_000, 1.0) + random.random() * 0.002)
+    @classmethod
+    def for_endpoint(cls, client: Any, endpoint: Any) -> "RateLimiter":
+        """The endpoint's limits, held so that no 60-second window ever holds more than the
+        limit: a GCRA lets `burst` through at once on top of its rate, so the rate gives the
+        burst back (600 RPM with a burst of 10 spaces requests for 591 a minute), and a
+        sliding-window provider, the strictest kind, never answers 429."""
+        rpm, tpm = endpoint.rpm_limit, endpoint.tpm_limit
+        burst = max(1, min((rpm or 0) // 60, endpoint.concurrency_limit))
+        token_burst = max(1, (tpm or 0) // 60)  # one second's worth
+        return cls(
+            client,
+            endpoint.pk,
+            max(1, rpm - burst + 1) if rpm else None,
+            burst,
+            tpm=max(1, tpm - token_burst) if tpm else None,
+            token_burst=token_burst,
+        )
+
+    async def try_spend(self, tokens: int = 0) -> float:
+        """Spend one request and `tokens` if both budgets allow now: 0.0, else seconds to wait."""
+        args = [
+            self.interval_us,
+            self.interval_us * self.burst,
+            f"{self.token_us:.6f}",
+            int(self.token_us * self.token_burst),
+            max(0, int(tokens)) if self.token_us else 0,
+        ]
+        wait_us = int(
+            await self._spend(keys=[self.key, self.tokens_key, self.pause_key], args=args)
+        )
+        return max(0.0, wait_us / 1_000_000)
+
+    async def wait(self, stop: asyncio.Event | None = None, tokens: int = 0) -> bool:
+        """Wait for this request's turn and spend it; False if `stop` was set meanwhile."""
+        if not self.shared:
+            return await self._sleep_out_pause(stop)
+        async with self._turn:
+            while stop is None or not stop.is_set():
+                wait = await self.try_spend(tokens)
+                if wait <= 0:
+                    return True
+                await self._sleep(min(wait, 1.0) + random.random() * 0.002, stop)
         return False
+
+    async def _sleep_out_pause(self, stop: asyncio.Event | None) -> bool:
+        while (left := self.paused_until - time.monotonic()) > 0:
+            if stop is not None and stop.is_set():
+                return False
+            await self._sleep(min(left, 1.0), stop)
+        return stop is None or not stop.is_set()
+
+    @staticmethod
+    async def _sleep(seconds: float, stop: asyncio.Event | None) -> None:
+        if stop is None:
+            await asyncio.sleep(seconds)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=seconds)
+
+    async def settle(self, reserved: int, used: int) -> None:
+        """Correct the token budget by what the request really cost (refund or charge)."""
+        if self.token_us and used != reserved:
+            await self._settle(
+                keys=[self.tokens_key], args=[int((used - reserved) * self.token_us)]
+            )
+
+    async def pause(self, seconds: float) -> None:
+        """Nobody sends to this endpoint for `seconds` (a longer pause already set stays)."""
+        seconds = min(max(seconds, 0.0), RATE_PAUSE_CAP)
+        if seconds <= 0:
+            return
+        self.note_pause(int(seconds * 1000))
+        await self._pause(keys=[self.pause_key], args=[max(1, int(seconds * 1000))])
+
+    def note_pause(self, ms: int | None) -> None:
+        """The shared pause's time left (ms, from PTTL), as read by the chunk's heartbeat."""
+        if ms is not None and ms > 0:
+            self.paused_until = max(self.paused_until, time.monotonic() + ms / 1000)
+
+
+def pause_key(endpoint_id: int) -> str:
+    return f"{KEY_PREFIX}:endpoint:{endpoint_id}:pause"

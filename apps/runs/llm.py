@@ -2,7 +2,10 @@
 
 `LLM.chat(messages, ...)` sends one chat completion with everything the engine promises:
 a slot of the endpoint's shared concurrency limit for each request (`SlotPool`), the
-shared requests-per-minute limit, a per-request timeout, retries with exponential backoff
+shared requests- and tokens-per-minute limits (its tokens estimated before sending, then
+settled from the reply's usage), the provider's own word on its limits (`x-ratelimit-*`
+headers saying the budget is spent, or a 429, pause every worker on the endpoint, see
+apps.runs.limits), a per-request timeout, retries with exponential backoff
 and jitter on 429, 5xx, timeouts, connection errors and garbage bodies (honouring
 Retry-After), and no retry on 401/403/404, which raise `LLMError(fatal=True)` so the run
 stops with a plain message instead of failing every item the same way. Every attempt is
@@ -42,7 +45,13 @@ import httpx2
 import openai
 from django.conf import settings
 
-from apps.runs.limits import EndpointSemaphore, RateLimiter
+from apps.runs.limits import (
+    EndpointSemaphore,
+    RateLimiter,
+    completion_budget,
+    request_tokens,
+    spent_for,
+)
 from apps.runs.models import Endpoint, ErrorKind
 from apps.runs.tuning import BACKOFF_BASE, BACKOFF_CAP, RETRY_AFTER_CAP
 
@@ -96,8 +105,10 @@ class LLMError(Exception):
         retry_after: float | None = None,
         raw: str = "",
         attempts: int = 0,
+        rate_limited: bool = False,
     ) -> None:
         super().__init__(message)
+        self.rate_limited = rate_limited
         self.kind = kind
         self.message = message
         self.retryable = retryable
@@ -383,6 +394,7 @@ def _status_error(exc: openai.APIStatusError, endpoint: Endpoint, where: str) ->
             retryable=True,
             retry_after=_retry_after(exc.response),
             raw=raw,
+            rate_limited=status == 429,
         )
     return LLMError(ErrorKind.API_ERROR, f"the request was refused ({status}): {detail}", raw=raw)
 
@@ -529,20 +541,23 @@ class LLM:
             "model": self.endpoint.model,
             "messages": messages,
         }
+        max_tokens = completion_budget(body)
+        tokens = request_tokens(messages, max_tokens)
         attempt = 0
         while True:
             attempt += 1
             if self.stop.is_set():
                 raise Stopped
-            if self.rate is not None and not await self.rate.wait(self.stop):
+            if self.rate is not None and not await self.rate.wait(self.stop, tokens):
                 raise Stopped
             # Outside the try: a Redis failure here is the chunk's problem, not the item's.
             lease = await self.slots.acquire() if self.slots is not None else None
             started = time.perf_counter()
             error: LLMError | None = None
+            headers: Any = None
             try:
                 try:
-                    raw = await self._post(body)
+                    raw, headers = await self._post(body)
                 finally:
                     if lease is not None:
                         self.slots.release(lease)  # type: ignore[union-attr]
@@ -550,18 +565,24 @@ class LLM:
                 data, text, finish, ptok, ctok = parse_completion(raw, self.endpoint)
             except Exception as exc:
                 latency = int((time.perf_counter() - started) * 1000)
+                if headers is None and isinstance(exc, openai.APIStatusError):
+                    headers = exc.response.headers
                 failed = Attempt(
                     item_id, attempt, False, messages, round=round, epoch=epoch, latency_ms=latency
                 )
                 error = self._failed(exc, failed)
                 log.append(failed)
             if error is not None:
+                if self.rate is not None:
+                    await self._rate_limited(error, headers, tokens, attempt)
                 # Raised out here, not in the except block: the SDK's exception, with the text
                 # the server sent, does not ride along as the scrubbed error's __context__.
                 if error.fatal or not error.retryable or attempt > self.max_retries:
                     raise error
                 await self._backoff(attempt, error.retry_after)
                 continue
+            if self.rate is not None:
+                await self._spent(headers, tokens, ptok, ctok, max_tokens)
             cost = self.cost(ptok, ctok)
             text = self.scrub(text)
             raw_text = self.scrub(raw.decode("utf-8", errors="replace")[:RAW_LIMIT])
@@ -582,6 +603,33 @@ class LLM:
             )
             return Reply(text, finish, ptok, ctok, latency, cost, raw_text, attempt, data)
 
+    async def _spent(
+        self, headers: Any, tokens: int, ptok: int, ctok: int, max_tokens: int | None
+    ) -> None:
+        """After an answer: settle the token budget to what the provider counts (the real
+        prompt, plus max_tokens, which it reserves whatever the reply uses, or the real
+        completion when none was set) and pause everyone if it says its budget is spent."""
+        assert self.rate is not None
+        if ptok > 0:
+            await self.rate.settle(tokens, ptok + (max_tokens or ctok))
+        if headers is not None and (wait := spent_for(headers, tokens)) > 0:
+            await self.rate.pause(wait)
+
+    async def _rate_limited(self, error: LLMError, headers: Any, tokens: int, attempt: int) -> None:
+        """A 429 stops every worker on the endpoint for its Retry-After (or as long as the
+        headers say the budget needs, or one backoff step), not only this request; the
+        provider did not count the refused request, so its tokens come back."""
+        assert self.rate is not None
+        if not error.rate_limited:
+            return
+        await self.rate.settle(tokens, 0)
+        wait = error.retry_after
+        if wait is None and headers is not None:
+            wait = spent_for(headers, tokens) or None
+        if wait is None:
+            wait = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
+        await self.rate.pause(min(wait, RETRY_AFTER_CAP))
+
     def _failed(self, exc: Exception, attempt: Attempt) -> LLMError:
         """The only way error text leaves the client: classified, then scrubbed, so what the
         engine stores (Run.error, Response.error, judge rounds, attempt logs), shows, exports
@@ -595,12 +643,13 @@ class LLM:
             retry_after=found.retry_after,
             raw=self.scrub.error(found.raw),
             attempts=attempt.attempt,
+            rate_limited=found.rate_limited,
         )
         attempt.raw_reply, attempt.error_kind, attempt.error = error.raw, error.kind, error.message
         attempt.traceback = self.scrub.error("".join(traceback.format_exception(exc)))
         return error
 
-    async def _post(self, body: dict[str, Any]) -> bytes:
+    async def _post(self, body: dict[str, Any]) -> tuple[bytes, Any]:
         # A hard bound over the SDK's own timeout: aiohttp's read timeout is per read,
         # so a server trickling bytes could otherwise hold a request forever.
         async with asyncio.timeout(self.timeout + 5):
@@ -610,7 +659,7 @@ class LLM:
                 cast_to=httpx2.Response,
                 options={"idempotency_key": next(self._request_ids)},
             )
-            return await response.aread()
+            return await response.aread(), response.headers
 
     async def _backoff(self, attempt: int, retry_after: float | None) -> None:
         delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))

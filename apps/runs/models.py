@@ -97,6 +97,9 @@ class Endpoint(models.Model):
     api_key_secret = models.CharField(max_length=500, blank=True)
     concurrency_limit = models.PositiveIntegerField(default=8)
     rpm_limit = models.PositiveIntegerField(null=True, blank=True)
+    # Tokens per minute as the provider counts them: the prompt plus max_tokens, reserved when
+    # a request is sent (apps.runs.limits.request_tokens).
+    tpm_limit = models.PositiveIntegerField(null=True, blank=True)
     timeout_seconds = models.FloatField(default=60.0)
     max_retries = models.PositiveIntegerField(default=4)
     supports_structured_output = models.BooleanField(default=False)

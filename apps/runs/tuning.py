@@ -65,3 +65,11 @@ BACKOFF_CAP = 30.0  # s: longer waits mean the endpoint is down, and retries are
 # A Retry-After from the server is honoured up to two minutes (a longer one is cut to that):
 # longer, and the run would look hung.
 RETRY_AFTER_CAP = 120.0
+
+# ---- provider rate limits (apps.runs.limits) ------------------------------------------------
+# A request without max_tokens reserves this many completion tokens of the TPM budget before it
+# is sent; the reply's usage then settles the real number.
+COMPLETION_TOKENS_GUESS = 256
+# A shared pause (a 429's Retry-After, or headers saying the budget is spent) stops every
+# worker on the endpoint for at most this long at a time (s), like RETRY_AFTER_CAP.
+RATE_PAUSE_CAP = 120.0

@@ -391,3 +391,98 @@ def test_completions_faults_and_bad_requests(llm_server: LLMServer) -> None:
         llm_server.configure(completions="maybe")
     with pytest.raises(ConfigError, match="word_logprobs"):
         llm_server.configure(word_logprobs={"a": 0.5})
+
+
+# ---- rpm / tpm: OpenAI's limits over a sliding minute --------------------------------------
+def _raw(api: AsyncOpenAI, prompt: str, **params: Any) -> Awaitable[Any]:
+    return api.chat.completions.with_raw_response.create(
+        model="test-model", messages=[{"role": "user", "content": prompt}], **params
+    )
+
+
+def _send(server: LLMServer, prompts: list[str], **params: Any) -> list[tuple[int, dict]]:
+    """(status, headers) of each prompt, one after the other."""
+
+    async def work(api: AsyncOpenAI) -> list[tuple[int, dict]]:
+        out = []
+        for prompt in prompts:
+            try:
+                response = await _raw(api, prompt, **params)
+                out.append((response.status_code, dict(response.headers)))
+            except openai.RateLimitError as exc:
+                out.append((429, dict(exc.response.headers)))
+        return out
+
+    return run(server, work)
+
+
+def test_without_rate_knobs_no_ratelimit_headers_are_sent(llm_server: LLMServer) -> None:
+    [(status, headers)] = _send(llm_server, ["hello"])
+    assert status == 200
+    assert not [name for name in headers if name.startswith("x-ratelimit")]
+    assert llm_server.stats()["rate_limited"] == 0
+
+
+def test_rpm_refuses_the_request_over_the_minute_with_retry_after(llm_server: LLMServer) -> None:
+    llm_server.configure(rpm=3)
+    replies = _send(llm_server, ["a", "b", "c", "d"])
+    assert [status for status, _ in replies] == [200, 200, 200, 429]
+    assert [h["x-ratelimit-remaining-requests"] for _, h in replies] == ["2", "1", "0", "0"]
+    assert all(h["x-ratelimit-limit-requests"] == "3" for _, h in replies)
+    # The first request leaves the window 60 s after it came: that is when "d" fits.
+    retry = float(replies[3][1]["retry-after"])
+    assert 55 < retry <= 60 and int(replies[3][1]["retry-after-ms"]) >= retry * 1000
+    assert replies[0][1]["x-ratelimit-reset-requests"].endswith("s")  # e.g. "59.998s"
+    stats = llm_server.stats()
+    assert stats["rate_limited"] == 1 and stats["by_status"] == {"200": 3, "429": 1}
+    assert stats["by_outcome"]["rate_limited"] == 1
+    assert stats["rate"]["admitted"] == 3 and stats["rate"]["window_requests"] == 3
+
+
+def test_tpm_counts_the_prompt_plus_max_tokens_at_request_time(llm_server: LLMServer) -> None:
+    llm_server.configure(tpm=30)
+    # 5 words of prompt + max_tokens 10 = 15 tokens each, however short the reply.
+    replies = _send(llm_server, ["one two three four five"] * 3, max_tokens=10)
+    assert [status for status, _ in replies] == [200, 200, 429]
+    assert [h["x-ratelimit-remaining-tokens"] for _, h in replies] == ["15", "0", "0"]
+    assert "x-ratelimit-limit-requests" not in replies[0][1]  # only the limits that are set
+    assert llm_server.stats()["rate"]["admitted_tokens"] == 30
+
+
+def test_tpm_counts_the_completion_when_no_max_tokens_is_set(llm_server: LLMServer) -> None:
+    llm_server.configure(tpm=30)
+    # Each: 5 words reserved when it comes, then its reply "echo: one … five" (6 words) when
+    # answered: 11 a request. In: 5, 16, 27 (each fits); the fourth would make 38 > 30.
+    replies = _send(llm_server, ["one two three four five"] * 4)
+    assert [status for status, _ in replies] == [200, 200, 200, 429]
+    assert [h["x-ratelimit-remaining-tokens"] for _, h in replies] == ["25", "14", "3", "0"]
+    assert llm_server.stats()["rate"]["window_tokens"] == 33
+
+
+def test_rate_knobs_are_validated_and_reset(llm_server: LLMServer) -> None:
+    for bad in (0, -5, 1.5, "600", True):
+        with pytest.raises(ConfigError, match="rpm must be a positive int"):
+            llm_server.configure(rpm=bad)
+    llm_server.configure(rpm=600, tpm=60000)
+    assert llm_server.config()["rpm"] == 600
+    llm_server.reset()
+    assert llm_server.config()["rpm"] is None and llm_server.config()["tpm"] is None
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0s"),
+        (0.02, "20ms"),
+        (0.0015, "1.5ms"),
+        (1, "1s"),
+        (1.5, "1.5s"),
+        (360, "6m0s"),
+        (59.612, "59.612s"),
+        (3723.5, "1h2m3.5s"),
+    ],
+)
+def test_reset_durations_are_written_like_openai(seconds: float, text: str) -> None:
+    from tests.llm_server import go_duration
+
+    assert go_duration(seconds) == text

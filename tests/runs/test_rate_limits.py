@@ -1,0 +1,261 @@
+"""Provider rate limits: the token estimate, OpenAI's headers, and the RPM/TPM budgets in Redis
+shared by every process (apps.runs.limits), pinned to hand-computed numbers."""
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from apps.runs.limits import (
+    COMPLETION_TOKENS_GUESS,
+    RateLimiter,
+    async_redis,
+    completion_budget,
+    parse_duration,
+    prompt_tokens,
+    request_tokens,
+    spent_for,
+    text_tokens,
+)
+from apps.runs.llm import LLM, Attempt, run_async
+from tests.base import ROOT
+
+
+# ---- the estimate ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("", 0),
+        ("Answer briefly.", 4),  # 15 ASCII characters: ceil(15 / 4)
+        ("Q: What is 2 + 2?", 5),  # 17 characters
+        ("答案是B", 4),  # three CJK characters count one each, "B" a quarter rounded up
+        ("café", 2),  # ceil(3 / 4) + one for "é"
+    ],
+)
+def test_text_tokens_are_a_quarter_of_ascii_characters_and_one_per_other(text, tokens):
+    assert text_tokens(text) == tokens
+
+
+def test_a_request_costs_its_prompt_estimate_plus_max_tokens():
+    messages = [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "Q: What is 2 + 2?"},
+    ]
+    # (4 + 4) + (5 + 4) + 3 for the reply's priming.
+    assert prompt_tokens(messages) == 20
+    assert request_tokens(messages, 50) == 70
+    assert request_tokens(messages, None) == 20 + COMPLETION_TOKENS_GUESS == 276
+    parts = [{"role": "user", "content": [{"type": "text", "text": "Answer briefly."}]}]
+    assert prompt_tokens(parts) == 4 + 4 + 3
+    assert completion_budget({"max_tokens": 64}) == 64
+    assert completion_budget({"max_completion_tokens": 32, "max_tokens": 64}) == 32
+    assert completion_budget({"temperature": 0}) is None
+    assert completion_budget({"max_tokens": True}) is None
+
+
+def test_the_estimate_reserves_more_than_the_loopback_server_counts():
+    """The test server counts words; long English words are ~1.7 estimated tokens each here."""
+    from tests.llm_server import _words
+
+    prose = (
+        "The committee reviewed every proposal submitted before the deadline and published "
+        "its decisions, with reasons, on the first working day of the following month."
+    )
+    assert len(prose) == 159 and _words(prose) == 24 and text_tokens(prose) == 40
+
+
+# ---- what providers say ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("1s", 1.0),
+        ("6m0s", 360.0),
+        ("20ms", 0.02),
+        ("59.612s", 59.612),
+        ("1h2m3.5s", 3723.5),
+        ("150µs", 0.00015),
+        ("2", 2.0),
+        ("0.5", 0.5),
+        ("", None),
+        ("soon", None),
+        ("1x", None),
+        ("-1", None),
+        ("1s later", None),
+        (None, None),
+    ],
+)
+def test_reset_durations_in_openai_and_plain_formats(value, seconds):
+    parsed = parse_duration(value)
+    assert parsed == (pytest.approx(seconds) if seconds is not None else None)
+
+
+def test_headers_saying_the_budget_is_spent_give_the_wait_for_one_more_request():
+    spent = {
+        "x-ratelimit-limit-requests": "600",
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": "1m0s",  # 600 requests come back over a minute
+    }
+    assert spent_for(spent, 100) == pytest.approx(0.1)  # one of them: 60 s / 600
+    tokens = {
+        "x-ratelimit-limit-tokens": "60000",
+        "x-ratelimit-remaining-tokens": "100",
+        "x-ratelimit-reset-tokens": "30s",
+    }
+    assert spent_for(tokens, 400) == pytest.approx(30 * 300 / 59900)
+    assert spent_for(tokens, 100) == 0.0  # it fits
+    assert spent_for({**spent, **tokens}, 400) == pytest.approx(0.15025, abs=1e-5)
+    no_limit = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "2s"}
+    assert spent_for(no_limit, 1) == 2.0  # without the limit: the whole reset
+    assert spent_for({"x-ratelimit-remaining-requests": "0"}, 1) == 0.0  # no reset: no guess
+    assert spent_for({}, 1) == 0.0
+
+
+# ---- the budgets in Redis, shared by processes ------------------------------------------------
+SPENDER = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    import redis.asyncio
+    from apps.runs.limits import RateLimiter
+
+    async def main(url, tries, tokens, rpm, tpm):
+        client = redis.asyncio.Redis.from_url(url)
+        limiter = RateLimiter(client, 42, rpm, rpm, tpm=tpm, token_burst=tpm)
+        waits = [await limiter.try_spend(tokens) for _ in range(tries)]
+        await client.aclose()
+        print(json.dumps(waits))
+
+    url, tries, tokens, rpm, tpm = sys.argv[1:]
+    asyncio.run(main(url, int(tries), int(tokens), int(rpm) or None, int(tpm) or None))
+    """
+)
+
+
+def spend_in_processes(url: str, tries: int, tokens: int, rpm: int = 0, tpm: int = 0) -> list:
+    """Two processes at once, each trying `tries` requests without waiting; their waits."""
+    args = [sys.executable, "-c", SPENDER, url, str(tries), str(tokens), str(rpm), str(tpm)]
+    procs = [subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in "ab"]
+    out = []
+    for proc in procs:
+        stdout, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0
+        out.extend(json.loads(stdout))
+    return out
+
+
+def test_the_token_budget_is_shared_by_two_processes(redis_server):
+    # 600 tokens a minute, all of them at once: six requests of 100 tokens, whoever asks.
+    waits = spend_in_processes(redis_server, 5, 100, tpm=600)
+    assert sum(1 for w in waits if w == 0) == 6
+    # The seventh waits for its 100 tokens to come back: 100 × 60 s / 600 = 10 s.
+    assert all(9.0 < w <= 10.0 for w in waits if w > 0)
+
+
+def test_the_request_budget_is_shared_by_two_processes(redis_server):
+    waits = spend_in_processes(redis_server, 5, 0, rpm=6)
+    assert sum(1 for w in waits if w == 0) == 6
+    assert all(9.0 < w <= 10.0 for w in waits if w > 0)  # one request: 60 s / 6
+
+
+def test_one_call_spends_both_budgets_or_neither_and_settling_corrects_tokens(redis_conn):
+    async def main():
+        client = async_redis()
+        both = RateLimiter(client, 5, 2, 2, tpm=600, token_burst=600)
+        tokens_only = RateLimiter(client, 5, tpm=600, token_burst=600)
+        assert [await both.try_spend(100) for _ in range(2)] == [0.0, 0.0]
+        refused = await both.try_spend(100)  # the requests budget is spent…
+        assert 29.0 < refused <= 30.0  # (one of 2 a minute comes back in 30 s)
+        # …so its 100 tokens were not: 400 of 600 are left for the same endpoint.
+        spent = [await tokens_only.try_spend(100) for _ in range(5)]
+        assert spent[:4] == [0.0] * 4 and spent[4] > 0
+        # A request that used 40 of the 100 tokens it reserved gives 60 back: a 60-token
+        # request fits now, a 100-token one still does not.
+        await tokens_only.settle(100, 40)
+        assert await tokens_only.try_spend(100) > 0
+        assert await tokens_only.try_spend(60) == 0.0
+        # And one that used more than reserved is charged the difference.
+        await tokens_only.settle(0, 600)
+        assert await tokens_only.try_spend(1) > 55
+        await client.aclose()
+
+    run_async(main())
+
+
+def test_a_pause_holds_every_limiter_of_the_endpoint(redis_conn):
+    async def main():
+        client = async_redis()
+        limited = RateLimiter(client, 6, 6000, 10)
+        unlimited = RateLimiter(client, 6)  # no RPM/TPM: the heartbeat tells it
+        other_endpoint = RateLimiter(client, 7, 6000, 10)
+        await limited.pause(5)
+        assert 4.5 < await limited.try_spend() <= 5.0
+        assert await other_endpoint.try_spend() == 0.0
+        unlimited.note_pause(await client.pttl(unlimited.pause_key))
+        stop = asyncio.Event()
+        waiter = asyncio.create_task(unlimited.wait(stop))
+        await asyncio.sleep(0.3)
+        assert not waiter.done()  # still paused
+        stop.set()
+        assert await waiter is False
+        await limited.pause(1)  # a shorter pause does not cut a longer one short
+        assert await client.pttl(limited.pause_key) > 4000
+        await client.aclose()
+
+    run_async(main())
+
+
+@pytest.mark.django_db
+def test_headers_saying_the_budget_is_spent_pause_everyone(endpoint, llm_server):
+    """The server allows 3 requests a minute; the endpoint does not know. The third reply says
+    none remain (reset ≈ 60 s, 3 a minute): every worker waits ≈ 60 / 3 = 20 s from then."""
+    llm_server.configure(rpm=3)
+
+    async def main():
+        client = async_redis()
+        stop = asyncio.Event()
+        rate = RateLimiter.for_endpoint(client, endpoint)
+        assert not rate.shared
+        llm = LLM(endpoint, slots=None, rate=rate, stop=stop)
+        log: list[Attempt] = []
+        for i in range(3):
+            await llm.chat([{"role": "user", "content": f"q{i}"}], log=log, item_id=1)
+        await llm.close()
+        other_worker = RateLimiter(client, endpoint.pk, 6000, 10)
+        wait = await other_worker.try_spend()
+        await client.aclose()
+        return wait, rate.paused_until
+
+    wait, _ = run_async(main())
+    assert 15.0 < wait <= 20.0
+    stats = llm_server.stats(log=False)
+    assert stats["requests"] == 3 and stats["rate_limited"] == 0
+
+
+@pytest.mark.django_db
+def test_a_429_pauses_everyone_for_its_retry_after_and_gives_its_tokens_back(endpoint, llm_server):
+    endpoint.tpm_limit = 6000
+    endpoint.max_tokens = 50
+    endpoint.save()
+    llm_server.configure(script=[{"match": "first", "status": 429, "times": 1, "retry_after": 4}])
+
+    async def main():
+        client = async_redis()
+        stop = asyncio.Event()
+        rate = RateLimiter.for_endpoint(client, endpoint)
+        llm = LLM(endpoint, slots=None, rate=rate, stop=stop, max_retries=0)
+        log: list[Attempt] = []
+        with pytest.raises(Exception, match="rate limited"):
+            await llm.chat([{"role": "user", "content": "first"}], log=log, item_id=1)
+        await llm.close()
+        pttl = await client.pttl(rate.pause_key)
+        # Refunded: the token budget is as if nothing had been sent.
+        tat = await client.get(rate.tokens_key)
+        seconds, micros = await client.time()
+        await client.aclose()
+        return pttl, int(tat) - (seconds * 1_000_000 + micros)
+
+    pttl, ahead_us = run_async(main())
+    assert 3000 < pttl <= 4000
+    assert ahead_us <= 0
