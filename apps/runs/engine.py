@@ -70,7 +70,8 @@ error such as a refused key, with a plain message). Redis keys: evalsite:run:<id
 (the work list), …:jobs (registered chunks scored by lease expiry), …:held:<job id> (a chunk's
 uncommitted keys), …:again (keys handed back from dead chunks), …:seq (the last chunk number),
 evalsite:runs:live (the launches the watchdog watches), evalsite:run:<id>:launch and :stop (read
-by every chunk's heartbeat), evalsite:endpoint:<id>:inflight, :rate, :tokens and :pause (apps.runs.limits).
+by every chunk's heartbeat), evalsite:endpoint:<id>:inflight, :rate, :tokens and :pause
+(apps.runs.limits; the heartbeat reads :pause too).
 """
 
 import asyncio

@@ -44,6 +44,7 @@ from typing import Any
 import httpx2
 import openai
 from django.conf import settings
+from redis.exceptions import RedisError
 
 from apps.runs.limits import (
     EndpointSemaphore,
@@ -610,10 +611,13 @@ class LLM:
         prompt, plus max_tokens, which it reserves whatever the reply uses, or the real
         completion when none was set) and pause everyone if it says its budget is spent."""
         assert self.rate is not None
-        if ptok > 0:
-            await self.rate.settle(tokens, ptok + (max_tokens or ctok))
-        if headers is not None and (wait := spent_for(headers, tokens)) > 0:
-            await self.rate.pause(wait)
+        # The answer is in hand: a Redis blip here must not fail the item (the budget is off
+        # by one request's correction at worst).
+        with contextlib.suppress(RedisError, OSError):
+            if ptok > 0:
+                await self.rate.settle(tokens, ptok + (max_tokens or ctok))
+            if headers is not None and (wait := spent_for(headers, tokens)) > 0:
+                await self.rate.pause(wait)
 
     async def _rate_limited(self, error: LLMError, headers: Any, tokens: int, attempt: int) -> None:
         """A 429 stops every worker on the endpoint for its Retry-After (or as long as the

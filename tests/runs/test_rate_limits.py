@@ -259,3 +259,31 @@ def test_a_429_pauses_everyone_for_its_retry_after_and_gives_its_tokens_back(end
     pttl, ahead_us = run_async(main())
     assert 3000 < pttl <= 4000
     assert ahead_us <= 0
+
+
+# ---- the endpoint form ----------------------------------------------------------------------------
+@pytest.mark.django_db
+def test_the_endpoint_form_takes_both_limits_and_the_list_shows_them(admin_client):
+    from django.urls import reverse
+
+    from apps.runs.models import Endpoint
+    from tests.runs.test_views import ENDPOINT_POST
+
+    url = reverse("runs:endpoint-create")
+    refused = admin_client.post(url, {**ENDPOINT_POST, "rpm_limit": 600, "tpm_limit": 0})
+    assert refused.status_code == 200 and not Endpoint.objects.exists()
+    assert "greater than or equal to 1" in refused.content.decode()
+    form = admin_client.get(url).content.decode()
+    assert 'name="tpm_limit"' in form and "Tokens per minute (blank: no limit)" in form
+    saved = admin_client.post(url, {**ENDPOINT_POST, "rpm_limit": 600, "tpm_limit": 60000})
+    assert saved.status_code == 302
+    endpoint = Endpoint.objects.get()
+    assert (endpoint.rpm_limit, endpoint.tpm_limit) == (600, 60000)
+    listing = admin_client.get(reverse("runs:endpoint-list")).content.decode()
+    assert "<th class=\"num\">TPM</th>" in listing and '<td class="num">60000</td>' in listing
+    # Held so that no minute ever holds more: the bursts (a second's requests but no more than
+    # the 4 in flight; a second of tokens) are given back from the rates: 597 and 59,000.
+    limiter = RateLimiter.for_endpoint(async_redis(), endpoint)
+    assert (limiter.interval_us, limiter.burst) == (60_000_000 // 597, 4)
+    assert (limiter.token_us, limiter.token_burst) == (pytest.approx(60_000_000 / 59_000), 1000)
+    assert limiter.shared
