@@ -28,10 +28,36 @@ MAX_TOKENS = 50
 
 from bench.common import live_stack, wait_for_run  # noqa: E402
 
-WORDS = (
-    "the model reads each question about the report and answers in one short clear "
-    "sentence with the figure asked for and where it was found in the text"
-).split()
+WORDS = [
+    "the",
+    "model",
+    "reads",
+    "each",
+    "question",
+    "about",
+    "the",
+    "report",
+    "and",
+    "answers",
+    "in",
+    "one",
+    "short",
+    "clear",
+    "sentence",
+    "with",
+    "the",
+    "figure",
+    "asked",
+    "for",
+    "and",
+    "where",
+    "it",
+    "was",
+    "found",
+    "in",
+    "the",
+    "text",
+]
 
 
 def make_dataset(items: int) -> tuple[Any, Any]:
@@ -54,9 +80,7 @@ def make_dataset(items: int) -> tuple[Any, Any]:
             dataset=dataset,
             position=i,
             key=str(i),
-            fields={
-                "question": " ".join(draw.choice(WORDS) for _ in range(draw.randint(20, 110)))
-            },
+            fields={"question": " ".join(draw.choice(WORDS) for _ in range(draw.randint(20, 110)))},
         )
         for i in range(items)
     )
