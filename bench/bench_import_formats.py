@@ -1,5 +1,7 @@
 """Import the same 100k rows from CSV, Excel (.xlsx) and Parquet through the real import path.
 
+The workbook has a column styled as a percentage, so its number formats are read and applied too.
+
 Goal (#15.5): an .xlsx and a .parquet file of 100k rows each import within 3x the CSV import's
 time. Runs on a fresh SQLite database in a temporary directory (never the project's data). The
 files are written first (not timed); each import is `import_dataset`, the function the upload
@@ -27,7 +29,7 @@ TEXT = (
     "回答 问题 alpha beta gamma delta long short value result"
 )
 WORDS = TEXT.split()
-COLUMNS = ["id", "question", "answer", "tags", "response", "score", "asked"]
+COLUMNS = ["id", "question", "answer", "tags", "response", "score", "asked", "share"]
 
 
 def rows_of(count: int) -> list[list]:
@@ -42,6 +44,7 @@ def rows_of(count: int) -> list[list]:
             " ".join(rng.choices(WORDS, k=25)),
             rng.randint(1, 5),
             start + datetime.timedelta(days=i % 700),
+            round(rng.random(), 4),
         ]
         for i in range(count)
     ]
@@ -51,6 +54,7 @@ def write_files(folder: Path, rows: list[list]) -> dict[str, Path]:
     import openpyxl
     import pyarrow
     import pyarrow.parquet
+    from openpyxl.cell import WriteOnlyCell
 
     paths = {fmt: folder / f"bench.{fmt}" for fmt in ("csv", "xlsx", "parquet")}
     with paths["csv"].open("w", newline="", encoding="utf-8") as out:
@@ -60,8 +64,11 @@ def write_files(folder: Path, rows: list[list]) -> dict[str, Path]:
     book = openpyxl.Workbook(write_only=True)
     sheet = book.create_sheet("Items")
     sheet.append(COLUMNS)
+    # The share column is styled 0.0% (shown as 12.3%): the reader's number-format path.
     for row in rows:
-        sheet.append(row)
+        share = WriteOnlyCell(sheet, row[-1])
+        share.number_format = "0.0%"
+        sheet.append([*row[:-1], share])
     book.save(paths["xlsx"])
     columns = {name: [row[i] for row in rows] for i, name in enumerate(COLUMNS)}
     pyarrow.parquet.write_table(pyarrow.table(columns), paths["parquet"])
@@ -107,6 +114,7 @@ def main() -> None:
         assert dataset.row_count == args.rows == Item.objects.filter(dataset=dataset).count()
         first = dataset.items.get(position=0).fields
         assert first["score"].isdigit() and first["asked"] == "2024-01-01", first
+        assert first["share"].endswith("%") == (fmt == "xlsx"), first
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         size = path.stat().st_size / 1e6
         print(f"{fmt:>8}: {size:5.1f} MB file, import {seconds[fmt]:.2f} s, "

@@ -21,20 +21,24 @@ should be told. Their values become text as a person saw them; see `cell_text` a
 
 import csv
 import datetime
+import decimal
 import io
 import json
+import posixpath
 import re
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import numpy
 import pyarrow
 import pyarrow.parquet
 import python_calamine
 from django.conf import settings
+from openpyxl.styles.numbers import BUILTIN_FORMATS
 
 FORMATS = ("csv", "json", "jsonl", "xlsx", "parquet")
 TEXT_FORMATS = ("csv", "json", "jsonl")
@@ -683,7 +687,7 @@ def read_xlsx(source: Path | bytes, sheet: str | None = None, limit: int | None 
             if start is not None
             else []
         )
-        table = _sheet_table(grid, name, limit)
+        table = _sheet_table(grid, name, limit, number_formats(source, name))
     except python_calamine.CalamineError as exc:
         raise _damaged(exc) from None
     if limit is not None and not table.complete:
@@ -696,7 +700,12 @@ def read_xlsx(source: Path | bytes, sheet: str | None = None, limit: int | None 
     return table
 
 
-def _sheet_table(grid: list[list[Any]], sheet: str, limit: int | None) -> Table:
+def _sheet_table(
+    grid: list[list[Any]],
+    sheet: str,
+    limit: int | None,
+    formats: dict[tuple[int, int], str] | None = None,
+) -> Table:
     numbered = enumerate(grid, start=1)
     header_number, header_cells = next(
         ((number, cells) for number, cells in numbered if any(v != "" for v in cells)),
@@ -729,11 +738,14 @@ def _sheet_table(grid: list[list[Any]], sheet: str, limit: int | None) -> Table:
         seen[column] = index
     end = len(header)
     header = header[first:]
+    formatted_rows = {number for number, _ in formats or {}}
     rows: list[dict[str, Any]] = []
     origins: list[int] = []
     complete = True
     for number, cells in numbered:
         values = [v if type(v) is str else cell_text(v) for v in cells]
+        if number in formatted_rows:
+            _apply_formats(values, cells, number, formats or {})
         if not any(values):
             continue  # a blank row: skipped, but still counted, as Excel numbers it
         if (first and any(values[:first])) or (len(values) > end and any(values[end:])):
@@ -757,15 +769,23 @@ def _sheet_table(grid: list[list[Any]], sheet: str, limit: int | None) -> Table:
     return Table("xlsx", header, rows, origins, complete=complete, sheet=sheet)
 
 
+def _apply_formats(
+    values: list[str], cells: list[Any], number: int, formats: dict[tuple[int, int], str]
+) -> None:
+    for index, cell in enumerate(cells):
+        code = formats.get((number, index))
+        if code is not None and type(cell) in (int, float):
+            values[index] = number_display(cell, code) or values[index]
+
+
 def cell_text(value: Any) -> str:
     """An Excel cell's value as the sheet shows it in the General format.
 
     Whole numbers without ".0" (Excel stores every number as a float); other numbers at Excel's
     15 significant digits (=0.1+0.2 shows 0.3, not 0.30000000000000004); a date cell as
     2024-01-05, a date and time as 2024-01-05T13:45:00 (milliseconds only when there are
-    some), a time as 13:45:00, a duration as 30:00:00; TRUE / FALSE. Percent, currency and
-    fixed-decimal formats are not applied: a 15 % cell arrives as 0.15 and $1,234.50 as
-    1234.5, the value the cell holds (the fast reader gives values, not their display format).
+    some), a time as 13:45:00, a duration as 30:00:00; TRUE / FALSE. Numbers styled as
+    percentages, currency or fixed decimals get their format on top (`number_formats`).
     """
     if isinstance(value, str):
         return value
@@ -948,3 +968,160 @@ def _iso_text(value: Any) -> str:
 
 def _bytes_text(value: bytes) -> str:
     return value.decode("utf-8", "replace")
+
+
+# ---- Excel number formats -----------------------------------------------------------------
+# python-calamine gives a cell's value, not how it is shown. Where the workbook styles numbers
+# as percentages, currency, fixed decimals or with thousands separators, those cells' formats
+# are read from the workbook's XML (styles.xml, then one pass of a regular expression over the
+# chosen sheet's cells that carry such a style) and applied: 0.15 styled 0% arrives as "15%",
+# 1234.5 styled "$"#,##0.00 as "$1,234.50". A workbook without such styles costs nothing more.
+# Formats this does not understand (scientific, fractions, conditions, text) leave the value
+# as cell_text() gives it.
+MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+REL_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+PACKAGE_RELS_NS = "{http://schemas.openxmlformats.org/package/2006/relationships}"
+STYLED_CELL = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?c\s([^>]*)>")
+CELL_REFERENCE = re.compile(rb'\br="([A-Z]{1,3})([0-9]+)"')
+CELL_STYLE = re.compile(rb'\bs="([0-9]+)"')
+FORMAT_TOKEN = re.compile(r'"([^"]*)"|\\(.)|\[\$([^\]-]*)[^\]]*\]|(\[[^\]]*\])|[_*].|(.)', re.S)
+NUMBER_CHARS = frozenset("0#?,.")
+LITERAL_CHARS = frozenset("$-+/():!^&'~{}<>= ")
+
+
+def number_display(value: float, code: str) -> str | None:
+    """`value` as Excel shows it in number format `code`, or None for a format not understood."""
+    sections = code.split(";")
+    if value < 0 and len(sections) > 1:
+        shown = _display_section(-value, sections[1])  # the negative section writes its own sign
+        return shown
+    if value == 0 and len(sections) > 2:
+        return _display_section(0.0, sections[2])
+    shown = _display_section(abs(value), sections[0])
+    return None if shown is None else ("-" + shown if value < 0 else shown)
+
+
+def _display_section(value: float, section: str) -> str | None:
+    pieces: list[str] = []
+    pattern, percent, slot = "", 0, -1
+    for match in FORMAT_TOKEN.finditer(section):
+        quoted, escaped, currency, bracket, char = match.groups()
+        if bracket is not None:
+            if bracket[1:2] in ("<", ">", "="):
+                return None  # a condition: beyond this reader
+            continue  # a colour
+        literal = quoted if quoted is not None else escaped if escaped is not None else currency
+        if literal is not None:
+            pieces.append(literal)
+        elif char is None:
+            continue  # _x (padding) or *x (fill)
+        elif char in NUMBER_CHARS:
+            if slot == -1:
+                slot = len(pieces)
+                pieces.append("")
+            elif slot != len(pieces) - 1:
+                return None  # two groups of digits: a fraction, or a format beyond this reader
+            pattern += char
+        elif char == "%":
+            percent += 1
+            pieces.append("%")
+        elif char in LITERAL_CHARS or not char.isascii():
+            pieces.append(char)  # $ - ( ) space, and symbols such as € £ ¥
+        else:
+            return None  # letters: General, dates, E+ (scientific), @ (text)
+    if slot == -1 or pattern.endswith(","):
+        return None  # no digits, or a trailing comma that scales by thousands
+    whole, _, decimals = pattern.partition(".")
+    if "," in decimals:
+        return None
+    most = sum(decimals.count(c) for c in "0#?")
+    least = decimals.count("0")
+    exact = decimal.Decimal(repr(value)) * 100**percent
+    rounded = exact.quantize(decimal.Decimal(1).scaleb(-most), rounding=decimal.ROUND_HALF_UP)
+    text = format(rounded, ",f" if "," in whole else "f")
+    if not rounded and "0" not in pattern:
+        text = ""  # ? and # show no digit for a zero (accounting formats then show just "-")
+    if most > least:
+        text = text.rstrip("0")
+        dot = text.find(".")
+        if dot >= 0 and len(text) - dot - 1 < least:
+            text += "0" * (least - (len(text) - dot - 1))
+        text = text.rstrip(".")
+    pieces[slot] = text
+    return "".join(pieces)
+
+
+def _column_index(letters: bytes) -> int:
+    index = 0
+    for letter in letters:
+        index = index * 26 + letter - 64
+    return index - 1
+
+
+def number_formats(source: Path | bytes, sheet: str) -> dict[tuple[int, int], str]:
+    """(Excel row, 0-based column) → number format, for the cells of `sheet` whose format
+    changes how a number shows. Empty when there are none, or when the workbook's XML is not as
+    expected (those cells then arrive as their plain values)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source) as book:
+            styles = _display_styles(book)
+            if not styles:
+                return {}
+            xml = book.read(_sheet_part(book, sheet))
+    except (
+        KeyError,
+        ValueError,
+        OSError,
+        StopIteration,
+        zipfile.BadZipFile,
+        ElementTree.ParseError,
+    ):
+        return {}
+    found: dict[tuple[int, int], str] = {}
+    for match in STYLED_CELL.finditer(xml):
+        attributes = match.group(1)
+        if b's="' not in attributes:
+            continue
+        style = CELL_STYLE.search(attributes)
+        code = styles.get(int(style.group(1))) if style else None
+        if code is None:
+            continue
+        reference = CELL_REFERENCE.search(attributes)
+        if reference is None:
+            return {}  # cells without references: their places are unknown
+        found[(int(reference.group(2)), _column_index(reference.group(1)))] = code
+    return found
+
+
+def _display_styles(book: zipfile.ZipFile) -> dict[int, str]:
+    """Cell style index → number format code, for the styles whose format shows numbers
+    differently from General."""
+    # ElementTree never fetches external entities, and expat >= 2.4 (Python 3.12 ships 2.5+)
+    # refuses entity amplification; the parts' unpacked size was checked on opening.
+    root = ElementTree.fromstring(book.read("xl/styles.xml"))  # noqa: S314
+    codes: dict[int, str] = dict(BUILTIN_FORMATS)
+    for number_format in root.iter(f"{MAIN_NS}numFmt"):
+        codes[int(number_format.get("numFmtId", "-1"))] = number_format.get("formatCode", "")
+    cell_styles = root.find(f"{MAIN_NS}cellXfs")
+    styles: dict[int, str] = {}
+    for index, style in enumerate([] if cell_styles is None else cell_styles):
+        code = codes.get(int(style.get("numFmtId", "0")), "General")
+        if number_display(1.5, code) is not None:
+            styles[index] = code
+    return styles
+
+
+def _sheet_part(book: zipfile.ZipFile, sheet: str) -> str:
+    workbook = ElementTree.fromstring(book.read("xl/workbook.xml"))  # noqa: S314
+    relation = next(
+        each.get(REL_ID, "")
+        for each in workbook.iter(f"{MAIN_NS}sheet")
+        if each.get("name") == sheet
+    )
+    relations = ElementTree.fromstring(book.read("xl/_rels/workbook.xml.rels"))  # noqa: S314
+    target = next(
+        each.get("Target", "")
+        for each in relations.iter(f"{PACKAGE_RELS_NS}Relationship")
+        if each.get("Id") == relation
+    )
+    return target.lstrip("/") if target.startswith("/") else posixpath.normpath("xl/" + target)

@@ -19,6 +19,7 @@ from apps.datasets.models import Dataset, Item
 from apps.datasets.readers import (
     DatasetError,
     column_letter,
+    number_display,
     read_head,
     read_table,
     workbook_sheets,
@@ -88,7 +89,7 @@ def test_excel_numbers_dates_and_text_arrive_as_the_user_saw_them():
                 ],
             ]
         },
-        formats={"K2": "0%", "L2": '"$"#,##0.00'},
+        formats={"K2": "0%", "L2": '"$"#,##0.00', "C3": "0.00", "D3": "0.00E+00"},
     )
     table = read_table(data, file_name="scores.xlsx")
     assert (table.format, table.sheet, table.sheets) == ("xlsx", "Data", ["Data"])
@@ -104,15 +105,43 @@ def test_excel_numbers_dates_and_text_arrive_as_the_user_saw_them():
         "hours": "30:00:00",
         "ok": "TRUE",
         "code": "007",  # text stays text
-        "pct": "0.15",  # the value the cell holds, not its 15 % display (documented)
-        "price": "1234.5",
+        "pct": "15%",  # its number format, as the sheet shows it
+        "price": "$1,234.50",
         "big": "1234567890123",
         "note": "",  # an empty cell is empty, as in a CSV
     }
-    assert second["count"] == "-7" and second["sum"] == "1e-05"
+    assert second["count"] == "-7" and second["share"] == "2.50"  # styled 0.00
+    assert second["sum"] == "1e-05"  # styled 0.00E+00, a format left alone: the plain value
     assert second["moment"] == "2024-01-05T00:00:00.250"
     assert second["ok"] == "FALSE" and second["code"] == "@not a formula"
     assert second["note"] == "终" and second["day"] == ""
+
+
+@pytest.mark.parametrize(
+    ("value", "code", "shown"),
+    [
+        (0.15, "0%", "15%"),
+        (0.1234, "0.00%", "12.34%"),
+        (1234.5, '"$"#,##0.00', "$1,234.50"),
+        (-1234.5, '"$"#,##0.00_);("$"#,##0.00)', "($1,234.50)"),  # the negative section
+        (-3, "0.00", "-3.00"),
+        (1234567.891, "#,##0", "1,234,568"),
+        (0.125, "0.00", "0.13"),  # Excel rounds halves up, unlike Python's 0.12
+        (1.5, "0", "2"),
+        (1.2, "0.0#", "1.2"),
+        (12, "0.0#", "12.0"),
+        (1234.5, "#,##0.00 [$€-407]", "1,234.50 €"),
+        (1.5, "[Red]0.00", "1.50"),
+        (1234.5, r'_("$"* #,##0.00_);_("$"* \(#,##0.00\);_("$"* "-"??_);_(@_)', "$1,234.50"),
+        (0, r'_("$"* #,##0.00_);_("$"* \(#,##0.00\);_("$"* "-"??_);_(@_)', "$-"),
+        (3, "General", None),  # None: the value as cell_text() gives it
+        (1.5, "0.00E+00", None),
+        (0.5, "# ?/?", None),
+        (1.5, "[>100]0.00", None),
+    ],
+)
+def test_number_formats_as_excel_shows_them(value, code, shown):
+    assert number_display(value, code) == shown
 
 
 def test_excel_rows_are_numbered_as_excel_numbers_them():
