@@ -32,7 +32,7 @@ from apps.judges.forms import JudgeRunForm, PairwiseRunForm
 from apps.judges.launching import JudgeRunError, create_judge_run
 from apps.judges.models import Judge
 from apps.judges.pairwise import start_pairwise_run
-from apps.leaderboards import boards, exports, pairs
+from apps.leaderboards import boards, exports, pairs, pairwise_board
 from apps.runs.forms import GenerationRunForm
 from apps.runs.generation import create_generation_run
 from apps.runs.models import Endpoint, ErrorKind, PromptTemplate, Response, Run
@@ -577,3 +577,54 @@ def leaderboard_export(
         return _stream(exports.pairs_csv(built, matrix), fmt, f"{name}-pairs")
     chunks = exports.board_csv(built) if fmt == "csv" else exports.board_jsonl(built)
     return _stream(chunks, fmt, name)
+
+
+class PairwiseQuery(Schema):
+    """The pairwise board page's query."""
+
+    judge: int | None = None  # a pairwise judge's id (default: the newest with runs)
+    source: str = "judge"  # judge | people | both
+    baseline: int | None = None  # a response set's run id: win rates against it
+
+
+def _pairwise_board(slug: str, query: PairwiseQuery) -> pairwise_board.PairwiseBoard:
+    task = _task(slug)
+    built = pairwise_board.build(task, query.judge, query.source, query.baseline)
+    if built.ratings is None:
+        raise Http404(f"No pairwise run of {task.slug} has finished a comparison.")
+    return built
+
+
+@router.get(
+    "/leaderboards/{slug}/pairwise/",
+    tags=["leaderboards"],
+    response={200: dict[str, Any], **ERRORS},
+    summary="A task's pairwise board",
+)
+def pairwise_leaderboard(
+    request: HttpRequest, slug: str, query: Query[PairwiseQuery]
+) -> dict[str, Any]:
+    """Bradley–Terry ratings with bootstrap CIs from the pairwise runs, as the pairwise board
+    page and its export give them (one record per model)."""
+    built = _pairwise_board(slug, query)
+    return {
+        "task": built.task.slug,
+        "judge": built.judge.pk if built.judge else None,
+        "source": built.source,
+        "rows": exports.pairwise_records(built),
+    }
+
+
+@router.get(
+    "/leaderboards/{slug}/pairwise/export/",
+    tags=["leaderboards"],
+    response={200: None, **ERRORS},
+    summary="Export a pairwise board",
+)
+def pairwise_export(
+    request: HttpRequest, slug: str, query: Query[PairwiseQuery], format: str = "csv"
+) -> StreamingHttpResponse:
+    fmt = _format(format)
+    built = _pairwise_board(slug, query)
+    chunks = exports.pairwise_csv(built) if fmt == "csv" else exports.pairwise_jsonl(built)
+    return _stream(chunks, fmt, f"{built.task.slug}-pairwise")

@@ -26,6 +26,7 @@ from tests.factories import (
     make_qa_dataset,
     make_task,
 )
+from tests.review.test_ab import pairwise_run
 
 pytestmark = pytest.mark.django_db
 
@@ -456,3 +457,25 @@ def test_a_file_too_wide_to_tick_maps_the_columns_given(reviewer, settings):
         ["c10", "c11"],
         "c0",
     )
+
+
+def test_the_pairwise_board_is_the_pages(token_client):
+    run, _, _, _ = pairwise_run({0: ("A", "B"), 1: ("A", "B"), 2: ("B", "A"), 3: ("A", "A")})
+    viewer = token_client("viewer")
+    found = viewer.get("/leaderboards/duel/pairwise/").json()
+    page_client = Client()
+    page_client.force_login(make_user("viewer", "page-reader"))
+    page = page_client.get("/leaderboards/duel/pairwise/", {"format": "jsonl"})
+    expected = [json.loads(line) for line in page.content.decode().splitlines()]
+    assert found["rows"] == expected
+    assert [row["model"] for row in found["rows"]] == ["x", "y"]
+    assert (found["judge"], found["source"]) == (run.judge_id, "judge")
+    export = viewer.get("/leaderboards/duel/pairwise/export/", {"format": "csv"})
+    assert export.streaming
+    assert (
+        body(export)
+        == page_client.get("/leaderboards/duel/pairwise/", {"format": "csv"}).content.decode()
+    )
+    make_task("quiet")
+    missing = viewer.get("/leaderboards/quiet/pairwise/")
+    assert missing.json() == {"detail": "No pairwise run of quiet has finished a comparison."}
