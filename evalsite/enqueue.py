@@ -10,7 +10,7 @@ from django.db import transaction
 
 
 def enqueue(
-    func: Callable[..., Any],
+    func: Callable[..., Any] | str,
     *args: Any,
     job_id: str | None = None,
     timeout: int = 3600,
@@ -20,8 +20,9 @@ def enqueue(
 
     The job reads rows this transaction writes, so it must not start before the commit.
     Our own id lets callers find the job even though django-rq's enqueue returns None here.
+    `func` may be a dotted path, for a module that cannot import the job's own.
     """
-    job_id = job_id or f"{func.__name__}-{uuid.uuid4().hex}"
+    job_id = job_id or f"{getattr(func, '__name__', func)}-{uuid.uuid4().hex}"
     transaction.on_commit(
         lambda: enqueue_now(func, *args, job_id=job_id, timeout=timeout, queue=queue)
     )
@@ -29,9 +30,17 @@ def enqueue(
 
 
 def enqueue_now(
-    func: Callable[..., Any], *args: Any, job_id: str, timeout: int = 3600, queue: str = "default"
+    func: Callable[..., Any] | str,
+    *args: Any,
+    job_id: str,
+    timeout: int = 3600,
+    queue: str = "default",
 ) -> None:
     """Enqueue at once: for callers outside any transaction (the runs watchdog thread)."""
     django_rq.get_queue(queue).enqueue(
-        func, *args, job_id=job_id, job_timeout=timeout, failure_ttl=7 * 24 * 3600
+        func,  # type: ignore[type-var]  # RQ takes a dotted path as well as a function
+        *args,
+        job_id=job_id,
+        job_timeout=timeout,
+        failure_ttl=7 * 24 * 3600,
     )

@@ -289,6 +289,11 @@ PRICE_TABLE: dict[str, list[float]] = {
 }
 # Providers' Batch APIs bill at a share of the listed price (OpenAI: half).
 BATCH_PRICE_FACTOR = env_float("EVALSITE_BATCH_PRICE_FACTOR", 0.5)
+# Batch mode: seconds between polls of a run's batches, and the size of one batch file
+# (OpenAI takes at most 50,000 requests and 200 MB per file; bigger runs send several).
+BATCH_POLL_SECONDS = env_float("EVALSITE_BATCH_POLL_SECONDS", 30.0)
+BATCH_MAX_REQUESTS = env_int("EVALSITE_BATCH_MAX_REQUESTS", 50_000)
+BATCH_MAX_BYTES = env_int("EVALSITE_BATCH_MAX_BYTES", 200_000_000)
 
 LOGGING = {
     "version": 1,

@@ -1,7 +1,7 @@
 """A loopback OpenAI-compatible chat-completions server for tests and benchmarks.
 
-It answers `POST /v1/chat/completions`, `POST /v1/completions` and `GET /v1/models` like the real
-API, and misbehaves on
+It answers `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models` and the Batch
+API (`/v1/files`, `/v1/batches`: tests/llm_batches.py) like the real API, and misbehaves on
 demand: latency, HTTP errors with Retry-After, non-JSON bodies, hangs, "fail the first N",
 replies scripted per prompt, error bodies that quote the caller's API key back, and
 requests-/tokens-per-minute limits with OpenAI's `x-ratelimit-*` headers (`rpm`, `tpm`: see
@@ -59,6 +59,8 @@ from pathlib import Path
 from typing import Any, Self
 
 from aiohttp import web
+
+from tests import llm_batches
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
@@ -925,6 +927,7 @@ def build_app(state: State) -> web.Application:
     app.router.add_post("/_control/config", post_config)
     app.router.add_get("/_control/stats", get_stats)
     app.router.add_post("/_control/reset", post_reset)
+    llm_batches.install(app, state)  # /v1/files and /v1/batches (tests/llm_batches.py)
     return app
 
 
@@ -1306,6 +1309,12 @@ class LLMServer:
             return self._state.stats(log=log, last=last)
         query = f"?log={int(log)}" + (f"&last={last}" if last is not None else "")
         return self._control("GET", "/_control/stats" + query)
+
+    def batches(self, **knobs: Any) -> dict[str, Any]:
+        """The Batch API's files, batches and knobs (tests/llm_batches.py); knobs are merged."""
+        if knobs:
+            return self._control("POST", "/_control/batches", knobs)
+        return self._control("GET", "/_control/batches")
 
     def _control(self, method: str, path: str, payload: Any = None) -> dict[str, Any]:
         data = json.dumps(payload).encode() if payload is not None else b""

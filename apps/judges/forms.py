@@ -11,7 +11,7 @@ from apps.judges.judge_prompts import placeholders
 from apps.judges.metrics import METRICS, POSTPROCESSORS, get_metric
 from apps.judges.models import Judge
 from apps.judges.scoring import JudgeSpec
-from apps.runs.forms import PromptTextField
+from apps.runs.forms import PromptTextField, batch_field, check_batch
 from apps.runs.models import Endpoint, LoggingMode, Run
 
 # Names every judge prompt may use besides the item's own fields (see apps/judges/judge_prompts.py).
@@ -311,6 +311,7 @@ class JudgeRunForm(forms.Form):
     chunk_size = forms.IntegerField(
         initial=200, validators=[MinValueValidator(1), MaxValueValidator(100_000)]
     )
+    batch = batch_field()
 
     def __init__(self, *args: Any, judge: Judge, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -325,6 +326,12 @@ class JudgeRunForm(forms.Form):
             )
         else:
             del self.fields["endpoint"]
+            del self.fields["batch"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        check_batch(self, data.get("endpoint"))
+        return data
 
     def source(self) -> dict[str, Any]:
         """create_judge_run's source arguments for the chosen responses."""
@@ -353,6 +360,7 @@ class PairwiseRunForm(forms.Form):
     logging_mode = forms.ChoiceField(
         choices=LoggingMode.choices, initial=LoggingMode.FAILED, label="Keep attempt logs"
     )
+    batch = batch_field()
 
     def __init__(self, *args: Any, judge: Judge, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -379,6 +387,11 @@ class PairwiseRunForm(forms.Form):
         self.fields["endpoint"].initial = judge.task.default_judge_endpoint_id or (
             only[0] if len(only) == 1 else None
         )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        check_batch(self, data.get("endpoint"))
+        return data
 
     def response_sets(self) -> tuple[list[str], str]:
         """The chosen sources ("run:ID" or "column:DATASET:COLUMN") and the baseline's."""

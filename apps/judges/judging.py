@@ -70,7 +70,7 @@ from apps.judges.parsing import (
     response_format_for,
 )
 from apps.judges.scoring import JudgeSpec, score_text
-from apps.runs.engine import Call, Progress, Result, RunPlugin, register
+from apps.runs.engine import Call, Progress, Result, RunPlugin, add_batch_argument, register
 from apps.runs.llm import RAW_LIMIT, Attempt, LLMError
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run
 from apps.runs.tuning import RULE_LANES
@@ -771,6 +771,7 @@ class JudgePlugin(RunPlugin):
             "--logging", choices=[m.value for m in LoggingMode], default=LoggingMode.FAILED.value
         )
         parser.add_argument("--chunk-size", type=int, default=200)
+        add_batch_argument(parser)
 
     def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
         try:
@@ -796,6 +797,7 @@ class JudgePlugin(RunPlugin):
                 label=options.get("label") or "",
                 logging_mode=options.get("logging") or LoggingMode.FAILED,
                 chunk_size=options.get("chunk_size") or 200,
+                batch=bool(options.get("batch")),
             )
         except JudgeRunError as exc:
             raise CommandError(str(exc)) from None

@@ -106,8 +106,10 @@ def create_judge_run(
     label: str = "",
     logging_mode: str = LoggingMode.FAILED,
     chunk_size: int = 200,
+    batch: bool = False,
 ) -> Run:
-    """A new judge run, launched (its jobs are enqueued when the transaction commits)."""
+    """A new judge run, launched (its jobs are enqueued when the transaction commits);
+    `batch` sends its requests through the provider's Batch API (apps.runs.batch)."""
     dataset = check_source(judge, source_run, dataset, source_column)
     try:
         JudgeSpec.of(judge).check()
@@ -115,6 +117,10 @@ def create_judge_run(
         raise JudgeRunError(f"Judge {judge} cannot run: {exc}") from None
     if judge.uses_llm and endpoint is None:
         raise JudgeRunError(f"{judge} is an LLM judge: choose the endpoint that judges.")
+    if batch and not judge.uses_llm:
+        raise JudgeRunError(f"{judge} asks no model: batch mode is for LLM judges.")
+    if batch and endpoint is not None and (refusal := endpoint.batch_refusal()):
+        raise JudgeRunError(refusal)
     with transaction.atomic():
         run = Run.objects.create(
             task_id=judge.task_id,
@@ -127,6 +133,7 @@ def create_judge_run(
             label=label,
             logging_mode=logging_mode,
             chunk_size=max(1, chunk_size),
+            batch=batch,
             total=dataset.items.count(),
             created_by=user if getattr(user, "pk", None) else None,
         )

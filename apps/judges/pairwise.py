@@ -26,7 +26,15 @@ from apps.judges.judge_prompts import PromptError, build_pairwise_messages
 from apps.judges.launching import JudgeRunError, find_judge, parse_responses
 from apps.judges.models import Comparison, Judge, PairwiseSetup, judge_of
 from apps.judges.parsing import JudgeReplyError, parse_pairwise_reply
-from apps.runs.engine import Call, Progress, Result, RunPlugin, launch, register
+from apps.runs.engine import (
+    Call,
+    Progress,
+    Result,
+    RunPlugin,
+    add_batch_argument,
+    launch,
+    register,
+)
 from apps.runs.llm import RAW_LIMIT, Attempt, LLMError
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run, set_names
 
@@ -356,6 +364,7 @@ class PairwisePlugin(RunPlugin):
             "--logging", choices=[m.value for m in LoggingMode], default=LoggingMode.FAILED.value
         )
         parser.add_argument("--chunk-size", type=int, default=100)
+        add_batch_argument(parser)
 
     def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
         try:
@@ -384,6 +393,7 @@ class PairwisePlugin(RunPlugin):
             user=user,
             logging_mode=options.get("logging") or LoggingMode.FAILED,
             chunk_size=options.get("chunk_size") or 100,
+            batch=bool(options.get("batch")),
         )
 
 
@@ -425,8 +435,10 @@ def create_pairwise_run(
     user: Any = None,
     logging_mode: str = LoggingMode.FAILED,
     chunk_size: int = 100,
+    batch: bool = False,
 ) -> Run:
-    """A pairwise run over these response sets, launched when the transaction commits."""
+    """A pairwise run over these response sets, launched when the transaction commits;
+    `batch` sends its requests through the provider's Batch API (apps.runs.batch)."""
     if judge.kind != Judge.Kind.PAIRWISE:
         raise JudgeRunError(f"{judge} is not a pairwise judge.")
     unique = {run.pk: run for run in runs}
@@ -441,6 +453,8 @@ def create_pairwise_run(
         raise JudgeRunError("The judge belongs to another task than the responses.")
     if endpoint is None:
         raise JudgeRunError(f"{judge} is an LLM judge: choose the endpoint that judges.")
+    if batch and (refusal := endpoint.batch_refusal()):
+        raise JudgeRunError(refusal)
     first = next(iter(unique.values()))
     labels = " vs ".join(run.label or f"run #{run.pk}" for run in unique.values())
     with transaction.atomic():
@@ -453,6 +467,7 @@ def create_pairwise_run(
             label=f"{judge} on {labels}"[:200],
             logging_mode=logging_mode,
             chunk_size=max(1, chunk_size),
+            batch=batch,
             created_by=user if getattr(user, "pk", None) else None,
         )
         setup = PairwiseSetup.objects.create(run=run, baseline=baseline)

@@ -151,6 +151,7 @@ def judge_run_start(request: AppRequest, pk: int) -> HttpResponse:
                 label=form.cleaned_data["label"],
                 logging_mode=form.cleaned_data["logging_mode"],
                 chunk_size=form.cleaned_data["chunk_size"],
+                batch=form.cleaned_data.get("batch", False),
                 **form.source(),
             )
         except JudgeRunError as exc:
@@ -173,6 +174,7 @@ def _pairwise_start(request: AppRequest, judge: Judge) -> HttpResponse:
                 endpoint=form.cleaned_data["endpoint"],
                 user=request.user,
                 logging_mode=form.cleaned_data["logging_mode"],
+                batch=form.cleaned_data["batch"],
             )
         except JudgeRunError as exc:
             form.add_error(None, str(exc))

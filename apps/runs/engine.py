@@ -89,6 +89,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
@@ -97,6 +98,9 @@ from apps.runs.llm import LLM, Attempt, LLMError, Reply, SlotPool, Stopped, run_
 from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Run
 from apps.runs.signals import run_finished
 from apps.runs.tuning import (
+    BATCH_POLL_CLAIM_MIN,
+    BATCH_POLL_TIMEOUT,
+    BATCH_SUBMIT_TIMEOUT,
     CANCEL_GRACE,
     CHUNK_BUDGET_SHARE,
     CHUNK_TIMEOUT_MARGIN,
@@ -226,6 +230,16 @@ class RunPlugin(ABC):
 
 PLUGINS: dict[str, RunPlugin] = {}
 
+BATCH_HELP = (
+    "send the requests through the provider's Batch API (endpoints marked as supporting it): "
+    "answered within 24 h at the batch price"
+)
+
+
+def add_batch_argument(parser: ArgumentParser) -> None:
+    """`--batch` for the `start_run` subcommands of kinds that ask a model."""
+    parser.add_argument("--batch", action="store_true", help=BATCH_HELP)
+
 
 def register(plugin: RunPlugin) -> RunPlugin:
     PLUGINS[plugin.kind] = plugin
@@ -284,6 +298,31 @@ def live_field(run_id: int, launch: int) -> str:
 
 def job_id(run_id: int, launch: int, n: int) -> str:
     return f"run-{run_id}-l{launch}-chunk-{n}"
+
+
+# Batch mode (apps.runs.batch): "<run id>:<launch>" -> when its batches are next polled (ms).
+# The watchdog enqueues the poll job of every launch that is due; a poll that dies mid-way is
+# due again once its claim (BATCH_POLL_CLAIM) lapses. Nothing else keeps a batch run going.
+BATCH_DUE_KEY = f"{KEY_PREFIX}:batches:due"
+BATCH_SUBMIT_JOB = "apps.runs.batch.submit_job"
+BATCH_POLL_JOB = "apps.runs.batch.poll_job"
+
+
+def batch_job_id(run_id: int, launch: int, what: str) -> str:
+    return f"run-{run_id}-l{launch}-batch-{what}"
+
+
+def batch_submitting_key(run_id: int, launch: int) -> str:
+    """Set while the launch's submit job is queued or at work (it renews it): polls wait."""
+    return _key(run_id, f"l{launch}:batch-submitting")
+
+
+def poll_batches_in(run_id: int, launch: int, seconds: float) -> None:
+    """Have the launch's batches polled in `seconds` (0: at the watchdog's next tick)."""
+    conn = _redis()
+    seconds_now, micros = conn.time()
+    due = int(seconds_now) * 1000 + int(micros) // 1000 + int(seconds * 1000)
+    conn.zadd(BATCH_DUE_KEY, {live_field(run_id, launch): due})
 
 
 def _redis() -> Any:
@@ -422,6 +461,8 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
     if run.kind not in PLUGINS:
         raise LaunchError(f"{run} is read from a file: there is nothing to run.")
     plugin = plugin_for(run)
+    if run.batch and (refusal := batch_refusal(run)):
+        raise LaunchError(refusal)
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if locked.is_active and not locked.is_stalled and locked.launch > 0:
@@ -433,6 +474,10 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
             total=plugin.total(locked), done=done, failed=failed, progress_base=done + failed
         )
         locked.refresh_from_db()
+        if locked.batch:
+            count = _launch_batch(locked, keys)
+            run.refresh_from_db()
+            return count
         if not keys:
             _settle(locked, plugin)
             run.refresh_from_db()
@@ -464,9 +509,58 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
     return len(keys)
 
 
+def batch_refusal(run: Run) -> str:
+    """Why `run` cannot be sent as a batch; blank when it can."""
+    if run.endpoint is None:
+        return "Batch mode sends requests to a model: this run asks none (a rule-based judge)."
+    return run.endpoint.batch_refusal()
+
+
+def _launch_batch(run: Run, keys: list[str]) -> int:
+    """A batch-mode launch (apps.runs.batch): one submit job sends the pending units that no
+    earlier batch still holds, and the run's unfinished batches are polled on by this launch
+    (a resume after a crash polls the batch it had, it never sends it twice)."""
+    held = {
+        key for keys_ in run.batches.unapplied().values_list("keys", flat=True) for key in keys_
+    }
+    fresh = [key for key in keys if key not in held]
+    if not fresh and not held:
+        _settle(run, plugin_for(run))
+        return 0
+    run_id, number = run.pk, run.launch
+
+    def _push() -> None:
+        conn = _redis()
+        pipe = conn.pipeline()
+        pipe.delete(stop_key(run_id))
+        pipe.set(launch_key(run_id), number, ex=KEY_TTL)
+        pipe.zrem(BATCH_DUE_KEY, live_field(run_id, number - 1))
+        pipe.set(batch_submitting_key(run_id, number), 1, ex=KEY_TTL)
+        pipe.execute()
+        # Polls wait while the submit job is queued or at work; should it die, they take over.
+        poll_batches_in(run_id, number, batch_poll_claim())
+
+    transaction.on_commit(_push)
+    enqueue(
+        BATCH_SUBMIT_JOB,
+        run_id,
+        number,
+        job_id=batch_job_id(run_id, number, "submit"),
+        timeout=BATCH_SUBMIT_TIMEOUT,
+    )
+    return len(fresh) + len(held)
+
+
 def cancel(run: Run) -> None:
     """Stop asking the endpoint within seconds; what is answered stays, resume does the rest."""
     run.request_cancel()
+    if run.batch:
+        # The next poll cancels the batches at the provider, writes what they answered by
+        # then, and ends the run cancelled (a run not sent yet was cancelled above; the poll
+        # still cancels batches it took over from an earlier launch).
+        poll_batches_in(run.pk, run.launch, 0)
+        run.refresh_from_db()
+        return
     conn = _redis()
     conn.set(stop_key(run.pk), "cancel", ex=KEY_TTL)
     conn.delete(todo_key(run.pk, run.launch), again_key(run.pk, run.launch))
@@ -615,6 +709,53 @@ class LeaseKeeper:
         self._thread.join(timeout=HEARTBEAT_EVERY * 5)
 
 
+# ---- polling batches (batch mode) ---------------------------------------------------------------
+# KEYS due; ARGV now ms, claim ms. Claims every due launch for `claim` ms: its poll job renews
+# the claim while it works and sets the next poll when done, so a poll whose worker died is due
+# again once the claim lapses, and two watchdogs never enqueue one poll twice.
+_CLAIM_DUE = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+for _, member in ipairs(due) do
+  redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), member)
+end
+return due
+"""
+
+
+def batch_poll_claim() -> float:
+    """Seconds a poll job holds its launch before another may be enqueued (it renews them)."""
+    return max(BATCH_POLL_CLAIM_MIN, 3 * settings.BATCH_POLL_SECONDS)
+
+
+def enqueue_due_batch_polls(conn: Any = None) -> list[str]:
+    """Enqueue the poll job of every batch-mode launch that is due; returns their job ids.
+    Run by the watchdog (Redis only, like `reap`); each poll job gets its own id, counted per
+    launch, and is safe to run twice (apps.runs.batch.poll_job)."""
+    conn = conn if conn is not None else _redis()
+    seconds, micros = conn.time()
+    now_ms = int(seconds) * 1000 + int(micros) // 1000
+    claim_ms = int(batch_poll_claim() * 1000)
+    started = []
+    for raw in conn.register_script(_CLAIM_DUE)(keys=[BATCH_DUE_KEY], args=[now_ms, claim_ms]):
+        member = raw.decode() if isinstance(raw, bytes) else str(raw)
+        run_id, launch = (int(part) for part in member.split(":"))
+        n = conn.incr(_key(run_id, f"l{launch}:batch-polls"))
+        conn.expire(_key(run_id, f"l{launch}:batch-polls"), KEY_TTL)
+        name = batch_job_id(run_id, launch, f"poll-{n}")
+        enqueue_now(BATCH_POLL_JOB, run_id, launch, job_id=name, timeout=BATCH_POLL_TIMEOUT)
+        started.append(name)
+    return started
+
+
+def renew_batch_claim(run_id: int, launch: int) -> None:
+    """The poll job of the launch is still at work: hold off another one."""
+    poll_batches_in(run_id, launch, batch_poll_claim())
+
+
+def forget_batch_polls(run_id: int, launch: int) -> None:
+    _redis().zrem(BATCH_DUE_KEY, live_field(run_id, launch))
+
+
 # ---- handing a dead chunk's units to live workers ------------------------------------------------
 def _job_running(conn: Any, name: str) -> bool:
     """RQ's view of chunk job `name`: False once its work horse died (RQ's worker marks the job
@@ -701,7 +842,6 @@ class ChunkRunner:
         self.lanes = lanes
         self.budget = budget
         self.launch = run.launch
-        self.logging_mode = run.logging_mode
         self.buffer: list[Result] = []
         self.attempt_buffer: list[Attempt] = []
         self.processed = 0
@@ -943,47 +1083,7 @@ class ChunkRunner:
             self.last_flush = time.monotonic()
 
     def _write(self, results: list[Result], stray_attempts: list[Attempt]) -> None:
-        with transaction.atomic():
-            progress = self.plugin.persist(self.run, self.ctx, results) if results else Progress()
-            logs = [a for r in results for a in r.attempts] + stray_attempts
-            self._write_logs(logs)
-            self.run.add_progress(
-                done=progress.done,
-                failed=progress.failed,
-                prompt_tokens=progress.prompt_tokens,
-                completion_tokens=progress.completion_tokens,
-                cost=progress.cost,
-            )
-
-    def _write_logs(self, attempts: list[Attempt]) -> None:
-        if self.logging_mode == LoggingMode.NONE:
-            return
-        if self.logging_mode == LoggingMode.FAILED:
-            attempts = [a for a in attempts if not a.ok]
-        if attempts:
-            AttemptLog.objects.bulk_create(
-                [
-                    AttemptLog(
-                        run_id=self.run.pk,
-                        item_id=a.item_id,
-                        round=a.round,
-                        epoch=a.epoch,
-                        attempt=a.attempt,
-                        ok=a.ok,
-                        request_messages=a.request_messages,
-                        raw_reply=a.raw_reply,
-                        error_kind=a.error_kind,
-                        error=a.error,
-                        traceback=a.traceback,
-                        latency_ms=a.latency_ms,
-                        prompt_tokens=a.prompt_tokens,
-                        completion_tokens=a.completion_tokens,
-                        cost=a.cost,
-                    )
-                    for a in attempts
-                    if a.item_id
-                ]
-            )
+        write_results(self.run, self.plugin, self.ctx, results, stray_attempts)
 
     # -- staying in touch -------------------------------------------------------------------
     async def heartbeat(self) -> None:
@@ -1028,4 +1128,59 @@ class ChunkRunner:
             and row["launch"] == self.launch
             and row["status"] in Run.ACTIVE_STATUSES
             and not row["cancel_requested"]
+        )
+
+
+# ---- writing results ----------------------------------------------------------------------------
+def write_results(
+    run: Run,
+    plugin: RunPlugin,
+    ctx: Any,
+    results: list[Result],
+    stray_attempts: list[Attempt] | None = None,
+) -> Progress:
+    """Commit `results` in one transaction: the plug-in's rows (exactly once), the attempt logs
+    per the run's logging mode, and the run's counters. Chunks and batch mode both write here."""
+    with transaction.atomic():
+        progress = plugin.persist(run, ctx, results) if results else Progress()
+        logs = [a for r in results for a in r.attempts] + list(stray_attempts or [])
+        write_logs(run, logs)
+        run.add_progress(
+            done=progress.done,
+            failed=progress.failed,
+            prompt_tokens=progress.prompt_tokens,
+            completion_tokens=progress.completion_tokens,
+            cost=progress.cost,
+        )
+    return progress
+
+
+def write_logs(run: Run, attempts: list[Attempt]) -> None:
+    if run.logging_mode == LoggingMode.NONE:
+        return
+    if run.logging_mode == LoggingMode.FAILED:
+        attempts = [a for a in attempts if not a.ok]
+    if attempts:
+        AttemptLog.objects.bulk_create(
+            [
+                AttemptLog(
+                    run_id=run.pk,
+                    item_id=a.item_id,
+                    round=a.round,
+                    epoch=a.epoch,
+                    attempt=a.attempt,
+                    ok=a.ok,
+                    request_messages=a.request_messages,
+                    raw_reply=a.raw_reply,
+                    error_kind=a.error_kind,
+                    error=a.error,
+                    traceback=a.traceback,
+                    latency_ms=a.latency_ms,
+                    prompt_tokens=a.prompt_tokens,
+                    completion_tokens=a.completion_tokens,
+                    cost=a.cost,
+                )
+                for a in attempts
+                if a.item_id
+            ]
         )

@@ -62,6 +62,7 @@ class EndpointForm(forms.ModelForm):
             "timeout_seconds",
             "max_retries",
             "supports_structured_output",
+            "supports_batch",
         ]
         labels = {
             "base_url": "Base URL",
@@ -190,6 +191,23 @@ class PromptTemplateForm(forms.ModelForm):
         return data
 
 
+def batch_field() -> forms.BooleanField:
+    """The batch-mode option of every start form that asks a model."""
+    return forms.BooleanField(
+        required=False,
+        label="Batch mode",
+        help_text="Send the requests as a batch through the provider's Batch API: answered "
+        "within 24 h at the batch price. Only for endpoints marked as supporting it.",
+    )
+
+
+def check_batch(form: forms.Form, endpoint: Endpoint | None) -> None:
+    """Batch mode on an endpoint that does not support it: an error on the option."""
+    refusal = endpoint.batch_refusal() if endpoint is not None else ""
+    if form.cleaned_data.get("batch") and refusal:
+        form.add_error("batch", refusal)
+
+
 class GenerationRunForm(forms.Form):
     dataset = forms.ModelChoiceField(queryset=Dataset.objects.none())
     endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.all())
@@ -214,6 +232,7 @@ class GenerationRunForm(forms.Form):
     chunk_size = forms.IntegerField(
         min_value=1, max_value=10_000, initial=200, help_text="Items per background job."
     )
+    batch = batch_field()
 
     def __init__(self, *args: Any, task: Task, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -231,6 +250,7 @@ class GenerationRunForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
+        check_batch(self, data.get("endpoint"))
         dataset, template = data.get("dataset"), data.get("template")
         if dataset is None or template is None:
             return data

@@ -8,7 +8,15 @@ from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 
 from apps.datasets.models import Dataset, Item
-from apps.runs.engine import Call, Progress, Result, RunPlugin, launch, register
+from apps.runs.engine import (
+    Call,
+    Progress,
+    Result,
+    RunPlugin,
+    add_batch_argument,
+    launch,
+    register,
+)
 from apps.runs.llm import Reply
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, PromptTemplate, Response, Run
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer
@@ -232,6 +240,7 @@ class GenerationPlugin(RunPlugin):
             default=1,
             help=f"samples per item, 1–{Run.MAX_EPOCHS} (epoch e is asked with the endpoint's seed + e)",
         )
+        add_batch_argument(parser)
 
     def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
         from django.core.management.base import CommandError
@@ -247,6 +256,8 @@ class GenerationPlugin(RunPlugin):
         if endpoint is None:
             names = ", ".join(Endpoint.objects.values_list("name", flat=True)) or "none yet"
             raise CommandError(f"No endpoint named {options['endpoint']!r} (there are: {names}).")
+        if options.get("batch") and (refusal := endpoint.batch_refusal()):
+            raise CommandError(refusal)
         templates = PromptTemplate.objects.filter(task_id=dataset.task_id, name=options["template"])
         if options.get("template_version"):
             templates = templates.filter(version=options["template_version"])
@@ -269,6 +280,7 @@ class GenerationPlugin(RunPlugin):
             logging_mode=options.get("logging") or LoggingMode.FAILED,
             chunk_size=options.get("chunk_size") or 200,
             epochs=epochs,
+            batch=bool(options.get("batch")),
         )
 
 
@@ -296,10 +308,14 @@ def create_generation_run(
     logging_mode: str = LoggingMode.FAILED,
     chunk_size: int = 200,
     epochs: int = 1,
+    batch: bool = False,
 ) -> Run:
-    """A new generation run, launched (its jobs are enqueued when the transaction commits)."""
+    """A new generation run, launched (its jobs are enqueued when the transaction commits);
+    `batch` sends it through the provider's Batch API (apps.runs.batch)."""
     if template.task_id != dataset.task_id:
         raise ValueError("The template belongs to another task than the dataset.")
+    if batch and (refusal := endpoint.batch_refusal()):
+        raise ValueError(refusal)
     if not 1 <= epochs <= Run.MAX_EPOCHS:
         raise ValueError(f"Epochs must be between 1 and {Run.MAX_EPOCHS}, not {epochs}.")
     with transaction.atomic():
@@ -313,6 +329,7 @@ def create_generation_run(
             logging_mode=logging_mode,
             chunk_size=max(1, chunk_size),
             epochs=epochs,
+            batch=batch,
             total=dataset.items.count() * epochs,
             created_by=user if getattr(user, "pk", None) else None,
         )

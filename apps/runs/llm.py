@@ -482,6 +482,33 @@ def make_client(endpoint: Endpoint, connections: int) -> openai.AsyncOpenAI:
     return client
 
 
+def sampling_params(endpoint: Endpoint) -> dict[str, Any]:
+    """The endpoint's sampling parameters that are set (sent in every request body)."""
+    return {
+        k: v
+        for k, v in {
+            "temperature": endpoint.temperature,
+            "top_p": endpoint.top_p,
+            "max_tokens": endpoint.max_tokens,
+            "seed": endpoint.seed,
+        }.items()
+        if v is not None
+    }
+
+
+def chat_body(endpoint: Endpoint, messages: list[dict[str, str]], **params: Any) -> dict[str, Any]:
+    """The body of a chat completion request, exactly as `LLM.chat` sends it (batch mode
+    writes these into its JSONL files)."""
+    body = {
+        **(endpoint.extra_params or {}),
+        **sampling_params(endpoint),
+        **params,
+        "model": endpoint.model,
+    }
+    body["messages"] = messages
+    return body
+
+
 class LLM:
     """Chat requests to one endpoint for one chunk, within the shared limits."""
 
@@ -503,16 +530,7 @@ class LLM:
         self.max_retries = endpoint.max_retries if max_retries is None else max_retries
         self.client = make_client(endpoint, connections or endpoint.concurrency_limit)
         self.scrub = Scrubber(known_keys(endpoint))
-        self._params = {
-            k: v
-            for k, v in {
-                "temperature": endpoint.temperature,
-                "top_p": endpoint.top_p,
-                "max_tokens": endpoint.max_tokens,
-                "seed": endpoint.seed,
-            }.items()
-            if v is not None
-        }
+        self._params = sampling_params(endpoint)
         self._extra = dict(endpoint.extra_params or {})
         self._price = endpoint.price_per_million()
         # Our own idempotency keys: the SDK would draw one from os.urandom per request.

@@ -103,6 +103,14 @@ class Endpoint(models.Model):
     timeout_seconds = models.FloatField(default=60.0)
     max_retries = models.PositiveIntegerField(default=4)
     supports_structured_output = models.BooleanField(default=False)
+    # The provider offers OpenAI's Batch API (/v1/files + /v1/batches) at this base URL: runs
+    # may then be sent as one batch at the batch price instead of request by request.
+    supports_batch = models.BooleanField(
+        default=False,
+        verbose_name="Supports the Batch API",
+        help_text="The provider offers OpenAI's Batch API (files + batches) at this base URL: "
+        "runs may be sent as a batch, answered within 24 h at the batch price.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -165,6 +173,16 @@ class Endpoint(models.Model):
         if self.has_price:
             return f"these tokens were counted before “{self.model}” had a price"
         return f"“{self.model}” has no price: set EVALSITE_PRICE_TABLE in .env (see .env.example)"
+
+    def batch_refusal(self) -> str:
+        """Why runs on this endpoint cannot be sent as a batch; blank when they can."""
+        if self.supports_batch:
+            return ""
+        return (
+            f"Endpoint “{self.name}” is not marked as supporting the Batch API: tick "
+            "“Supports the Batch API” on the endpoint if its provider offers /v1/files and "
+            "/v1/batches, or start the run without batch mode."
+        )
 
     def cost(self, prompt_tokens: int, completion_tokens: int, *, batch: bool = False) -> float:
         """USD for these tokens; `batch` bills them at the Batch API's share of the price."""
@@ -346,6 +364,9 @@ class Run(models.Model):
     progress_base = models.PositiveIntegerField(default=0)
     # Set when the last live chunk found work that a dead worker had taken: resume finishes it.
     interrupted_at = models.DateTimeField(null=True, blank=True)
+    # Batch mode: the run's requests go to the provider's Batch API as JSONL files (RunBatch),
+    # answered within 24 h at the batch price, instead of request by request (apps.runs.batch).
+    batch = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -503,7 +524,26 @@ class Run(models.Model):
             return True
         if self.heartbeat_at is None:
             return False
-        return timezone.now() - self.heartbeat_at > self.STALL_AFTER
+        limit = self.STALL_AFTER
+        if self.batch:  # a batch run reports at every poll
+            limit = max(limit, timedelta(seconds=3 * settings.BATCH_POLL_SECONDS + 30))
+        return timezone.now() - self.heartbeat_at > limit
+
+    @property
+    def batch_parts(self) -> list["RunBatch"]:
+        """The batch files of a batch-mode run, oldest first (the run page)."""
+        return list(self.batches.order_by("launch", "part")) if self.batch else []
+
+    @property
+    def batch_waiting(self) -> tuple[int, int]:
+        """(requests the provider has settled, requests sent) of the batches whose results
+        are not written yet: the progress of a batch run, where nothing is written until a
+        batch ends."""
+        rows = self.batches.unapplied().exclude(batch_id="")
+        counts = rows.aggregate(
+            settled=models.Sum(F("completed") + F("failed")), sent=models.Sum("requests")
+        )
+        return counts["settled"] or 0, counts["sent"] or 0
 
     @property
     def status_label(self) -> str:
@@ -648,6 +688,69 @@ class Run(models.Model):
         Run.objects.filter(pk=self.pk, status=self.Status.RUNNING).update(
             interrupted_at=timezone.now()
         )
+
+
+class RunBatchQuerySet(models.QuerySet["RunBatch"]):
+    def unapplied(self) -> "RunBatchQuerySet":
+        """Batches whose results are not written yet: still at the provider, or being read."""
+        return self.filter(applied_at__isnull=True)
+
+
+class RunBatch(models.Model):
+    """One JSONL file of a batch-mode run sent to the provider's Batch API (apps.runs.batch).
+
+    The row is written with its unit keys before anything is uploaded, and each provider id as
+    soon as the provider gives it, so a job that dies anywhere finds the same file and batch
+    again (by filename and by the file id) instead of uploading twice.
+    """
+
+    # The provider's batch statuses (OpenAI's words), and ours before the batch exists.
+    PREPARING = "preparing"
+    TERMINAL = ("completed", "failed", "expired", "cancelled")
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="batches")
+    launch = models.PositiveIntegerField()  # the launch that sent it
+    part = models.PositiveIntegerField()  # its file's number within that launch
+    keys = models.JSONField(default=list)  # the run's units whose requests are in the file
+    requests = models.PositiveIntegerField(default=0)  # lines in the file
+    input_file_id = models.CharField(max_length=200, blank=True)
+    batch_id = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=32, default=PREPARING)
+    # The provider's request_counts, copied at every poll: progress while nothing is written.
+    completed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    output_file_id = models.CharField(max_length=200, blank=True)
+    error_file_id = models.CharField(max_length=200, blank=True)
+    # Why the provider failed the batch as a whole (its errors), API keys scrubbed.
+    error = models.TextField(blank=True)
+    cancel_sent_at = models.DateTimeField(null=True, blank=True)
+    applied_at = models.DateTimeField(null=True, blank=True)  # results written
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = RunBatchQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["run", "launch", "part"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "launch", "part"], name="run_batch_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"run #{self.run_id} batch {self.launch}.{self.part} ({self.status})"
+
+    @property
+    def filename(self) -> str:
+        """The uploaded file's name: how a job that died after uploading finds it again."""
+        return f"evalsite-run-{self.run_id}-l{self.launch}-part-{self.part}.jsonl"
+
+    @property
+    def is_over(self) -> bool:
+        return self.status in self.TERMINAL
+
+    @property
+    def settled(self) -> int:
+        return self.completed + self.failed
 
 
 class ResponseQuerySet(models.QuerySet["Response"]):

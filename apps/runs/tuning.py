@@ -73,3 +73,14 @@ COMPLETION_TOKENS_GUESS = 256
 # A shared pause (a 429's Retry-After, or headers saying the budget is spent) stops every
 # worker on the endpoint for at most this long at a time (s), like RETRY_AFTER_CAP.
 RATE_PAUSE_CAP = 120.0
+
+# ---- batch mode (apps.runs.batch) -------------------------------------------------------------
+# A poll job holds its launch for max(this, 3 × EVALSITE_BATCH_POLL_SECONDS) and renews that
+# while it reads results; a poll whose worker was killed is enqueued again once it lapses.
+BATCH_POLL_CLAIM_MIN = 10.0
+# RQ's limit for one poll job: reading and writing the results of a 50,000-request file.
+BATCH_POLL_TIMEOUT = 3600
+# The submit job renders, uploads and creates every file of a launch.
+BATCH_SUBMIT_TIMEOUT = 3600
+# Tries of one call to the provider's files/batches API before the job gives up for now.
+BATCH_API_TRIES = 4

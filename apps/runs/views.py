@@ -139,6 +139,7 @@ def generation_start(request: AppRequest) -> HttpResponse:
         logging_mode=form.cleaned_data["logging_mode"],
         chunk_size=form.cleaned_data["chunk_size"],
         epochs=form.cleaned_data["epochs"],
+        batch=form.cleaned_data["batch"],
     )
     messages.success(request, f"Started run #{run.pk}: {run.size_text}.")
     return redirect(run)

@@ -54,6 +54,7 @@ def _watch() -> None:
             # The lock lapses just before the next tick, so some worker always takes it.
             if conn.set(LOCK_KEY, "1", nx=True, px=int(WATCHDOG_TICK * 1000) - 200):
                 engine.reap(conn)
+                engine.enqueue_due_batch_polls(conn)
             failing = False
         except Exception:
             if not failing:  # once per outage, not every tick

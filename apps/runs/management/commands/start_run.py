@@ -2,6 +2,7 @@
 
     start_run generation --dataset 3 --endpoint gpt4o --template qa [--wait]
     start_run resume RUN_ID [--wait]        start_run retry-failed RUN_ID [--wait]
+    start_run cancel RUN_ID [--wait]        (a batch-mode run's batch is cancelled at the provider)
 
 Each run kind adds its own subcommand through its plug-in's add_cli_arguments/create_from_cli
 (apps.runs.engine), so `start_run judge …` comes with the judge kind. With --wait the command
@@ -37,10 +38,22 @@ class Command(BaseCommand):
             again = sub.add_parser(name, help=f"launch an existing run again on its {text}")
             again.add_argument("run_id", type=int)
             _wait_arguments(again)
+        stop = sub.add_parser("cancel", help="cancel a run that is going (resume finishes it)")
+        stop.add_argument("run_id", type=int)
+        _wait_arguments(stop)
 
     def handle(self, *args: Any, **options: Any) -> None:
         what = options["what"]
-        if what in ("resume", "retry-failed"):
+        if what == "cancel":
+            run = Run.objects.filter(pk=options["run_id"]).first()
+            if run is None:
+                raise CommandError(f"No run with id {options['run_id']}.")
+            if not run.is_active:
+                raise CommandError(f"Run #{run.pk} is not going ({run.status_label.lower()}).")
+            engine.cancel(run)
+            where = " (its batch is cancelled at the provider)" if run.batch else ""
+            self.stdout.write(f"Run #{run.pk}: cancelling{where}.")
+        elif what in ("resume", "retry-failed"):
             run = Run.objects.filter(pk=options["run_id"]).first()
             if run is None:
                 raise CommandError(f"No run with id {options['run_id']}.")
@@ -59,7 +72,8 @@ class Command(BaseCommand):
                 size = (
                     f"{run.total // run.epochs} items × {run.epochs} epochs = {run.total} responses"
                 )
-            self.stdout.write(f"Started run #{run.pk} ({run.title}): {size}.")
+            batch_mode = " in batch mode" if run.batch else ""
+            self.stdout.write(f"Started run #{run.pk} ({run.title}){batch_mode}: {size}.")
         if options["wait"]:
             sys.exit(self.wait(run, options["poll"]))
 
@@ -73,7 +87,11 @@ class Command(BaseCommand):
             )
             if run.not_run:
                 line += f", {run.not_run} not run"
-            if run.items_per_second:
+            if run.batch and run.is_active:
+                settled, sent = run.batch_waiting
+                if sent:
+                    line += f" · batch: {settled} of {sent} requests answered at the provider"
+            elif run.items_per_second:
                 line += f" · {run.items_per_second:.1f} items/s"
             if run.is_terminal:
                 # "$0" for a model without a price would read as free: say it is unknown.
