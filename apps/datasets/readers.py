@@ -292,9 +292,9 @@ def read_head(
     check_size(size)
     fmt = (fmt or "").lower() or binary_format(path, file_name)
     if fmt == "xlsx":
-        return read_xlsx(path, sheet, None if size <= max_bytes else PREVIEW_ROWS)
+        return read_xlsx(path, sheet, None if size <= max_bytes else HEAD_ROWS)
     if fmt == "parquet":
-        return read_parquet(path, None if size <= max_bytes else PREVIEW_ROWS)
+        return read_parquet(path, None if size <= max_bytes else HEAD_ROWS)
     if size <= max_bytes:
         return read_table(path, fmt, file_name)
     data = _head_bytes(path, max_bytes)
@@ -565,8 +565,8 @@ ZIP_MAGIC = b"PK\x03\x04"
 # An encrypted .xlsx is an OLE compound file, as is an Excel 97–2003 .xls.
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 PARQUET_MAGIC = b"PAR1"
-# A big workbook or Parquet file is previewed from its first rows (the worker reads them all).
-PREVIEW_ROWS = 200
+# A big workbook or Parquet file is previewed from this many first rows (the worker reads all).
+HEAD_ROWS = 200
 # An .xlsx is zipped XML: refuse one that unpacks to more than this many times the upload limit
 # (a "zip bomb", or a sheet too big to read in memory), before reading any of it.
 UNZIPPED_FACTOR = 5
