@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import django_rq
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 from rq.exceptions import NoSuchJobError
@@ -19,6 +20,7 @@ from apps.datasets.importing import (
     progress_reporter,
 )
 from apps.datasets.models import Dataset, Task
+from apps.datasets.perturb import PerturbError, check_perturbation, perturb_dataset
 from apps.datasets.readers import DatasetError, read_table
 from apps.datasets.uploads import StagedUpload
 from evalsite.enqueue import enqueue
@@ -109,6 +111,39 @@ def import_staged(
     )
     staged.discard()
     return dataset
+
+
+def perturb_job_id(dataset_id: int, name: str, seed: int) -> str:
+    return f"perturb-dataset-{dataset_id}-{name}-{seed}"
+
+
+def perturb_dataset_job(dataset_id: int, name: str, seed: int, user_id: int | None) -> None:
+    """Make a perturbed copy of a big dataset in a worker. Safe to run twice: the second run
+    finds the copy the first made (`perturb_dataset` returns it)."""
+    original = Dataset.objects.select_related("task").filter(pk=dataset_id).first()
+    if original is None:
+        return
+    user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
+    try:
+        perturb_dataset(original, name, seed, user)
+    except PerturbError as exc:
+        log.warning("%s not perturbed (%s, seed %s): %s", original, name, seed, exc)
+
+
+def start_background_perturb(original: Dataset, name: str, seed: int, user: Any = None) -> str:
+    """Check what can be checked now, then hand the copy to a worker (after commit)."""
+    check_perturbation(name)
+    if original.status != Dataset.Status.READY:
+        raise PerturbError(f"{original} is not ready: only a finished import can be perturbed.")
+    user_id = getattr(user, "pk", None)
+    return enqueue(
+        perturb_dataset_job,
+        original.pk,
+        name,
+        seed,
+        user_id,
+        job_id=perturb_job_id(original.pk, name, seed),
+    )
 
 
 def import_job_lost(dataset: Dataset, grace_seconds: int = 120) -> bool:

@@ -108,11 +108,16 @@ def casing(text: str, rng: random.Random) -> str:
 
 
 def whitespace(text: str, rng: random.Random) -> str:
-    gaps = list(GAP.finditer(text))
-    for index in reversed(_draw(rng, len(gaps), GAP_RATE)):
-        at = gaps[index].start()
-        text = text[:at] + " " * rng.choice((2, 3)) + text[at + 1 :]
-    return text
+    gaps = [m.start() for m in GAP.finditer(text)]
+    chosen = _draw(rng, len(gaps), GAP_RATE)
+    widths = {index: rng.choice((2, 3)) for index in reversed(chosen)}  # drawn last gap first
+    parts, last = [], 0
+    for index in chosen:
+        at = gaps[index]
+        parts.append(text[last:at] + " " * widths[index])
+        last = at + 1
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def punctuation(text: str, rng: random.Random) -> str:
@@ -175,6 +180,16 @@ FEMALE_NAMES = (
     "Fatima", "Aisha", "Mei", "Yuki", "Maria", "Sofia", "Lucia", "Olga", "Marie", "Greta",
 )  # fmt: skip
 GENDER = {name: "m" for name in MALE_NAMES} | {name: "f" for name in FEMALE_NAMES}
+
+
+# Any word fairness could change: a fast "no" for the many texts that have none.
+GENDERED = re.compile(
+    r"\b(?:(?i:"
+    + "|".join(sorted({*SWAPS, *SWAPS.values(), "her", "his"}, key=len, reverse=True))
+    + r")|(?i:"
+    + "|".join(sorted(GENDER, key=len, reverse=True))
+    + r"))\b"
+)
 
 
 def _names_in(text: str) -> set[str]:
@@ -323,6 +338,8 @@ def perturb_item(
         }, reference
     texts = [inputs[field] for field in sorted(inputs)]
     if name == "fairness":
+        if not any(GENDERED.search(text) for text in [*texts, reference]):
+            return dict(inputs), reference
         names = name_swaps([*texts, reference], rng_for(name, seed, key))
         changed = {field: swap_gender(text, names) for field, text in inputs.items()}
         return changed, swap_gender(reference, names)

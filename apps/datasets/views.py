@@ -14,10 +14,16 @@ from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets import csvsafe
 from apps.datasets.browse import item_page, item_view_fields
 from apps.datasets.forms import FORMAT_CHOICES, MappingForm, PerturbForm, TaskForm, UploadForm
-from apps.datasets.importing import Mapping, import_progress
-from apps.datasets.jobs import import_job_lost, import_staged
+from apps.datasets.importing import Mapping, import_progress, sync_max_rows
+from apps.datasets.jobs import import_job_lost, import_staged, start_background_perturb
 from apps.datasets.models import Dataset, Frozen, Item, Task
-from apps.datasets.perturb import PERTURBATIONS, PerturbError, changed_count, perturb_dataset
+from apps.datasets.perturb import (
+    PERTURBATIONS,
+    PerturbError,
+    changed_count,
+    existing_copy,
+    perturb_dataset,
+)
 from apps.datasets.readers import DatasetError, human_size
 from apps.datasets.uploads import StagedUpload, read_upload
 from apps.datasets.values import as_text
@@ -227,6 +233,14 @@ def dataset_perturb(request: AppRequest, pk: int) -> HttpResponse:
     name, seed = form.cleaned_data["perturbation"], form.cleaned_data["seed"]
     before = set(original.perturbed_copies.values_list("pk", flat=True))
     try:
+        if original.row_count > sync_max_rows() and not existing_copy(original, name, seed):
+            start_background_perturb(original, name, seed, request.user)
+            messages.success(
+                request,
+                f"Making the {name} copy of {original.row_count:,} items in the background: "
+                "it appears under Perturbed copies when it is ready.",
+            )
+            return redirect(original)
         copy = perturb_dataset(original, name, seed, request.user)
     except PerturbError as exc:
         messages.error(request, str(exc))
@@ -234,9 +248,8 @@ def dataset_perturb(request: AppRequest, pk: int) -> HttpResponse:
     if copy.pk in before:
         messages.info(request, f"{copy} was made before with this perturbation and seed.")
     else:
-        messages.success(
-            request, f"Made {copy}: {changed_count(copy)} of {copy.row_count} items changed."
-        )
+        changed = changed_count(copy)
+        messages.success(request, f"Made {copy}: {changed} of {copy.row_count} items changed.")
     return redirect(copy)
 
 

@@ -231,3 +231,28 @@ def test_the_dataset_page_makes_copies_for_admins_only(original):
     again = admin.post(url, {"perturbation": "typos", "seed": "4"}, follow=True)
     assert "was made before with this perturbation and seed" in again.content.decode()
     assert Dataset.objects.filter(perturbation="typos").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
+def test_a_big_dataset_is_copied_by_a_worker(settings):
+    from django.test import Client
+
+    from tests.base import make_user, work
+
+    task = make_task("big")
+    original = make_dataset(task, ROWS, name="facts", mapping=MAPPING)
+    settings.DATASET_SYNC_MAX_ROWS = 1  # two items count as big here
+    admin = Client()
+    admin.force_login(make_user("admin"))
+    url = f"/datasets/{original.pk}/perturb/"
+    response = admin.post(url, {"perturbation": "casing", "seed": "2"}, follow=True)
+    assert response.redirect_chain[-1][0] == original.get_absolute_url()
+    assert "Making the casing copy of 2 items in the background" in response.content.decode()
+    assert not Dataset.objects.filter(perturbation="casing").exists()
+    work()
+    copy = Dataset.objects.get(perturbation="casing")
+    assert (copy.perturbed_from, copy.perturbation_seed, copy.row_count) == (original, 2, 2)
+    # Asked again, the copy made is shown at once.
+    again = admin.post(url, {"perturbation": "casing", "seed": "2"}, follow=True)
+    assert again.redirect_chain[-1][0] == copy.get_absolute_url()
