@@ -30,7 +30,12 @@ class PerturbForm(forms.Form):
     perturbation = forms.ChoiceField(
         choices=[(p.name, f"{p.label}: {p.description}") for p in PERTURBATIONS.values()]
     )
-    seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1)
+    seed = forms.IntegerField(
+        initial=0,
+        min_value=0,
+        max_value=2**31 - 1,
+        widget=forms.NumberInput(attrs={"style": "width: 7rem"}),
+    )
 
 
 class UploadForm(forms.Form):

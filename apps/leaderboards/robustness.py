@@ -4,7 +4,7 @@ A model here is a generation run over the copy paired with the same endpoint and
 version's run over the original, both judged by the board's judge. Items pair by key (a copy
 keeps its original's keys); per subject, each item's difference is perturbed − original, and
 the table gives their mean with a 95% t-interval: mean ± t(0.975, n − 1) · sd / √n, sd with
-n − 1 (scipy's Student t). A t-interval rather than the board's bootstrap: differences of
+n − 1 (scipy's Student t), cut to the differences the subject's range allows. A t-interval rather than the board's bootstrap: differences of
 two scores take few values, and the t-interval is what a person can check by hand.
 
 Failed and missing items count as on the board: at the subject's worst value when strict
@@ -55,15 +55,18 @@ def t_interval(differences: np.ndarray) -> Interval | None:
     return Interval(mean - half, mean + half, "t")
 
 
-def delta(original: np.ndarray, perturbed: np.ndarray) -> Delta:
-    """Paired values (NaN: no value, already scored the board's way) → their difference."""
+def delta(original: np.ndarray, perturbed: np.ndarray, span: float | None = None) -> Delta:
+    """Paired values (NaN: no value, already scored the board's way) → their difference. With
+    the subject's `span` (max − min), the interval is cut to the differences that can happen,
+    [−span, span]: a t-interval on two items reaches far beyond them."""
     both = ~np.isnan(original) & ~np.isnan(perturbed)
     a, b = original[both], perturbed[both]
     if a.size == 0:
         return Delta(0, None, None, None, None)
-    return Delta(
-        int(a.size), float(a.mean()), float(b.mean()), float((b - a).mean()), t_interval(b - a)
-    )
+    ci = t_interval(b - a)
+    if ci is not None and span is not None:
+        ci = Interval(max(ci.low, -span), min(ci.high, span), ci.method)
+    return Delta(int(a.size), float(a.mean()), float(b.mean()), float((b - a).mean()), ci)
 
 
 @dataclass
@@ -195,10 +198,11 @@ def _model(
         perturbed = scored(
             values_p.get(info.name, np.full(size_p, np.nan))[at_copy], info, found.scoring
         )
-        model.subjects[info.name] = delta(original, perturbed)
+        span = info.high - info.low if info.has_range else None  # type: ignore[operator]
+        model.subjects[info.name] = delta(original, perturbed, span)
         for tag in tag_names:
             mask = items.tag_mask(tags, tag)
-            model.tags.setdefault(tag, {})[info.name] = delta(original[mask], perturbed[mask])
+            model.tags.setdefault(tag, {})[info.name] = delta(original[mask], perturbed[mask], span)
     return model
 
 

@@ -75,11 +75,12 @@ def test_perturb_then_the_board_shows_the_delta(login, live_server, llm_server, 
     page.click("#robustness-link")
     section = page.locator(f"#copy-{copy.pk}")
     # Original 100, 100, 100, 0; perturbed 0 everywhere: differences −100, −100, −100, 0,
-    # mean −75, sd 50, se 25, half-width t(0.975, 3) × 25 = 79.56.
+    # mean −75, sd 50, se 25, half-width t(0.975, 3) × 25 = 79.56: [−154.56, 4.56], cut to
+    # the differences a 0–100 subject allows.
     row = section.locator('tr[data-model="echo-model"]')
     expect(row.locator('[data-subject="exact_match"][data-stat="delta"]')).to_have_text("-75.00")
     expect(row.locator('[data-subject="exact_match"][data-stat="ci"]')).to_have_text(
-        "[-154.56, 4.56]"
+        "[-100.00, 4.56]"
     )
     expect(row.locator('[data-subject="exact_match"][data-stat="n"]')).to_have_text("4")
     expect(page.locator("#robustness-summary")).to_contain_text("-75.00")

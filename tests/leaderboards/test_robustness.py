@@ -102,12 +102,16 @@ def test_deltas_and_t_intervals_by_hand(world):
     assert (clarity.ci.low, clarity.ci.high) == pytest.approx((-0.5 - T3 * 0.5, -0.5 + T3 * 0.5))
 
     # Per tag, accuracy: easy −1, 0 (mean −0.5, sd √½); hard −1, −2 (mean −1.5, sd √½);
-    # perturbed:typos is k0 and k1, the items the typos changed.
+    # perturbed:typos is k0 and k1, the items the typos changed. Half-width t(0.975, 1) × ½ =
+    # 6.353102, beyond the differences a 1–5 subject allows: the interval is cut to ±4.
     half = T1 * 0.5**0.5 / 2**0.5
+    assert half == pytest.approx(6.353102, abs=1e-6)
     for tag, mean in (("easy", -0.5), ("hard", -1.5), ("perturbed:typos", -0.5)):
         cell = model.tags[tag]["accuracy"]
         assert (cell.n, cell.mean) == (2, pytest.approx(mean)), tag
-        assert (cell.ci.low, cell.ci.high) == pytest.approx((mean - half, mean + half)), tag
+        assert (cell.ci.low, cell.ci.high) == (-4.0, 4.0), tag
+        raw = robustness.t_interval(np.array([mean - 0.5, mean + 0.5]))
+        assert (raw.low, raw.high) == pytest.approx((mean - half, mean + half)), tag
     assert entry.tags == ["easy", "hard", "perturbed:typos"]
 
 
