@@ -15,6 +15,7 @@ from apps.datasets.models import Dataset, Item
 from apps.judges.models import Judge, JudgeRound
 from apps.runs.models import AttemptLog, Endpoint, ErrorKind, PromptTemplate, Run
 from tests.base import make_user
+from tests.datasets.samples import xlsx_bytes
 from tests.datasets.test_pages import ERROR_FILES
 from tests.factories import (
     add_scores,
@@ -479,3 +480,34 @@ def test_the_pairwise_board_is_the_pages(token_client):
     make_task("quiet")
     missing = viewer.get("/leaderboards/quiet/pairwise/")
     assert missing.json() == {"detail": "No pairwise run of quiet has finished a comparison."}
+
+
+def test_a_workbook_uploads_from_the_sheet_named(reviewer):
+    make_task("qa")
+    data = xlsx_bytes(
+        {
+            "Readme": [["about"], ["this workbook"]],
+            "Items": [
+                ["id", "question", "answer"],
+                [101, "2+2?", 4],
+                [102, "Capital of Peru?", "Lima"],
+            ],
+        }
+    )
+
+    def send(**fields):
+        upload = SimpleUploadedFile("book.xlsx", data)
+        return reviewer.upload("/tasks/qa/datasets/", {"file": upload, **fields})
+
+    first = send()
+    assert first.status_code == 201 and first.json()["columns"] == ["about"]
+    chosen = send(sheet="Items", name="items")
+    assert chosen.status_code == 201, chosen.content
+    dataset = Dataset.objects.get(pk=chosen.json()["id"])
+    assert (dataset.sheet, dataset.row_count, dataset.id_column) == ("Items", 2, "id")
+    assert list(dataset.items.values_list("key", flat=True)) == ["101", "102"]
+    missing = send(sheet="Nope")
+    assert missing.status_code == 400
+    assert missing.json()["detail"] == (
+        "book.xlsx: The workbook has no sheet 'Nope'; its sheets are 'Readme', 'Items'."
+    )
