@@ -77,7 +77,8 @@ class EndpointForm(forms.ModelForm):
             "(or $OPENAI_BASE_URL).",
             "rpm_limit": "The provider's limit for this key and model; every worker shares it.",
             "tpm_limit": "Counted like OpenAI: the prompt (estimated before sending, corrected "
-            "from the reply's usage) plus max_tokens. Every worker shares it.",
+            "from the reply's usage) plus Max tokens (256 when blank, then the reply's real "
+            "length). Every worker shares it.",
             "api_key_env": "When no key is stored, the web server and the workers read the key "
             "from this environment variable.",
         }
