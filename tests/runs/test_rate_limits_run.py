@@ -2,8 +2,6 @@
 budgets against the loopback server, which enforces the same limits and answers 429 past
 them; a 429's Retry-After holds every worker."""
 
-import itertools
-
 import pytest
 
 from apps.runs.models import Run
@@ -39,11 +37,12 @@ def test_two_workers_keep_to_the_requests_per_minute_with_no_429(
     stats = llm_server.stats()
     assert stats["by_status"] == {"200": 40} and stats["rate_limited"] == 0
     # 120 a minute with a burst of 2, held at 119 a minute (the burst given back): 0.504 s
-    # apart. Any five in a row span at least three intervals, whichever worker sent them.
+    # apart. Any nine in a row span at least seven intervals, whichever worker sent them (less
+    # half a second: a request may reach the server late on a loaded machine).
     times = [entry["time"] for entry in arrivals(llm_server)]
     interval = 60 / 119
-    assert all(times[i + 4] - times[i] >= 3 * interval - 0.1 for i in range(len(times) - 4))
-    assert times[-1] - times[0] >= 38 * interval - 0.2
+    assert all(times[i + 8] - times[i] >= 7 * interval - 0.5 for i in range(len(times) - 8))
+    assert times[-1] - times[0] >= 38 * interval - 0.5
 
 
 def test_two_workers_keep_to_the_tokens_per_minute_settled_by_usage(
@@ -67,7 +66,8 @@ def test_two_workers_keep_to_the_tokens_per_minute_settled_by_usage(
     # at 5,900 a minute (a burst of 100 given back) that is 1.098 s of budget per request.
     times = [entry["time"] for entry in log]
     per_request = 108 * 60 / 5900
-    assert all(b - a >= per_request - 0.1 for a, b in itertools.pairwise(times))
+    assert all(times[i + 4] - times[i] >= 4 * per_request - 0.5 for i in range(len(times) - 4))
+    assert times[-1] - times[0] >= 15 * per_request - 0.5
 
 
 @pytest.mark.parametrize("limited", [True, False], ids=["with-rpm", "no-limits"])
@@ -75,12 +75,13 @@ def test_a_429_holds_every_worker_for_its_retry_after(
     start, task, endpoint, llm_server, workers, limited
 ):
     """With an RPM limit every request asks Redis and sees the pause at once; without one,
-    each chunk's heartbeat reads it within a second."""
+    each chunk's heartbeat reads it within a second. 4 in flight at 0.5 s each: without a
+    shared pause the other lanes would send 8 requests a second through the 3 s."""
     dataset = make_qa_dataset(task, 40, name="pause")
     endpoint.rpm_limit = 6000 if limited else None
     endpoint.save()
     llm_server.configure(
-        latency=0.1,
+        latency=0.5,
         script=[{"match": "What is 12 + 12?", "status": 429, "times": 1, "retry_after": 3}],
     )
     run = start(dataset=dataset, chunk_size=10)
@@ -92,7 +93,7 @@ def test_a_429_holds_every_worker_for_its_retry_after(
     refused = [entry for entry in log if entry["status"] == 429]
     assert len(refused) == 1 and len(log) == 41
     told = refused[0]["end"]
-    heard = 0.3 if limited else 1.3  # when the last worker has heard of it, at the latest
-    during = [e for e in log if told + heard < e["time"] < told + 2.9]
-    assert during == []
-    assert any(e["time"] >= told + 2.9 for e in log)  # then the run went on
+    # Requests already let through when it was told may still land in the first moments (a
+    # generous 1.5 s for a loaded machine); none in the rest of the pause, all after it.
+    assert [e["n"] for e in log if told + 1.5 < e["time"] < told + 2.9] == []
+    assert sum(1 for e in log if e["time"] >= told + 2.9) >= 15
