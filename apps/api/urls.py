@@ -3,7 +3,8 @@ LoginRequiredMiddleware lets them through (ninja's authentication checks every c
 docs page is a browser page: without a session it goes to the login page like any other."""
 
 from django.contrib.auth.decorators import login_not_required
-from django.urls import URLPattern, URLResolver, re_path
+from django.urls import URLPattern, URLResolver, path, re_path
+from django.views.generic.base import RedirectView
 
 from apps.accounts.access import viewer_may_post
 from apps.api.api import api, no_such_call
@@ -25,6 +26,8 @@ def _for_scripts(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | 
 
 app_name = "api"
 urlpatterns = [
+    # /api/v1/ itself, in a browser: the docs (ninja's own root view only answers 404).
+    path("", RedirectView.as_view(pattern_name="api:openapi-view"), name="index"),
     *_for_scripts(api.urls[0]),
     # Says nothing about what exists: the same answer with or without a token.
     re_path(

@@ -60,7 +60,7 @@ API_METHODS = {
     for path, operations in api.get_openapi_schema(path_prefix="/api/v1/")["paths"].items()
 }
 API_METHODS[_shape("api/v1/openapi.json")] = ["GET"]
-API_BROWSER_PAGES = {"api:openapi-view", "api:api-root"}
+API_BROWSER_PAGES = {"api:openapi-view", "api:api-root", "api:index"}
 # Any other path under /api/v1/: 404 in JSON to everyone, whatever the method.
 API_NO_SUCH_CALL = "api:no-such-call"
 

@@ -13,7 +13,7 @@ from apps.datasets.models import Dataset
 from apps.judges.models import Judge
 from apps.runs.models import PromptTemplate, Run
 from tests.base import make_user, work
-from tests.factories import make_judge, make_task, rubric_reply
+from tests.factories import make_judge, make_qa_dataset, make_task, rubric_reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -148,3 +148,30 @@ def test_upload_generate_judge_board_export(role, token_client, endpoint, llm_se
     )
     assert Run.objects.count() == 2 and Dataset.objects.count() == 1
     assert Judge.objects.count() == 1
+
+
+def test_a_provider_that_quotes_the_key_back_leaks_nothing_through_the_api(
+    token_client, endpoint, llm_server
+):
+    """The endpoint's key never reaches an answer: not a run's errors, failed items or export,
+    even from a provider whose 500 and 401 bodies quote the key they were sent."""
+    task = make_task("qa")
+    dataset = make_qa_dataset(task, 3)
+    PromptTemplate.objects.create(task=task, name="qa", user_message="Q: {{ question }}")
+    llm_server.configure(echo_auth=True, error_rate={"500": 1.0})
+    reviewer = token_client("reviewer")
+    start = {"task": "qa", "dataset": dataset.pk, "endpoint": "local", "template": "qa"}
+    started = reviewer.post("/runs/generation/", start).json()
+    work()
+    answers = [
+        reviewer.get(f"/runs/{started['id']}/"),
+        reviewer.get(f"/runs/{started['id']}/failed/"),
+        reviewer.get(f"/runs/{started['id']}/export/", {"format": "jsonl"}),
+        reviewer.get(f"/runs/{started['id']}/export/", {"format": "csv"}),
+    ]
+    assert answers[0].json()["failed"] == 3
+    assert len(answers[1].json()["items"]) == 3
+    key = endpoint.api_key_secret
+    for answer in answers:
+        text = body(answer).decode()
+        assert key not in text and key[-6:] not in text

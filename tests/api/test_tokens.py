@@ -171,6 +171,7 @@ def test_the_schema_and_docs_need_a_token_or_a_login():
     assert docs.status_code == 302 and docs["Location"].startswith(reverse("accounts:login"))
     browser = Client()
     browser.force_login(user)
+    assert browser.get("/api/v1/")["Location"] == "/api/v1/docs"
     page = browser.get("/api/v1/docs").content.decode()
     # Swagger UI from our own static files: the CSP allows no other origin, and there is no CDN.
     assert "/static/ninja/swagger-ui-bundle.js" in page and "cdn" not in page.lower()
