@@ -110,6 +110,49 @@ def make_qa_dataset(task: Task, n: int, name: str = "questions") -> Dataset:
     )
 
 
+# Two multiple-choice items × three options for log-likelihood choice scoring, with the
+# log-probabilities the loopback server gives each option word (its `word_logprobs` knob).
+# Worked by hand (a continuation is " " + the option; normalised = sum / characters):
+#   c1 (answer B): A "Oxygen" -2.0 (-2/6 = -0.333), B "Carbon dioxide" -1.5 - 1.0 = -2.5
+#       (-2.5/14 = -0.179), C "Helium" -3.0 (-0.5): raw pick A (wrong), normalised B (right);
+#   c2 (answer A): A "Mars" -0.5 (-0.125), B "Venus" -2.5 (-0.5), C "Jupiter" -4.0 (-0.571):
+#       both pick A (right).
+# So accuracy 1/2 = 50 and length-normalised accuracy 2/2 = 100.
+CHOICE_LOGPROBS = {
+    "Oxygen": -2.0,
+    "Carbon": -1.5,
+    "dioxide": -1.0,
+    "Helium": -3.0,
+    "Mars": -0.5,
+    "Venus": -2.5,
+    "Jupiter": -4.0,
+}
+CHOICE_ROWS = [
+    ("c1", "Which gas do plants take in?", "Oxygen", "Carbon dioxide", "Helium", "B"),
+    ("c2", "Which planet is red?", "Mars", "Venus", "Jupiter", "A"),
+]
+
+
+def make_choice_dataset(task: Task, name: str = "choices") -> Dataset:
+    """CHOICE_ROWS as an uploaded CSV maps them: options in columns A, B, C, answer key as
+    the reference."""
+    rows = [
+        {
+            "key": key,
+            "fields": {"id": key, "question": q, "A": a, "B": b, "C": c, "answer": answer},
+            "reference": answer,
+        }
+        for key, q, a, b, c, answer in CHOICE_ROWS
+    ]
+    mapping = {
+        "id_column": "id",
+        "input_columns": ["question", "A", "B", "C"],
+        "reference_column": "answer",
+    }
+    columns = ["id", "question", "A", "B", "C", "answer"]
+    return make_dataset(task, rows, name=name, columns=columns, mapping=mapping)
+
+
 def make_answers_dataset(
     task: Task,
     n: int,

@@ -3,6 +3,11 @@
 Receives `run_finished` (a generation run finished) and `dataset_imported` (an uploaded file with
 response columns is stored); the judges app connects them in its `ready()`. Never raises: a
 response set that cannot be judged automatically is logged and left for a person to start.
+
+A choice-scoring run (apps/runs/choices.py) is judged by the task's log-likelihood choice judge
+(`CHOICE_JUDGE`, made here the first time, rule-based: no endpoint), which puts accuracy and
+length-normalised accuracy on the board, and by the default judge too when that is the
+rule-based multiple-choice judge (it reads the raw pick like any answer).
 """
 
 import logging
@@ -13,7 +18,7 @@ from django.db import transaction
 from apps.datasets.models import Dataset, Task
 from apps.judges.judging import NOTHING_TO_JUDGE
 from apps.judges.launching import JudgeRunError, create_judge_run, retry_items
-from apps.judges.models import Judge, Score
+from apps.judges.models import CHOICE_JUDGE, CHOICE_SUBJECTS, Judge, Score
 from apps.runs.engine import LaunchError
 from apps.runs.models import Response, Run
 
@@ -22,7 +27,7 @@ log = logging.getLogger(__name__)
 
 def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
     """`run_finished`: a task with a default judge judges each finished generation run."""
-    if run.kind == Run.Kind.GENERATION:
+    if run.kind in Run.JUDGEABLE_KINDS:
         judge_new_response_sets(run=run)
 
 
@@ -41,6 +46,8 @@ def judge_new_response_sets(*, dataset: Dataset | None = None, run: Run | None =
     """Start the task's default judge on a finished generation run, or on every response
     column of a freshly imported dataset; returns the judge runs started (or relaunched)."""
     try:
+        if run is not None and run.kind == Run.Kind.CHOICE:
+            return _judge_choice_run(run)
         if run is not None:
             started = _judge_generation_run(run)
             return [started] if started else []
@@ -71,7 +78,37 @@ def _judge_generation_run(run: Run) -> Run | None:
     default = _default(run.task)
     if default is None:
         return None
-    judge, endpoint = default
+    return _judge_with(run, *default)
+
+
+def choice_judge(task: Task) -> Judge:
+    """The task's log-likelihood choice judge (its latest version), made when missing."""
+    judge = (
+        Judge.objects.filter(task=task, name=CHOICE_JUDGE, kind=Judge.Kind.CHOICE)
+        .order_by("-version")
+        .first()
+    )
+    if judge is None:
+        judge, _ = Judge.objects.get_or_create(
+            task=task,
+            name=CHOICE_JUDGE,
+            version=1,
+            defaults={"kind": Judge.Kind.CHOICE, "subjects": [dict(s) for s in CHOICE_SUBJECTS]},
+        )
+    return judge
+
+
+def _judge_choice_run(run: Run) -> list[Run]:
+    run = Run.objects.select_related("task__default_judge").get(pk=run.pk)
+    started = [_judge_with(run, choice_judge(run.task), None)]
+    default = run.task.default_judge
+    if default is not None and default.kind == Judge.Kind.MCQ_RULE:
+        started.append(_judge_with(run, default, None))
+    return [judge_run for judge_run in started if judge_run is not None]
+
+
+def _judge_with(run: Run, judge: Judge, endpoint: Any) -> Run | None:
+    """A judge run of `judge` on `run`, or the earlier one relaunched on what it lacked."""
     existing = Run.objects.judging().filter(judge=judge, source_run=run).order_by("-pk").first()
     if existing is not None:
         return _rejudge_answered(existing)

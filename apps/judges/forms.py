@@ -9,7 +9,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from apps.datasets.models import Dataset, Task
 from apps.judges.judge_prompts import placeholders
 from apps.judges.metrics import METRICS, POSTPROCESSORS, get_metric
-from apps.judges.models import Judge
+from apps.judges.models import CHOICE_SUBJECTS, Judge
 from apps.judges.scoring import JudgeSpec
 from apps.runs.forms import PromptTextField, batch_field, check_batch
 from apps.runs.models import Endpoint, LoggingMode, Run
@@ -247,6 +247,8 @@ class JudgeForm(forms.ModelForm):
                 if "min" not in subject:
                     raise ValueError(f"Subject '{subject['name']}' needs a range, e.g. 1 5.")
             return subjects
+        if kind == Judge.Kind.CHOICE:
+            return [dict(subject) for subject in CHOICE_SUBJECTS]
         if len(subjects) > 1:
             raise ValueError("This kind of judge gives one value: list at most one subject.")
         if kind == Judge.Kind.METRIC:

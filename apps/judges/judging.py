@@ -177,6 +177,21 @@ def expand_references(reference: str) -> list[str]:
     return [reference]
 
 
+def choice_text(details: dict[str, Any] | None, source: str) -> tuple[str | None, str, str]:
+    """What a choice judge scores of one response: its picks as JSON (`score_choice`)."""
+    details = details or {}
+    if "pick" not in details:
+        why = f"{NOTHING_TO_JUDGE} the response of {source} holds no log-likelihood picks."
+        return None, ErrorKind.INTERNAL, why
+    picks = {
+        "pick": details["pick"],
+        "pick_norm": details["pick_norm"],
+        "label_type": details["label_type"],
+        "label_count": len(details.get("options") or []),
+    }
+    return json.dumps(picks), "", ""
+
+
 # ---- the kind ----------------------------------------------------------------------------------
 class JudgePlugin(RunPlugin):
     kind = Run.Kind.JUDGE
@@ -288,7 +303,7 @@ class JudgePlugin(RunPlugin):
         rows: list[dict[str, Any]] = [
             dict(row) for row in Item.objects.filter(id__in=ids).values("id", "fields", "reference")
         ]
-        texts = self._texts(run, rows, ctx.epochs)
+        texts = self._texts(run, rows, ctx.epochs, ctx.spec.kind)
         kept: dict[int, dict[Slot, dict[str, float]]] = {}
         if run.mode != Run.Mode.OVERWRITE:
             good = JudgeRound.objects.filter(
@@ -311,10 +326,11 @@ class JudgePlugin(RunPlugin):
         return units
 
     def _texts(
-        self, run: Run, rows: list[dict[str, Any]], epochs: int
+        self, run: Run, rows: list[dict[str, Any]], epochs: int, kind: str = ""
     ) -> dict[int, dict[int, tuple[str | None, str, str]]]:
         """Per item and epoch: (the response text, "", ""), or (None, error kind, why there is
-        nothing to judge)."""
+        nothing to judge). A choice judge reads a choice-scoring run's picks instead of the
+        text (`choice_text`)."""
         column = run.source_column
         out: dict[int, dict[int, tuple[str | None, str, str]]] = {row["id"]: {} for row in rows}
         if run.source_run_id is None:
@@ -329,9 +345,11 @@ class JudgePlugin(RunPlugin):
         source = f"run #{run.source_run_id}"
         responses = Response.objects.filter(
             run_id=run.source_run_id, item_id__in=list(out), epoch__lt=epochs
-        ).values_list("item_id", "epoch", "status", "text", "error_kind", "error")
-        for item_id, epoch, status, text, error_kind, error in responses:
-            if status == Response.Status.OK:
+        ).values_list("item_id", "epoch", "status", "text", "error_kind", "error", "details")
+        for item_id, epoch, status, text, error_kind, error, details in responses:
+            if status == Response.Status.OK and kind == Judge.Kind.CHOICE:
+                out[item_id][epoch] = choice_text(details, source)
+            elif status == Response.Status.OK:
                 out[item_id][epoch] = (text, "", "")
             else:
                 kind = ErrorKind(error_kind).label if error_kind in ErrorKind.values else "error"
@@ -376,10 +394,11 @@ class JudgePlugin(RunPlugin):
         spec = ctx.spec
         reference = row["reference"] or ""
         try:
-            if spec.kind in (Judge.Kind.MCQ, Judge.Kind.MCQ_RULE):
+            if spec.kind in (Judge.Kind.MCQ, Judge.Kind.MCQ_RULE, Judge.Kind.CHOICE):
                 if not reference.strip():
                     raise AnswerKeyError("The item has no answer key (its reference is empty).")
-                parse_answer_key(reference, spec.label_type, spec.label_count)
+                if spec.kind != Judge.Kind.CHOICE:  # its labels are the run's: read when scored
+                    parse_answer_key(reference, spec.label_type, spec.label_count)
                 unit.references = [reference]
             else:
                 unit.references = expand_references(reference)

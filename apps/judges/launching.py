@@ -76,11 +76,18 @@ def check_source(
     if source_run is not None:
         if source_column:
             raise JudgeRunError("Judge either a generation run or a dataset column, not both.")
-        if source_run.kind != Run.Kind.GENERATION:
+        if source_run.kind not in Run.JUDGEABLE_KINDS:
             raise JudgeRunError(f"Run #{source_run.pk} is not a generation run.")
+        if (judge.kind == Judge.Kind.CHOICE) != (source_run.kind == Run.Kind.CHOICE):
+            raise JudgeRunError(
+                f"{judge} scores choice-scoring runs and only those; run #{source_run.pk} is a "
+                f"{source_run.get_kind_display().lower()} run."
+            )
         if source_run.task_id != judge.task_id:
             raise JudgeRunError(f"Run #{source_run.pk} belongs to another task than {judge}.")
         return source_run.dataset
+    if judge.kind == Judge.Kind.CHOICE:
+        raise JudgeRunError(f"{judge} scores choice-scoring runs, not a dataset column.")
     if dataset is None or not source_column:
         raise JudgeRunError("Say what to judge: a generation run, or a dataset and its column.")
     if dataset.task_id != judge.task_id:

@@ -33,6 +33,9 @@ class Judge(Versioned):
         MCQ_RULE = "mcq_rule", "Multiple choice (rule-based)"
         METRIC = "metric", "Metric (rule-based)"
         PAIRWISE = "pairwise", "Pairwise (LLM)"
+        # Scores a choice-scoring run's picks (apps/runs/choices.py): accuracy of the most
+        # likely option and of the most likely per character, against the answer key.
+        CHOICE = "choice", "Log-likelihood choices (rule-based)"
 
     class LabelType(models.TextChoices):
         UPPER = "upper", "A, B, C…"
@@ -139,6 +142,21 @@ class Judge(Versioned):
     @property
     def subject_names(self) -> list[str]:
         return [s["name"] for s in self.subjects]
+
+
+# A log-likelihood choice judge's two values, always these (its form cannot change them).
+CHOICE_SUBJECTS = (
+    {"name": "accuracy", "label": "Accuracy", "unit": "%", "min": 0, "max": 100},
+    {
+        "name": "accuracy_norm",
+        "label": "Accuracy (length-normalised)",
+        "unit": "%",
+        "min": 0,
+        "max": 100,
+    },
+)
+# The judge a task's choice-scoring runs get by themselves (apps/judges/auto.py).
+CHOICE_JUDGE = "choice-ll"
 
 
 def judge_of(run: Run) -> Judge:

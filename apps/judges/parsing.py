@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from apps.datasets.options import LABEL_TYPES, labels_for
 from apps.datasets.values import as_text
 
 # The ErrorKind values (apps/runs/models.py) a judge reply can fail with.
@@ -469,26 +470,6 @@ def response_format_for(
 
 
 # ---- multiple choice ------------------------------------------------------------------------
-LABEL_TYPES = ("upper", "lower", "digit")
-_MAX_LABELS = {"upper": 26, "lower": 26, "digit": 9}
-
-
-def labels_for(label_type: str, label_count: int) -> list[str]:
-    """The option labels: upper A, B, C…; lower a, b, c…; digit 1, 2, 3… (at most 9, so that a
-    reply "13" can only mean options 1 and 3)."""
-    if label_type not in LABEL_TYPES:
-        raise ValueError(f"Label type must be one of {', '.join(LABEL_TYPES)}, not {label_type!r}.")
-    limit = _MAX_LABELS[label_type]
-    if not isinstance(label_count, int) or not 1 <= label_count <= limit:
-        raise ValueError(
-            f"Label count for {label_type} labels must be 1–{limit}, not {label_count}."
-        )
-    if label_type == "digit":
-        return [str(i) for i in range(1, label_count + 1)]
-    first = "A" if label_type == "upper" else "a"
-    return [chr(ord(first) + i) for i in range(label_count)]
-
-
 def format_labels(labels: Iterable[str]) -> str:
     """Labels as "A, C" in label order; "none" for the empty set."""
     ordered = sorted(labels, key=lambda label: (len(label), label))

@@ -2,13 +2,15 @@
 
 A judge run's job builds a `JudgeSpec` once (`JudgeSpec.of(judge)` reads a Judge row's fields
 by name) and then, for each round, calls `score_text(spec, text, references)` where `text` is
-the LLM judge's reply (rubric, mcq) or the response itself (mcq_rule, metric). The result is a
+the LLM judge's reply (rubric, mcq), the response itself (mcq_rule, metric) or a choice-scoring
+run's picks (choice, see `score_choice`). The result is a
 `RubricResult`: a value per subject name and a reason. Failures raise `JudgeReplyError` (its
 `kind` is the ErrorKind to store) or, for a bad answer key in the item, `AnswerKeyError`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +27,9 @@ from apps.judges.parsing import (
     validate_subjects,
 )
 
-KINDS = ("rubric", "mcq", "mcq_rule", "metric")
+KINDS = ("rubric", "mcq", "mcq_rule", "metric", "choice")
+# A choice judge's values: the raw pick's and the length-normalised pick's accuracy.
+CHOICE_VALUES = ("accuracy", "accuracy_norm")
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,8 @@ class JudgeSpec:
         given, else "score" (multiple choice) or the metric's name."""
         if self.kind == "rubric" or self.subjects:
             return [str(subject["name"]).strip() for subject in self.subjects]
+        if self.kind == "choice":
+            return list(CHOICE_VALUES)
         return [self.metric if self.kind == "metric" else "score"]
 
     def check(self) -> None:
@@ -72,6 +78,13 @@ class JudgeSpec:
             raise ValueError(f"Judge kind must be one of {', '.join(KINDS)}, not {self.kind!r}.")
         if self.kind == "rubric":
             validate_subjects(self.subjects)
+            return
+        if self.kind == "choice":
+            if self.subjects and self.subject_names != list(CHOICE_VALUES):
+                raise ValueError(
+                    "A log-likelihood choice judge gives accuracy and accuracy_norm, no other "
+                    "subjects."
+                )
             return
         if len(self.subjects) > 1:
             raise ValueError(f"A {self.kind} judge gives one value; list at most one subject.")
@@ -102,9 +115,33 @@ def score_text(spec: JudgeSpec, text: str, references: Sequence[str] = ()) -> Ru
         chosen = parse_mcq_choice(text, spec.label_type, spec.label_count)
         reason = f"Chose {format_labels(chosen)}; the answer is {format_labels(answer)}."
         return RubricResult({name: score_mcq(chosen, answer)}, reason)
+    if spec.kind == "choice":
+        return score_choice(spec, text, references)
     if spec.kind == "metric":
         value = evaluate(
             spec.metric, text, list(references), spec.metric_options, spec.postprocess or None
         )
         return RubricResult({name: value}, "")
     raise ValueError(f"Judge kind must be one of {', '.join(KINDS)}, not {spec.kind!r}.")
+
+
+def score_choice(spec: JudgeSpec, text: str, references: Sequence[str]) -> RubricResult:
+    """A choice-scoring run's picks, `text` = {"pick", "pick_norm", "label_type", "label_count"}
+    as JSON (apps.judges.judging reads them from the response): each 100 when the pick is one
+    of the answer key's labels (lm-eval-harness's rule for a key of several), else 0."""
+    if not references:
+        raise ValueError("A choice judge needs the item's answer key as reference.")
+    try:
+        picks = json.loads(text)
+        label_type, count = str(picks["label_type"]), int(picks["label_count"])
+        raw, norm = str(picks["pick"]), str(picks["pick_norm"])
+    except (ValueError, KeyError, TypeError):
+        raise ValueError("The response holds no log-likelihood picks.") from None
+    answer = parse_answer_key(references[0], label_type, count)
+    names = spec.subject_names
+    values = {
+        names[0]: 100.0 if raw in answer else 0.0,
+        names[1]: 100.0 if norm in answer else 0.0,
+    }
+    reason = f"Most likely {raw}, per character {norm}; the answer is {format_labels(answer)}."
+    return RubricResult(values, reason)

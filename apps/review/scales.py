@@ -52,7 +52,7 @@ def _num(value: float) -> str:
 
 def is_two_valued(judge: Judge) -> bool:
     """Whether every value of this judge's subject is its min or its max (right/wrong)."""
-    if judge.kind in (Judge.Kind.MCQ, Judge.Kind.MCQ_RULE):
+    if judge.kind in (Judge.Kind.MCQ, Judge.Kind.MCQ_RULE, Judge.Kind.CHOICE):
         return True
     return judge.kind == Judge.Kind.METRIC and judge.metric in PASS_FAIL_METRICS
 

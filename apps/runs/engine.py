@@ -52,7 +52,9 @@ The `RunPlugin` interface (register an instance with `register(plugin)`)
     load_units(run, ctx, keys) -> list[unit]            DB thread: everything perform needs;
                                                         a unit has `.item_id` (for the logs)
     async perform(run, ctx, unit, call) -> Result       no DB here; call.chat(messages) for LLM
-                                                        requests (raises LLMError; re-raise it
+                                                        requests, call.prompt_logprobs(prompts)
+                                                        for prompt log-probabilities (both
+                                                        raise LLMError; re-raise it
                                                         when .fatal), call.record(Attempt) for
                                                         rule evaluations
     failed_result(run, ctx, unit, error_kind, message) -> Result   unexpected exception in perform
@@ -94,7 +96,7 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from apps.runs.limits import KEY_PREFIX, EndpointSemaphore, RateLimiter, async_redis
-from apps.runs.llm import LLM, Attempt, LLMError, Reply, SlotPool, Stopped, run_async
+from apps.runs.llm import LLM, Attempt, Echo, LLMError, Reply, SlotPool, Stopped, run_async
 from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Run
 from apps.runs.signals import run_finished
 from apps.runs.tuning import (
@@ -174,6 +176,12 @@ class Call:
         return await self.llm.chat(
             messages, log=self.log, item_id=self.item_id, round=round, epoch=epoch, **params
         )
+
+    async def prompt_logprobs(self, prompts: list[str]) -> Echo:
+        """Each prompt's token log-probabilities from the endpoint's completions API."""
+        if self.llm is None:
+            raise LLMError(ErrorKind.INTERNAL, "this run has no endpoint to ask")
+        return await self.llm.prompt_logprobs(prompts, log=self.log, item_id=self.item_id)
 
     def record(self, attempt: Attempt) -> None:
         self.log.append(attempt)

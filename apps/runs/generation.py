@@ -295,6 +295,7 @@ RESULT_FIELDS = [
     "attempts",
     "error_kind",
     "error",
+    "details",
 ]
 
 

@@ -11,6 +11,8 @@ Retry-After), and no retry on 401/403/404, which raise `LLMError(fatal=True)` so
 stops with a plain message instead of failing every item the same way. Every attempt is
 appended to the caller's list as an `Attempt` (what was sent, the raw reply, the error,
 latency, tokens); the engine stores them according to the run's logging mode.
+`LLM.prompt_logprobs(prompts, ...)` asks the completions API for the prompts' token
+log-probabilities (echo + logprobs, for log-likelihood choice scoring) the same way.
 
 Speed (see bench/bench_generation.py): the client uses the SDK's aiohttp transport and the
 SDK's low-level `post` with a raw response, and the reply JSON is read as a dict; the SDK's
@@ -36,7 +38,7 @@ import time
 import traceback
 import uuid
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -349,7 +351,7 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
-def classify(exc: BaseException, endpoint: Endpoint, timeout: float) -> LLMError:
+def classify(exc: BaseException, endpoint: Endpoint, timeout: float, api: str = "chat") -> LLMError:
     """Turn whatever the SDK raised into an `LLMError` with a message a person can act on."""
     where = endpoint.effective_base_url() or "the OpenAI API"
     if isinstance(exc, LLMError):
@@ -366,7 +368,7 @@ def classify(exc: BaseException, endpoint: Endpoint, timeout: float) -> LLMError
             ErrorKind.API_ERROR, f"the connection to {where} failed{detail}", retryable=True
         )
     if isinstance(exc, openai.APIStatusError):
-        return _status_error(exc, endpoint, where)
+        return _status_error(exc, endpoint, where, api)
     if isinstance(exc, openai.OpenAIError):
         return LLMError(ErrorKind.API_ERROR, f"{type(exc).__name__}: {exc}", retryable=True)
     return LLMError(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
@@ -376,16 +378,20 @@ def classify(exc: BaseException, endpoint: Endpoint, timeout: float) -> LLMError
 FATAL_STATUS = {
     401: "the API key was refused (401) by {where}",
     403: "the API key may not use this endpoint or model (403)",
-    404: "model “{model}” not found, or no chat API at {where} (404)",
+    404: "model “{model}” not found, or no {api} API at {where} (404)",
 }
+# Which API a request path is, in the words of the errors above.
+API_NAMES = {"/chat/completions": "chat", "/completions": "completions"}
 
 
-def _status_error(exc: openai.APIStatusError, endpoint: Endpoint, where: str) -> LLMError:
+def _status_error(
+    exc: openai.APIStatusError, endpoint: Endpoint, where: str, api: str = "chat"
+) -> LLMError:
     status = exc.status_code
     detail = _body_message(exc)
     raw = exc.response.text[:RAW_LIMIT] if exc.response is not None else ""
     if status in FATAL_STATUS:
-        what = FATAL_STATUS[status].format(where=where, model=endpoint.model)
+        what = FATAL_STATUS[status].format(where=where, model=endpoint.model, api=api)
         return LLMError(ErrorKind.API_ERROR, f"{what}: {detail}", fatal=True, raw=raw)
     if status == 429 or status >= 500 or status in (408, 409):
         what = "rate limited (429)" if status == 429 else f"the server failed ({status})"
@@ -436,6 +442,89 @@ def parse_completion(raw: bytes, endpoint: Endpoint) -> tuple[dict[str, Any], st
             retryable=True,
             raw=text_body[:RAW_LIMIT],
         ) from None
+
+
+@dataclass(slots=True)
+class PromptLogprobs:
+    """One echoed prompt: its tokens, where each starts in the prompt, and each token's
+    log-probability (None where the server gives none, as for the first token)."""
+
+    text: str
+    tokens: list[str]
+    logprobs: list[float | None]
+    offsets: list[int]
+
+
+@dataclass(slots=True)
+class Echo:
+    """The completions API's answer to `LLM.prompt_logprobs`: one entry per prompt, in order."""
+
+    prompts: list[PromptLogprobs]
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float = 0.0
+    latency_ms: int = 0
+    attempts: int = 0
+
+
+def parse_echo(raw: bytes, endpoint: Endpoint, count: int) -> Echo:
+    """An echo + logprobs completions body for `count` prompts. A body that is not JSON may be a
+    passing fault (retried); a reply without log-probabilities is the server's way, so it is
+    an error at once, never a score of 0."""
+    text_body = raw.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text_body)
+    except ValueError:
+        raise LLMError(
+            ErrorKind.API_ERROR,
+            f"the endpoint answered with a body that is not JSON: {text_body[:200] or '(empty)'}",
+            retryable=True,
+            raw=text_body[:RAW_LIMIT],
+        ) from None
+    try:
+        choices = sorted(data["choices"], key=lambda choice: int(choice.get("index") or 0))
+        usage = data.get("usage") or {}
+        prompts = []
+        for choice in choices:
+            found = choice.get("logprobs")
+            if not isinstance(found, dict) or not found.get("token_logprobs"):
+                raise LLMError(
+                    ErrorKind.API_ERROR,
+                    "the completions API returned no log-probabilities for the prompt "
+                    "(it does not support echo with logprobs)",
+                    raw=text_body[:RAW_LIMIT],
+                )
+            tokens = [str(token) for token in found["tokens"]]
+            values = [None if v is None else float(v) for v in found["token_logprobs"]]
+            offsets = [int(offset) for offset in found["text_offset"]]
+            if not len(tokens) == len(values) == len(offsets):
+                raise ValueError("tokens, token_logprobs and text_offset differ in length")
+            prompts.append(PromptLogprobs(str(choice.get("text") or ""), tokens, values, offsets))
+        if len(prompts) != count:
+            raise LLMError(
+                ErrorKind.API_ERROR,
+                f"the completions API answered {len(prompts)} choices for {count} prompts",
+                raw=text_body[:RAW_LIMIT],
+            )
+        return Echo(
+            prompts,
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+        )
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+        raise LLMError(
+            ErrorKind.API_ERROR,
+            f"the endpoint's reply is not a completion with log-probabilities: {text_body[:200]}",
+            retryable=True,
+            raw=text_body[:RAW_LIMIT],
+        ) from None
+
+
+def _usage(parsed: Any) -> tuple[int, int]:
+    """(prompt, completion) tokens of a parsed reply: a chat completion's tuple or an Echo."""
+    if isinstance(parsed, Echo):
+        return parsed.prompt_tokens, parsed.completion_tokens
+    return int(parsed[3]), int(parsed[4])
 
 
 # ---- the client ---------------------------------------------------------------------------------
@@ -560,6 +649,90 @@ class LLM:
             "model": self.endpoint.model,
             "messages": messages,
         }
+        raw, parsed, attempt, latency = await self._send(
+            "/chat/completions", body, messages, parse_completion, log, item_id, round, epoch
+        )
+        data, text, finish, ptok, ctok = parsed
+        cost = self.cost(ptok, ctok)
+        text = self.scrub(text)
+        raw_text = self._log_ok(
+            raw, messages, log, item_id, round, epoch, attempt, latency, ptok, ctok
+        )
+        return Reply(text, finish, ptok, ctok, latency, cost, raw_text, attempt, data)
+
+    async def prompt_logprobs(
+        self, prompts: list[str], *, log: list[Attempt], item_id: int
+    ) -> "Echo":
+        """The log-probability of every token of each prompt, from the completions API asked to
+        echo the prompts and generate nothing (`echo`, `logprobs=1`, `max_tokens=0`), all
+        prompts in one request. Same limits, retries and logs as `chat`; only the endpoint's
+        `extra_params` go along (sampling settings mean nothing here)."""
+        body = {
+            **self._extra,
+            "model": self.endpoint.model,
+            "prompt": prompts,
+            "echo": True,
+            "logprobs": 1,
+            "max_tokens": 0,
+        }
+        shown = [{"role": "prompt", "content": prompt} for prompt in prompts]
+        parse = functools.partial(parse_echo, count=len(prompts))
+        raw, echo, attempt, latency = await self._send(
+            "/completions", body, shown, parse, log, item_id, None, 0
+        )
+        echo.cost = self.cost(echo.prompt_tokens, echo.completion_tokens)
+        echo.latency_ms, echo.attempts = latency, attempt
+        self._log_ok(
+            raw, shown, log, item_id, None, 0, attempt, latency, echo.prompt_tokens,
+            echo.completion_tokens,
+        )  # fmt: skip
+        return echo
+
+    def _log_ok(
+        self,
+        raw: bytes,
+        messages: list[dict[str, str]],
+        log: list[Attempt],
+        item_id: int,
+        round: int | None,
+        epoch: int,
+        attempt: int,
+        latency: int,
+        ptok: int,
+        ctok: int,
+    ) -> str:
+        raw_text = self.scrub(raw.decode("utf-8", errors="replace")[:RAW_LIMIT])
+        log.append(
+            Attempt(
+                item_id=item_id,
+                round=round,
+                epoch=epoch,
+                attempt=attempt,
+                ok=True,
+                request_messages=messages,
+                raw_reply=raw_text,
+                latency_ms=latency,
+                prompt_tokens=ptok,
+                completion_tokens=ctok,
+                cost=self.cost(ptok, ctok),
+            )
+        )
+        return raw_text
+
+    async def _send(
+        self,
+        path: str,
+        body: dict[str, Any],
+        messages: list[dict[str, str]],
+        parse: Callable[[bytes, Endpoint], Any],
+        log: list[Attempt],
+        item_id: int,
+        round: int | None,
+        epoch: int,
+    ) -> tuple[bytes, Any, int, int]:
+        """Post `body` to `path` until it is answered and `parse` accepts the reply, within the
+        shared limits (requests and tokens) and with backoff; returns (raw, parsed, attempt
+        number, latency ms). Failed attempts are logged here, the good one by the caller."""
         max_tokens = completion_budget(body)
         tokens = request_tokens(messages, max_tokens)
         attempt = 0
@@ -576,12 +749,12 @@ class LLM:
             headers: Any = None
             try:
                 try:
-                    raw, headers = await self._post(body)
+                    raw, headers = await self._post(body, path)
                 finally:
                     if lease is not None:
                         self.slots.release(lease)  # type: ignore[union-attr]
                 latency = int((time.perf_counter() - started) * 1000)
-                data, text, finish, ptok, ctok = parse_completion(raw, self.endpoint)
+                parsed = parse(raw, self.endpoint)
             except Exception as exc:
                 latency = int((time.perf_counter() - started) * 1000)
                 if headers is None and isinstance(exc, openai.APIStatusError):
@@ -589,7 +762,7 @@ class LLM:
                 failed = Attempt(
                     item_id, attempt, False, messages, round=round, epoch=epoch, latency_ms=latency
                 )
-                error = self._failed(exc, failed)
+                error = self._failed(exc, failed, path)
                 log.append(failed)
             if error is not None:
                 if self.rate is not None:
@@ -601,26 +774,9 @@ class LLM:
                 await self._backoff(attempt, error.retry_after)
                 continue
             if self.rate is not None:
+                ptok, ctok = _usage(parsed)
                 await self._spent(headers, tokens, ptok, ctok, max_tokens)
-            cost = self.cost(ptok, ctok)
-            text = self.scrub(text)
-            raw_text = self.scrub(raw.decode("utf-8", errors="replace")[:RAW_LIMIT])
-            log.append(
-                Attempt(
-                    item_id=item_id,
-                    round=round,
-                    epoch=epoch,
-                    attempt=attempt,
-                    ok=True,
-                    request_messages=messages,
-                    raw_reply=raw_text,
-                    latency_ms=latency,
-                    prompt_tokens=ptok,
-                    completion_tokens=ctok,
-                    cost=cost,
-                )
-            )
-            return Reply(text, finish, ptok, ctok, latency, cost, raw_text, attempt, data)
+            return raw, parsed, attempt, latency
 
     async def _spent(
         self, headers: Any, tokens: int, ptok: int, ctok: int, max_tokens: int | None
@@ -652,11 +808,13 @@ class LLM:
             wait = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
         await self.rate.pause(min(wait, RETRY_AFTER_CAP))
 
-    def _failed(self, exc: Exception, attempt: Attempt) -> LLMError:
+    def _failed(
+        self, exc: Exception, attempt: Attempt, path: str = "/chat/completions"
+    ) -> LLMError:
         """The only way error text leaves the client: classified, then scrubbed, so what the
         engine stores (Run.error, Response.error, judge rounds, attempt logs), shows, exports
         or logs cannot carry a key the server quoted back. Fills in the failed attempt."""
-        found = classify(exc, self.endpoint, self.timeout)
+        found = classify(exc, self.endpoint, self.timeout, api=API_NAMES.get(path, "chat"))
         error = LLMError(
             found.kind,
             self.scrub.error(found.message),
@@ -671,12 +829,14 @@ class LLM:
         attempt.traceback = self.scrub.error("".join(traceback.format_exception(exc)))
         return error
 
-    async def _post(self, body: dict[str, Any]) -> tuple[bytes, Any]:
+    async def _post(
+        self, body: dict[str, Any], path: str = "/chat/completions"
+    ) -> tuple[bytes, Any]:
         # A hard bound over the SDK's own timeout: aiohttp's read timeout is per read,
         # so a server trickling bytes could otherwise hold a request forever.
         async with asyncio.timeout(self.timeout + 5):
             response = await self.client.post(
-                "/chat/completions",
+                path,
                 body=body,
                 cast_to=httpx2.Response,
                 options={"idempotency_key": next(self._request_ids)},
@@ -725,6 +885,45 @@ async def _check(endpoint: Endpoint) -> ConnectionCheck:
         f"Connected: {endpoint.model} answered “{shown}” in {reply.latency_ms} ms{note}.",
         reply.latency_ms,
     )
+
+
+PROBE_PROMPT = "The quick brown fox jumps over the lazy dog."
+
+
+async def _probe_logprobs(endpoint: Endpoint) -> ConnectionCheck:
+    stop = asyncio.Event()
+    llm = LLM(endpoint, slots=None, rate=None, stop=stop, connections=1, max_retries=0)
+    llm.timeout = min(llm.timeout, 20.0)
+    where = endpoint.effective_base_url() or "the OpenAI API"
+    try:
+        echo = await llm.prompt_logprobs([PROBE_PROMPT], log=[], item_id=0)
+    except LLMError as exc:
+        return ConnectionCheck(False, exc.message)  # scrubbed by the client
+    finally:
+        await llm.close()
+    values = [v for v in echo.prompts[0].logprobs if v is not None]
+    if not values:
+        return ConnectionCheck(
+            False, f"the completions API at {where} returned no log-probabilities for the prompt"
+        )
+    if all(v == 0 for v in values):
+        return ConnectionCheck(
+            False,
+            f"the completions API at {where} reports every log-probability as 0, so every "
+            "option would score the same (a server that does not compute them)",
+        )
+    echoed = echo.prompts[0]
+    if PROBE_PROMPT not in echoed.text and PROBE_PROMPT not in "".join(echoed.tokens):
+        return ConnectionCheck(False, f"the completions API at {where} did not echo the prompt")
+    return ConnectionCheck(
+        True, f"{endpoint.model} returns prompt log-probabilities.", echo.latency_ms
+    )
+
+
+def check_prompt_logprobs(endpoint: Endpoint) -> ConnectionCheck:
+    """Whether the endpoint can score choices: one tiny echo + logprobs request, no retries; the
+    cause in plain words when it cannot (no completions API, no or all-zero log-probabilities)."""
+    return run_async(_probe_logprobs(endpoint))
 
 
 def run_async[T](coro: Coroutine[Any, Any, T]) -> T:

@@ -245,6 +245,10 @@ class RunQuerySet(models.QuerySet["Run"]):
     def generation(self) -> "RunQuerySet":
         return self.filter(kind=Run.Kind.GENERATION)
 
+    def judgeable(self) -> "RunQuerySet":
+        """Runs whose responses a judge can score: generation and choice-scoring runs."""
+        return self.filter(kind__in=Run.JUDGEABLE_KINDS)
+
     def judging(self) -> "RunQuerySet":
         return self.filter(kind=Run.Kind.JUDGE)
 
@@ -289,9 +293,15 @@ class Run(models.Model):
         # A judge version judging only held-out reviewed items of a judge run, to measure it
         # against people (apps/judges/learning.py); kept off boards and review queues.
         CHECK = "check", "Judge check"
+        # Each item's options scored by their log-likelihood through a completions API
+        # (apps/runs/choices.py): a Response per item whose text is the most likely option's
+        # label, with every option's score in `Response.details`.
+        CHOICE = "choice", "Choice scoring (log-likelihood)"
 
     # Kinds whose rows hold Responses: what pairwise runs compare and run pages list.
     RESPONSE_KINDS = (Kind.GENERATION, Kind.COLUMN)
+    # Kinds whose answers judges score as a run (a response column is judged by its column).
+    JUDGEABLE_KINDS = (Kind.GENERATION, Kind.CHOICE)
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -424,7 +434,7 @@ class Run(models.Model):
 
     @property
     def holds_responses(self) -> bool:
-        return self.kind in self.RESPONSE_KINDS
+        return self.kind in self.RESPONSE_KINDS or self.kind == self.Kind.CHOICE
 
     @property
     def judged_label(self) -> str:
@@ -806,6 +816,9 @@ class Response(models.Model):
     launch = models.PositiveIntegerField(default=0)  # the run launch that wrote this result
     # Which of the run's samples of this item it is (0 … Run.epochs − 1).
     epoch = models.PositiveIntegerField(default=0)
+    # What a run kind knows beyond the text: a choice-scoring run's picks and every option's
+    # log-likelihood (apps/runs/choices.py). Empty for generation runs.
+    details = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -818,6 +831,20 @@ class Response(models.Model):
             )
         ]
         indexes = [models.Index(fields=["run", "status"])]
+
+
+class ChoiceSetup(models.Model):
+    """What a choice-scoring run (`Run.Kind.CHOICE`) reads of each item: its options, from these
+    columns in order, labelled by `label_type` (apps/datasets/options.py)."""
+
+    class LabelType(models.TextChoices):
+        UPPER = "upper", "A, B, C…"
+        LOWER = "lower", "a, b, c…"
+        DIGIT = "digit", "1, 2, 3…"
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="choice_setup")
+    option_columns = models.JSONField(default=list)
+    label_type = models.CharField(max_length=8, choices=LabelType.choices, default=LabelType.UPPER)
 
 
 class AttemptLog(models.Model):

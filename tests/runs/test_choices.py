@@ -1,0 +1,182 @@
+"""Log-likelihood choice scoring (#15.4): options scored through the loopback server's
+completions API with scripted log-probabilities, picks checked against values worked by hand
+(tests/factories.py CHOICE_LOGPROBS), the refusals before a run exists, and accuracy on the
+board through the choice judge that follows a finished run."""
+
+import pytest
+
+from apps.datasets.models import Task
+from apps.judges.models import CHOICE_JUDGE, Judge, Score
+from apps.leaderboards import boards
+from apps.runs import engine
+from apps.runs.choices import ChoiceRunError, create_choice_run
+from apps.runs.models import AttemptLog, ChoiceSetup, Endpoint, PromptTemplate, Response, Run
+from tests.factories import CHOICE_LOGPROBS, make_choice_dataset, make_dataset
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def choice_template(task: Task) -> PromptTemplate:
+    return PromptTemplate.objects.create(
+        task=task, name="mc", user_message="Q: {{ question }}\nAnswer:"
+    )
+
+
+def run_all(run: Run) -> Run:
+    """Every chunk of the run's launch, in this process (no worker)."""
+    run.refresh_from_db()
+    engine.run_chunk(run.pk, run.launch, 0)
+    run.refresh_from_db()
+    return run
+
+
+def test_picks_and_scores_match_the_hand_computed_values(
+    task, endpoint, choice_template, llm_server
+):
+    llm_server.configure(word_logprobs=CHOICE_LOGPROBS)
+    dataset = make_choice_dataset(task)
+    run = create_choice_run(dataset, endpoint, choice_template, logging_mode="all")
+    setup = ChoiceSetup.objects.get(run=run)
+    assert (setup.option_columns, setup.label_type) == (["A", "B", "C"], "upper")
+    run = run_all(run)
+    assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, 2, 0)
+
+    c1 = Response.objects.get(run=run, item__key="c1")
+    assert (c1.text, c1.details["pick"], c1.details["pick_norm"]) == ("A", "A", "B")
+    options = {o["label"]: o for o in c1.details["options"]}
+    assert [options[k]["logprob"] for k in "ABC"] == [-2.0, -2.5, -3.0]
+    assert [options[k]["tokens"] for k in "ABC"] == [1, 2, 1]
+    assert [options[k]["chars"] for k in "ABC"] == [6, 14, 6]
+    assert options["B"]["logprob_per_char"] == pytest.approx(-2.5 / 14)
+    assert options["A"]["logprob_per_char"] == pytest.approx(-1 / 3)
+    c2 = Response.objects.get(run=run, item__key="c2")
+    assert (c2.text, c2.details["pick"], c2.details["pick_norm"]) == ("A", "A", "A")
+    assert [o["logprob"] for o in c2.details["options"]] == [-0.5, -2.5, -4.0]
+    assert c2.details["context_chars"] == len("Q: Which planet is red?\nAnswer:")
+
+    # One request per item with the three prompts, echo + logprobs and nothing generated.
+    sent = [e for e in llm_server.stats()["log"] if e.get("api") == "completions"]
+    probe, *items = sent
+    assert probe["prompt"] == ["The quick brown fox jumps over the lazy dog."]
+    assert len(items) == 2
+    c2_request = next(e for e in items if "red?" in e["prompt"][0])
+    assert c2_request["prompt"] == [
+        "Q: Which planet is red?\nAnswer: Mars",
+        "Q: Which planet is red?\nAnswer: Venus",
+        "Q: Which planet is red?\nAnswer: Jupiter",
+    ]
+    assert c2_request["params"] == {"echo": True, "logprobs": 1, "max_tokens": 0}
+    # Tokens and cost as the server counted them: "Q:", " Which", " planet", " is", " red?",
+    # "\nAnswer:" and the option's one word, three times.
+    assert c2.prompt_tokens == 21 and run.prompt_tokens == c1.prompt_tokens + 21
+    log = AttemptLog.objects.get(run=run, item__key="c2")
+    assert log.ok and [m["role"] for m in log.request_messages] == ["prompt"] * 3
+
+    # The choice judge followed by itself; the board shows both accuracies.
+    judge = Judge.objects.get(task=task, name=CHOICE_JUDGE)
+    judge_run = Run.objects.get(kind=Run.Kind.JUDGE, judge=judge, source_run=run)
+    run_all(judge_run)
+    values = {
+        (s.item.key, s.subject): s.judge_value
+        for s in Score.objects.filter(run=judge_run).select_related("item")
+    }
+    assert values == {
+        ("c1", "accuracy"): 0.0,
+        ("c1", "accuracy_norm"): 100.0,
+        ("c2", "accuracy"): 100.0,
+        ("c2", "accuracy_norm"): 100.0,
+    }
+    board = boards.build(task, boards.Params.from_query({"judge": str(judge.pk)}))
+    assert [s.name for s in board.subjects] == ["accuracy", "accuracy_norm"]
+    (row,) = board.rows
+    assert row.label == run.label
+    assert row.cells["judge"]["accuracy"].mean == 50.0
+    assert row.cells["judge"]["accuracy_norm"].mean == 100.0
+
+
+def test_a_chat_only_endpoint_is_refused_before_any_run(
+    task, endpoint, choice_template, llm_server
+):
+    llm_server.configure(completions="absent")
+    dataset = make_choice_dataset(task)
+    with pytest.raises(ChoiceRunError) as refused:
+        create_choice_run(dataset, endpoint, choice_template)
+    message = str(refused.value)
+    assert message.startswith("Endpoint local cannot score choices by log-likelihood: ")
+    assert f"no completions API at {llm_server.base_url} (404)" in message
+    assert not Run.objects.exists() and not ChoiceSetup.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("mode", "cause"),
+    [
+        ("zero", "reports every log-probability as 0"),
+        ("null", "returned no log-probabilities for the prompt"),
+    ],
+)
+def test_missing_or_all_zero_logprobs_are_refused(
+    task, endpoint, choice_template, llm_server, mode, cause
+):
+    """llama.cpp#27174 scored every choice 0: such a server is refused, never scored."""
+    llm_server.configure(completions=mode)
+    with pytest.raises(ChoiceRunError, match=cause):
+        create_choice_run(make_choice_dataset(task), endpoint, choice_template)
+    assert not Run.objects.exists()
+
+
+def test_items_fail_one_by_one_with_the_cause(task, endpoint, choice_template, llm_server):
+    """An empty option, and zero log-probabilities that start mid-run: failed, never 0."""
+    rows = [
+        {"key": "ok", "fields": {"question": "red?", "A": "Mars", "B": "Venus"}, "reference": "A"},
+        {"key": "gap", "fields": {"question": "gas?", "A": "Oxygen", "B": ""}, "reference": "A"},
+        {"key": "late", "fields": {"question": "hot?", "A": "Sun", "B": "Moon"}, "reference": "A"},
+    ]
+    dataset = make_dataset(task, rows, columns=["question", "A", "B"])
+    run = create_choice_run(dataset, endpoint, choice_template)
+    llm_server.configure(
+        script=[{"match": "hot?", "status": 400}], word_logprobs={"Mars": -1, "Venus": -2}
+    )
+    run = run_all(run)
+    assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED_WITH_FAILURES, 1, 2)
+    gap = Response.objects.get(run=run, item__key="gap")
+    assert gap.error == "Bad item data: The item has no value in option column “B”."
+    late = Response.objects.get(run=run, item__key="late")
+    assert late.error.startswith("the request was refused (400)")
+
+    llm_server.configure(script=[], completions="zero")
+    engine.launch(run, Run.Mode.RETRY_FAILED)
+    run = run_all(run)
+    late.refresh_from_db()
+    assert late.status == Response.Status.FAILED
+    assert late.error.startswith("Every option's log-probability is 0")
+    assert Response.objects.get(run=run, item__key="ok").text == "A"
+
+
+def test_option_columns_and_labels(task, endpoint, choice_template, llm_server):
+    """One column holding a list of options, digit labels; unknown columns are refused."""
+    rows = [
+        {"key": "l1", "fields": {"question": "red?", "opts": ["Venus", "Mars"]}, "reference": "2"}
+    ]
+    dataset = make_dataset(task, rows, columns=["question", "opts"])
+    with pytest.raises(ChoiceRunError, match="has no columns named A, B, C"):
+        create_choice_run(dataset, endpoint, choice_template)
+    with pytest.raises(ChoiceRunError, match="has no column 'nope'"):
+        create_choice_run(dataset, endpoint, choice_template, option_columns=["nope"])
+    llm_server.configure(word_logprobs={"Mars": -0.5, "Venus": -1.0})
+    run = create_choice_run(
+        dataset, endpoint, choice_template, option_columns=["opts"], label_type="digit"
+    )
+    run = run_all(run)
+    response = Response.objects.get(run=run)
+    assert (response.text, response.details["pick_norm"]) == ("2", "2")
+    assert [o["label"] for o in response.details["options"]] == ["1", "2"]
+
+
+def test_the_endpoint_probe_needs_no_run(endpoint, llm_server):
+    from apps.runs.llm import check_prompt_logprobs
+
+    assert check_prompt_logprobs(endpoint).ok
+    llm_server.configure(completions="absent")
+    check = check_prompt_logprobs(Endpoint.objects.get(pk=endpoint.pk))
+    assert not check.ok and "(404)" in check.message
