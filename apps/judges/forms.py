@@ -155,10 +155,15 @@ class JudgeForm(forms.ModelForm):
         grouped = {name for _, names in Judge.KIND_FIELDS for name in names} | {"subjects_text"}
         groups: list[tuple[str, list[str], list[forms.BoundField]]] = [
             ("", [], [self[name] for name in self.fields if name not in grouped]),
-            # A pairwise judge says which answer is better: it scores no subjects.
+            # A pairwise judge says which answer is better: it scores no subjects; a choice
+            # judge always gives accuracy and accuracy_norm.
             (
-                "Subjects (every kind but pairwise)",
-                [str(kind) for kind in Judge.Kind if kind != Judge.Kind.PAIRWISE],
+                "Subjects (every kind but pairwise and log-likelihood choices)",
+                [
+                    str(kind)
+                    for kind in Judge.Kind
+                    if kind not in (Judge.Kind.PAIRWISE, Judge.Kind.CHOICE)
+                ],
                 [self["subjects_text"]],
             ),
         ]

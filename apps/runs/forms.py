@@ -5,7 +5,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils.text import normalize_newlines
 
 from apps.datasets.models import Dataset, Task
-from apps.runs.models import Endpoint, LoggingMode, PromptTemplate, Run
+from apps.runs.models import ChoiceSetup, Endpoint, LoggingMode, PromptTemplate, Run
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer, validate_template_sources
 
 RESERVED_PARAMS = {"model", "messages", "stream", "n"}
@@ -270,3 +270,53 @@ class GenerationRunForm(forms.Form):
                 f"{first['key']} of this dataset does not have."
             )
         return data
+
+
+class ChoiceRunForm(forms.Form):
+    """Choice scoring by log-likelihood (apps/runs/choices.py). The endpoint is probed when the
+    run is created (`create_choice_run`), so its refusal shows on this form."""
+
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.none())
+    endpoint = forms.ModelChoiceField(
+        queryset=Endpoint.objects.all(),
+        help_text="Its completions API must return prompt log-probabilities (echo + logprobs), "
+        "as vLLM serves; a chat-only endpoint is refused before the run starts.",
+    )
+    template = forms.ModelChoiceField(
+        queryset=PromptTemplate.objects.none(),
+        label="Prompt template version",
+        help_text="The context: its messages joined by a blank line; each option follows "
+        "after one space.",
+    )
+    option_columns = forms.CharField(
+        required=False,
+        max_length=2000,
+        help_text="In label order, comma-separated (one column may hold a list of options). "
+        "Blank: the columns named A, B, C… or 1, 2, 3….",
+    )
+    label_type = forms.ChoiceField(
+        required=False,
+        label="Option labels",
+        choices=[("", "As the option columns are named"), *ChoiceSetup.LabelType.choices],
+    )
+    label = forms.CharField(
+        required=False, max_length=200, help_text="The model's name on leaderboards."
+    )
+    logging_mode = forms.ChoiceField(choices=LoggingMode.choices, initial=LoggingMode.FAILED)
+    chunk_size = forms.IntegerField(
+        min_value=1, max_value=10_000, initial=200, help_text="Items per background job."
+    )
+
+    def __init__(self, *args: Any, task: Task, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.task = task
+        cast(
+            forms.ModelChoiceField, self.fields["dataset"]
+        ).queryset = Dataset.objects.ready().filter(task=task)
+        cast(
+            forms.ModelChoiceField, self.fields["template"]
+        ).queryset = PromptTemplate.objects.filter(task=task).order_by("name", "-version")
+
+    def clean_option_columns(self) -> list[str]:
+        text = self.cleaned_data.get("option_columns") or ""
+        return [column.strip() for column in text.split(",") if column.strip()]

@@ -12,7 +12,8 @@ from django.views.decorators.http import require_POST
 from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets.models import Dataset, Item, Task
 from apps.runs import engine, jobs
-from apps.runs.forms import EndpointForm, GenerationRunForm, PromptTemplateForm
+from apps.runs.choices import ChoiceRunError, create_choice_run
+from apps.runs.forms import ChoiceRunForm, EndpointForm, GenerationRunForm, PromptTemplateForm
 from apps.runs.generation import create_generation_run
 from apps.runs.llm import test_connection
 from apps.runs.models import AttemptLog, Endpoint, PromptTemplate, Response, Run, WorkerCheck
@@ -143,6 +144,43 @@ def generation_start(request: AppRequest) -> HttpResponse:
     )
     messages.success(request, f"Started run #{run.pk}: {run.size_text}.")
     return redirect(run)
+
+
+@reviewer_required
+def choice_new(request: AppRequest) -> HttpResponse:
+    """The choice-scoring start form, reached like the generation form."""
+    task, dataset = _task_and_dataset(request)
+    if task is None:
+        return _pick_task(request, "runs:choice-new")
+    form = ChoiceRunForm(task=task, initial=_generation_defaults(task, dataset, request.GET))
+    return render(request, "runs/choice_new.html", {"form": form, "task": task})
+
+
+@require_POST
+@reviewer_required
+def choice_start(request: AppRequest) -> HttpResponse:
+    task = get_object_or_404(Task, slug=request.POST.get("task", ""))
+    form = ChoiceRunForm(request.POST, task=task)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            run = create_choice_run(
+                data["dataset"],
+                data["endpoint"],
+                data["template"],
+                option_columns=data["option_columns"] or None,
+                label_type=data["label_type"] or None,
+                user=request.user,
+                label=data["label"],
+                logging_mode=data["logging_mode"],
+                chunk_size=data["chunk_size"],
+            )
+        except ChoiceRunError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Started run #{run.pk}: {run.size_text}.")
+            return redirect(run)
+    return render(request, "runs/choice_new.html", {"form": form, "task": task})
 
 
 def _pick_task(request: AppRequest, url_name: str) -> HttpResponse:

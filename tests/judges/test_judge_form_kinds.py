@@ -30,7 +30,10 @@ def test_without_javascript_every_group_says_which_kinds_it_is_for(task, reviewe
     page = reviewer_client.get(create_url(task)).content.decode()
     assert fieldsets(page) == {
         # A pairwise judge scores no subjects: the box is hidden when it is chosen.
-        "rubric mcq mcq_rule metric": ("Subjects (every kind but pairwise)", ["subjects_text"]),
+        "rubric mcq mcq_rule metric": (
+            "Subjects (every kind but pairwise and log-likelihood choices)",
+            ["subjects_text"],
+        ),
         "rubric mcq pairwise": (
             "For LLM rubric and multiple choice (LLM) and pairwise (LLM) judges",
             ["system_prompt", "user_prompt"],

@@ -3,6 +3,12 @@ completions API with scripted log-probabilities, picks checked against values wo
 (tests/factories.py CHOICE_LOGPROBS), the refusals before a run exists, and accuracy on the
 board through the choice judge that follows a finished run."""
 
+import csv
+import io
+import subprocess
+import sys
+import time
+
 import pytest
 
 from apps.datasets.models import Task
@@ -11,7 +17,9 @@ from apps.leaderboards import boards
 from apps.runs import engine
 from apps.runs.choices import ChoiceRunError, create_choice_run
 from apps.runs.models import AttemptLog, ChoiceSetup, Endpoint, PromptTemplate, Response, Run
+from tests.base import ROOT, subprocess_env
 from tests.factories import CHOICE_LOGPROBS, make_choice_dataset, make_dataset
+from tests.runs.test_cli import start_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -180,3 +188,56 @@ def test_the_endpoint_probe_needs_no_run(endpoint, llm_server):
     llm_server.configure(completions="absent")
     check = check_prompt_logprobs(Endpoint.objects.get(pk=endpoint.pk))
     assert not check.ok and "(404)" in check.message
+
+
+# ---- the command line: real command processes and a real worker ---------------------------------
+@pytest.mark.slow
+def test_cli_scores_choices_and_the_board_shows_both_accuracies(
+    task, endpoint, choice_template, llm_server, workers
+):
+
+    llm_server.configure(word_logprobs=CHOICE_LOGPROBS)
+    dataset = make_choice_dataset(task)
+    workers()
+    result = start_run(
+        "choice",
+        *("--dataset", str(dataset.pk), "--endpoint", "local", "--template", "mc"),
+        *("--label", "ll-model", "--wait", "--poll", "0.3"),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    run = Run.objects.get(kind=Run.Kind.CHOICE)
+    assert result.stdout.splitlines()[0] == f"Started run #{run.pk} (ll-model): 2 items."
+    assert f"run #{run.pk} completed: 2 done, 0 failed of 2" in result.stdout
+    assert list(Response.objects.filter(run=run).order_by("item__position").values_list(
+        "text", "details__pick_norm")) == [("A", "B"), ("A", "A")]  # fmt: skip
+    # The worker judges it by itself; the board, as the leaderboard command prints it.
+    deadline = time.monotonic() + 60
+    while not Run.objects.filter(
+        kind=Run.Kind.JUDGE, source_run=run, status=Run.Status.COMPLETED
+    ).exists():
+        assert time.monotonic() < deadline, "the choice judge did not finish"
+        time.sleep(0.3)
+    board = subprocess.run(
+        [sys.executable, "manage.py", "leaderboard", task.slug, "--judge", CHOICE_JUDGE,
+         "--format", "csv"],
+        cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    (row,) = list(csv.DictReader(io.StringIO(board.stdout.lstrip("\ufeff"))))
+    assert row["model"] == "ll-model"
+    assert float(row["accuracy.human.mean"]) == 50.0
+    assert float(row["accuracy_norm.human.mean"]) == 100.0
+    assert row["judge"] == f"{CHOICE_JUDGE} v1"
+
+
+def test_cli_refuses_a_chat_only_endpoint_and_leaves_no_run(
+    task, endpoint, choice_template, llm_server
+):
+    llm_server.configure(completions="absent")
+    dataset = make_choice_dataset(task)
+    result = start_run(
+        "choice", *("--dataset", str(dataset.pk), "--endpoint", "local", "--template", "mc")
+    )
+    assert result.returncode != 0
+    assert "Endpoint local cannot score choices by log-likelihood" in result.stderr
+    assert "no completions API" in result.stderr
+    assert not Run.objects.exists()
