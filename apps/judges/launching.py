@@ -78,9 +78,9 @@ def check_source(
             raise JudgeRunError("Judge either a generation run or a dataset column, not both.")
         if source_run.kind not in Run.JUDGEABLE_KINDS:
             raise JudgeRunError(f"Run #{source_run.pk} is not a generation run.")
-        if (judge.kind == Judge.Kind.CHOICE) != (source_run.kind == Run.Kind.CHOICE):
+        if judge.kind == Judge.Kind.CHOICE and source_run.kind != Run.Kind.CHOICE:
             raise JudgeRunError(
-                f"{judge} scores choice-scoring runs and only those; run #{source_run.pk} is a "
+                f"{judge} scores choice-scoring runs only; run #{source_run.pk} is a "
                 f"{source_run.get_kind_display().lower()} run."
             )
         if source_run.task_id != judge.task_id:

@@ -13,12 +13,20 @@ import pytest
 
 from apps.datasets.models import Task
 from apps.judges.models import CHOICE_JUDGE, Judge, Score
+from apps.judges.launching import JudgeRunError, create_judge_run
 from apps.leaderboards import boards
 from apps.runs import engine
 from apps.runs.choices import ChoiceRunError, create_choice_run
 from apps.runs.models import AttemptLog, ChoiceSetup, Endpoint, PromptTemplate, Response, Run
-from tests.base import ROOT, subprocess_env
-from tests.factories import CHOICE_LOGPROBS, make_choice_dataset, make_dataset
+from tests.base import ROOT, subprocess_env, wait_for
+from tests.factories import (
+    CHOICE_LOGPROBS,
+    make_choice_dataset,
+    make_dataset,
+    make_generation_run,
+    make_judge,
+)
+from tests.runs.conftest import kill_hard
 from tests.runs.test_cli import start_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,6 +52,9 @@ def test_picks_and_scores_match_the_hand_computed_values(
 ):
     llm_server.configure(word_logprobs=CHOICE_LOGPROBS)
     dataset = make_choice_dataset(task)
+    # A rule-based multiple-choice default judge reads the raw pick like any answer.
+    task.default_judge = make_judge(task, Judge.Kind.MCQ_RULE, name="mc-rule", label_count=3)
+    task.save()
     run = create_choice_run(dataset, endpoint, choice_template, logging_mode="all")
     setup = ChoiceSetup.objects.get(run=run)
     assert (setup.option_columns, setup.label_type) == (["A", "B", "C"], "upper")
@@ -101,6 +112,16 @@ def test_picks_and_scores_match_the_hand_computed_values(
     assert row.label == run.label
     assert row.cells["judge"]["accuracy"].mean == 50.0
     assert row.cells["judge"]["accuracy_norm"].mean == 100.0
+
+    default_run = Run.objects.get(kind=Run.Kind.JUDGE, judge=task.default_judge, source_run=run)
+    run_all(default_run)
+    assert dict(Score.objects.filter(run=default_run).values_list("item__key", "judge_value")) == {
+        "c1": 0.0,
+        "c2": 100.0,
+    }
+    # A choice judge scores nothing but choice-scoring runs.
+    with pytest.raises(JudgeRunError, match="scores choice-scoring runs only"):
+        create_judge_run(judge, source_run=make_generation_run(dataset, {0: "A", 1: "A"}))
 
 
 def test_a_chat_only_endpoint_is_refused_before_any_run(
@@ -241,3 +262,47 @@ def test_cli_refuses_a_chat_only_endpoint_and_leaves_no_run(
     assert "Endpoint local cannot score choices by log-likelihood" in result.stderr
     assert "no completions API" in result.stderr
     assert not Run.objects.exists()
+
+
+@pytest.mark.slow
+def test_a_killed_worker_loses_no_pick_and_the_run_finishes(
+    task, endpoint, choice_template, llm_server, workers
+):
+    """SIGKILL the worker mid-run: another worker finishes the run, every item has exactly one
+    Response, and the picks written before the kill are kept as they were."""
+    rows = [
+        {
+            "key": f"k{i}",
+            "fields": {"question": f"Planet {i}?", "A": "Mars", "B": "Venus", "C": "Jupiter"},
+            "reference": "A",
+        }
+        for i in range(40)
+    ]
+    dataset = make_dataset(task, rows, columns=["question", "A", "B", "C"])
+    endpoint.concurrency_limit = 2
+    endpoint.save()
+    llm_server.configure(word_logprobs=CHOICE_LOGPROBS, latency=0.2)
+    run = create_choice_run(dataset, endpoint, choice_template, chunk_size=10)
+    first = workers()
+    wait_for(lambda: Run.objects.get(pk=run.pk).done >= 6, what="some picks")
+    kill_hard(first)
+    before = {
+        r["item_id"]: (r["pk"], r["text"], r["updated_at"])
+        for r in Response.objects.filter(run=run).values("pk", "item_id", "text", "updated_at")
+    }
+    assert 6 <= len(before) < 40
+    workers()
+    wait_for(
+        lambda: Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED, 120, "the run to end"
+    )
+    run.refresh_from_db()
+    assert (run.done, run.failed) == (40, 0)
+    after = Response.objects.filter(run=run)
+    assert after.count() == 40 and set(after.values_list("text", flat=True)) == {"A"}
+    kept = {
+        r["item_id"]: (r["pk"], r["text"], r["updated_at"])
+        for r in after.filter(item_id__in=before).values("pk", "item_id", "text", "updated_at")
+    }
+    assert kept == before
+    # Tokens add up over the responses the run kept (each item's one request).
+    assert run.prompt_tokens >= sum(after.values_list("prompt_tokens", flat=True)) > 0
