@@ -292,7 +292,7 @@ class ChoiceRunForm(forms.Form):
         required=False,
         max_length=2000,
         help_text="In label order, comma-separated (one column may hold a list of options). "
-        "Blank: the columns named A, B, C… or 1, 2, 3….",
+        "Blank: the columns named A, B, C… or 1, 2, 3…",
     )
     label_type = forms.ChoiceField(
         required=False,

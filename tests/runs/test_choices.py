@@ -12,8 +12,8 @@ import time
 import pytest
 
 from apps.datasets.models import Task
-from apps.judges.models import CHOICE_JUDGE, Judge, Score
 from apps.judges.launching import JudgeRunError, create_judge_run
+from apps.judges.models import CHOICE_JUDGE, Judge, Score
 from apps.leaderboards import boards
 from apps.runs import engine
 from apps.runs.choices import ChoiceRunError, create_choice_run
