@@ -406,10 +406,11 @@ class PairwiseRunForm(forms.Form):
 
 
 def response_choices(task: Task) -> list[tuple[str, Any]]:
-    """The task's response sets: generation runs that have ended, and response columns."""
+    """The task's response sets: generation and choice-scoring runs that have ended, and
+    response columns."""
     runs = [
         (f"run:{run.pk}", f"Run #{run.pk} {run.label} ({run.get_status_display().lower()})")
-        for run in Run.objects.generation()
+        for run in Run.objects.judgeable()
         .filter(task=task)
         .exclude(status__in=Run.ACTIVE_STATUSES)
         .order_by("-pk")[:200]
@@ -421,7 +422,7 @@ def response_choices(task: Task) -> list[tuple[str, Any]]:
     ]
     choices: list[tuple[str, Any]] = []
     if runs:
-        choices.append(("Generation runs", runs))
+        choices.append(("Runs", runs))
     if columns:
         choices.append(("Response columns of datasets", columns))
     return choices

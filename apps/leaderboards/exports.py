@@ -396,6 +396,7 @@ def _responses(run: Run) -> Iterator[tuple[tuple, tuple | None]]:
             "prompt_tokens",
             "completion_tokens",
             "latency_ms",
+            "details",
         )
         .iterator(chunk_size=CHUNK)
     )
@@ -418,12 +419,15 @@ def responses_csv(run: Run) -> Iterator[str]:
     writer = csv.writer(buffer)
     fixed = {"key", "position", "response", *RESPONSE_COLUMNS}
     epochs = run.epochs > 1  # a column saying which answer of the item a row is
+    # A choice-scoring run's response is its raw pick: the length-normalised one goes beside.
+    choice = run.kind == Run.Kind.CHOICE
     header = [
         "key",
         "position",
         *(["epoch"] if epochs else []),
         *[f"field.{n}" if n in fixed else n for n in names],
         "response",
+        *(["pick_norm"] if choice else []),
         *RESPONSE_COLUMNS,
     ]
     buffer.write(BOM)
@@ -435,11 +439,14 @@ def responses_csv(run: Run) -> Iterator[str]:
             row.append(found[1] + 1 if found is not None else "")
         row += [cell(fields.get(n)) for n in names]
         if found is None:
-            row += [""] * (1 + len(RESPONSE_COLUMNS))
+            row += [""] * (1 + choice + len(RESPONSE_COLUMNS))
         else:
-            _, _, text, status, error_kind, error, prompt, completion, latency = found
+            _, _, text, status, error_kind, error, prompt, completion, latency, details = found
             error = f"{error_kind}: {error}" if error_kind else error
-            row += [cell(text), status, cell(error), prompt, completion, latency]
+            row.append(cell(text))
+            if choice:
+                row.append(cell((details or {}).get("pick_norm", "")))
+            row += [status, cell(error), prompt, completion, latency]
         writer.writerow(row)
         if count % FLUSH == 0:
             yield _drain(buffer)
@@ -452,7 +459,7 @@ def responses_jsonl(run: Run) -> Iterator[str]:
         if found is None:
             record.update(response=None, status=None)
         else:
-            _, epoch, text, status, error_kind, error, prompt, completion, latency = found
+            _, epoch, text, status, error_kind, error, prompt, completion, latency, details = found
             if run.epochs > 1:
                 record["epoch"] = epoch + 1
             record.update(
@@ -463,6 +470,8 @@ def responses_jsonl(run: Run) -> Iterator[str]:
                 completion_tokens=completion,
                 latency_ms=latency,
             )
+            if details:  # a choice-scoring run's picks and every option's log-likelihood
+                record["details"] = details
         yield json.dumps(record, ensure_ascii=False) + "\n"
 
 

@@ -5,6 +5,7 @@ board through the choice judge that follows a finished run."""
 
 import csv
 import io
+import json
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ import pytest
 from apps.datasets.models import Task
 from apps.judges.launching import JudgeRunError, create_judge_run
 from apps.judges.models import CHOICE_JUDGE, Judge, Score
-from apps.leaderboards import boards
+from apps.leaderboards import boards, exports
 from apps.runs import engine
 from apps.runs.choices import ChoiceRunError, create_choice_run
 from apps.runs.models import AttemptLog, ChoiceSetup, Endpoint, PromptTemplate, Response, Run
@@ -91,6 +92,16 @@ def test_picks_and_scores_match_the_hand_computed_values(
     assert c2.prompt_tokens == 21 and run.prompt_tokens == c1.prompt_tokens + 21
     log = AttemptLog.objects.get(run=run, item__key="c2")
     assert log.ok and [m["role"] for m in log.request_messages] == ["prompt"] * 3
+
+    # Exports: the raw pick is the response, the normalised one beside it; JSONL has all.
+    exported = "".join(exports.results_csv(run)).lstrip("\ufeff")
+    rows = list(csv.DictReader(io.StringIO(exported)))
+    assert [(r["key"], r["response"], r["pick_norm"]) for r in rows] == [
+        ("c1", "A", "B"),
+        ("c2", "A", "A"),
+    ]
+    first = json.loads(next(iter(exports.results_jsonl(run))))
+    assert [o["logprob"] for o in first["details"]["options"]] == [-2.0, -2.5, -3.0]
 
     # The choice judge followed by itself; the board shows both accuracies.
     judge = Judge.objects.get(task=task, name=CHOICE_JUDGE)
