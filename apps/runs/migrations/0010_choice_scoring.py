@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0008_judge_checks'),
+        ('runs', '0009_endpoint_tpm_limit'),
     ]
 
     operations = [
