@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0009_endpoint_tpm_limit'),
+        ('runs', '0010_batch_mode'),
     ]
 
     operations = [
