@@ -73,6 +73,7 @@ class GenerationIn(Schema):
     epochs: int = 1
     logging_mode: str = "failed"
     chunk_size: int = 200
+    batch: bool = False  # through the provider's Batch API (endpoints that support it)
 
 
 class JudgeRunIn(Schema):
@@ -83,6 +84,7 @@ class JudgeRunIn(Schema):
     label: str = ""
     logging_mode: str = "failed"
     chunk_size: int = 200
+    batch: bool = False
 
 
 class PairwiseIn(Schema):
@@ -91,6 +93,7 @@ class PairwiseIn(Schema):
     baseline: int | str = ""
     endpoint: int | str
     logging_mode: str = "failed"
+    batch: bool = False
 
 
 class RunOut(Schema):
@@ -106,6 +109,7 @@ class RunOut(Schema):
     source_run: int | None
     source_column: str
     epochs: int
+    batch: bool
     total: int
     done: int
     failed: int

@@ -267,6 +267,7 @@ def start_generation(request: HttpRequest, body: schemas.GenerationIn) -> Status
         logging_mode=form.cleaned_data["logging_mode"],
         chunk_size=form.cleaned_data["chunk_size"],
         epochs=form.cleaned_data["epochs"],
+        batch=form.cleaned_data["batch"],
     )
     return Status(201, run_out(request, run))
 
@@ -302,6 +303,7 @@ def start_judge(request: HttpRequest, body: schemas.JudgeRunIn) -> Status[dict[s
             label=form.cleaned_data["label"],
             logging_mode=form.cleaned_data["logging_mode"],
             chunk_size=form.cleaned_data["chunk_size"],
+            batch=form.cleaned_data.get("batch", False),
             **form.source(),
         )
     except JudgeRunError as exc:
@@ -337,6 +339,7 @@ def start_pairwise(request: HttpRequest, body: schemas.PairwiseIn) -> Status[dic
             endpoint=form.cleaned_data["endpoint"],
             user=request.user,
             logging_mode=form.cleaned_data["logging_mode"],
+            batch=form.cleaned_data["batch"],
         )
     except JudgeRunError as exc:
         raise ApiError(400, str(exc)) from None
@@ -358,6 +361,7 @@ def run_out(request: HttpRequest, run: Run) -> dict[str, Any]:
         "source_run": run.source_run_id,
         "source_column": run.source_column,
         "epochs": run.epochs,
+        "batch": run.batch,
         "total": run.total,
         "done": run.done,
         "failed": run.failed,
