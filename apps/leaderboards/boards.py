@@ -267,6 +267,11 @@ class Board:
     def mode(self) -> str:
         return self.params.mode
 
+    @property
+    def has_copies(self) -> bool:
+        """Some dataset on the board is a perturbed copy ("all" leaves those out)."""
+        return any(dataset.perturbation for dataset in self.datasets)
+
     @functools.cached_property
     def last_event(self) -> int:
         """The last review event, read once per board: it keys the cached human values."""
@@ -342,7 +347,12 @@ def build(task: Task, params: Params) -> Board:
     board.subjects = subject_infos(judge)
     all_runs = board_runs(task, judge)
     board.datasets = sorted({run.dataset for run in all_runs}, key=lambda d: (d.name, d.version))
-    runs = [r for r in all_runs if params.dataset_id in (None, r.dataset_id)]
+    if params.dataset_id is None:
+        # Perturbed copies rank on their own (chosen as the dataset) and on the robustness
+        # page: among "all" they would list each model again beside itself.
+        runs = [r for r in all_runs if not r.dataset.perturbation]
+    else:
+        runs = [r for r in all_runs if r.dataset_id == params.dataset_id]
     scores = summaries.load(runs)
     board.tags = summaries.tags_of(scores.values())
     tag = params.tag if params.tag in board.tags else None

@@ -152,3 +152,18 @@ def test_page_and_export(world):
     lines = client.get(f"/leaderboards/{task.slug}/robustness/?format=jsonl").content.decode()
     first = json.loads(lines.splitlines()[0])
     assert first["perturbed_dataset_id"] == copy.pk and first["values"] == "human"
+
+
+def test_the_board_leaves_copies_out_of_all(world):
+    from apps.leaderboards import boards
+
+    task, original, copy = world
+    board = boards.build(task, boards.Params())
+    assert board.has_copies and {d.pk for d in board.datasets} == {original.pk, copy.pk}
+    assert sorted(row.label for row in board.rows) == ["model-a", "model-b"]
+    assert {row.run.dataset_id for row in board.rows} == {original.pk}
+    on_copy = boards.build(task, boards.Params(dataset_id=copy.pk))
+    assert [(row.label, row.run.dataset_id) for row in on_copy.rows] == [("model-a", copy.pk)]
+    page = Client()
+    page.force_login(make_user("viewer"))
+    assert "all but perturbed copies" in page.get(f"/leaderboards/{task.slug}/").content.decode()
