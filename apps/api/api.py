@@ -89,7 +89,7 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 @api.exception_handler(ApiError)
 def _api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
     extra = {"errors": exc.errors} if exc.errors else {}
-    return _json(request, exc.status, exc.detail, **extra)
+    return _json(request, exc.status, exc.detail, **extra, **exc.extra)
 
 
 @api.exception_handler(PermissionDenied)

@@ -1,3 +1,5 @@
+from typing import Any
+
 from django import forms
 
 
@@ -8,6 +10,8 @@ class ApiError(Exception):
     def __init__(self, status: int, detail: str, errors: dict[str, list[str]] | None = None):
         super().__init__(detail)
         self.status, self.detail, self.errors = status, detail, errors or {}
+        # More the script may need to fix its request (a file's columns, say).
+        self.extra: dict[str, Any] = {}
 
     @classmethod
     def from_form(cls, form: forms.Form) -> "ApiError":

@@ -213,7 +213,9 @@ def upload_dataset(
         dataset = import_staged(task, staged, name, _valid(mapped).cleaned_data["mapping"], user)
     except (DatasetError, ApiError) as exc:
         staged.discard()
-        raise exc if isinstance(exc, ApiError) else ApiError(400, str(exc)) from None
+        error = exc if isinstance(exc, ApiError) else ApiError(400, str(exc))
+        error.extra["columns"] = columns  # what the mapping may name (the page lists them)
+        raise error from None
     return Status(202 if dataset.is_importing else 201, dataset_out(request, dataset))
 
 

@@ -129,7 +129,11 @@ def test_a_mapping_naming_a_missing_column_is_refused_as_the_page_refuses_it(rev
     expected = "Select a valid choice. answer is not one of the available choices."
     assert (response.status_code, response.json()) == (
         400,
-        {"detail": f"reference_column: {expected}", "errors": {"reference_column": [expected]}},
+        {
+            "detail": f"reference_column: {expected}",
+            "errors": {"reference_column": [expected]},
+            "columns": ["id", "question"],
+        },
     )
     # The page's mapping step says the same of the same file.
     staged = page_client.post(
