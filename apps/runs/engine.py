@@ -109,6 +109,7 @@ from apps.runs.tuning import (
     CHUNK_TIMEOUT_MAX,
     CHUNK_TIMEOUT_MIN,
     CHUNK_TIMEOUT_SLACK,
+    COMPLETION_TOKENS_GUESS,
     DB_HEARTBEAT_EVERY,
     FLUSH_AFTER,
     FLUSH_EVERY,
@@ -116,6 +117,7 @@ from apps.runs.tuning import (
     HEARTBEAT_EVERY,
     JOB_LEASE_SECONDS,
     KEY_TTL,
+    RATE_PROMPT_TOKENS_GUESS,
     TAKE_BATCH_MAX,
     TAKE_BATCH_MIN,
     UNIT_SECONDS_WITHOUT_ENDPOINT,
@@ -448,15 +450,26 @@ class LaunchError(Exception):
     """The run cannot be (re)started now; the message says why."""
 
 
-def chunk_timeout(run: Run, lanes: int) -> int:
-    """RQ's limit for one chunk job: its `chunk_size` units in the worst case, with margin."""
+def chunk_timeout(run: Run, lanes: int, units: int = 0) -> int:
+    """RQ's limit for one chunk job: its `chunk_size` units in the worst case, with margin.
+
+    Under RPM/TPM limits a chunk shares the endpoint's pace with every other chunk, however
+    many run at once, so it may take as long as the launch's `units` at that pace (a request
+    each, of max_tokens + `RATE_PROMPT_TOKENS_GUESS` tokens): never less than that.
+    """
     endpoint = run.endpoint
     per_unit = UNIT_SECONDS_WITHOUT_ENDPOINT
+    paced = 0.0
     if endpoint is not None:
         retries = endpoint.max_retries
         per_unit = (endpoint.timeout_seconds + 5) * (retries + 1) + 30.0 * retries
+        tokens = (endpoint.max_tokens or COMPLETION_TOKENS_GUESS) + RATE_PROMPT_TOKENS_GUESS
+        paced = units * max(
+            60.0 / endpoint.rpm_limit if endpoint.rpm_limit else 0.0,
+            60.0 * tokens / endpoint.tpm_limit if endpoint.tpm_limit else 0.0,
+        )
     waves = math.ceil(max(run.chunk_size, 1) / max(lanes, 1))
-    limit = waves * per_unit * CHUNK_TIMEOUT_MARGIN + CHUNK_TIMEOUT_SLACK
+    limit = max(waves * per_unit, paced) * CHUNK_TIMEOUT_MARGIN + CHUNK_TIMEOUT_SLACK
     return int(min(max(CHUNK_TIMEOUT_MIN, limit), CHUNK_TIMEOUT_MAX))
 
 
@@ -493,7 +506,7 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
         lanes = max(1, plugin.lanes(locked))
         n_jobs = math.ceil(len(keys) / max(locked.chunk_size, 1))
         run_id = run.pk
-        timeout = chunk_timeout(locked, lanes)
+        timeout = chunk_timeout(locked, lanes, len(keys))
 
         def _push() -> None:
             conn = _redis()

@@ -70,6 +70,10 @@ RETRY_AFTER_CAP = 120.0
 # A request without max_tokens reserves this many completion tokens of the TPM budget before it
 # is sent; the reply's usage then settles the real number.
 COMPLETION_TOKENS_GUESS = 256
+# A chunk's RQ time limit under RPM/TPM limits counts each unit's request at this many prompt
+# tokens (apps.runs.engine.chunk_timeout): bigger prompts and a chunk could meet RQ's limit
+# mid-run; smaller only makes the limit more generous than needed.
+RATE_PROMPT_TOKENS_GUESS = 2000
 # A shared pause (a 429's Retry-After, or headers saying the budget is spent) stops every
 # worker on the endpoint for at most this long at a time (s), like RETRY_AFTER_CAP.
 RATE_PAUSE_CAP = 120.0

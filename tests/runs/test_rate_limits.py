@@ -287,3 +287,20 @@ def test_the_endpoint_form_takes_both_limits_and_the_list_shows_them(admin_clien
     assert (limiter.interval_us, limiter.burst) == (60_000_000 // 597, 4)
     assert (limiter.token_us, limiter.token_burst) == (pytest.approx(60_000_000 / 59_000), 1000)
     assert limiter.shared
+
+
+def test_a_chunk_may_take_as_long_as_the_whole_launch_at_the_limits():
+    """A chunk shares the endpoint's pace with every other chunk: RQ must not cut it short."""
+    from apps.runs.engine import chunk_timeout
+    from apps.runs.models import Endpoint, Run
+
+    endpoint = Endpoint(timeout_seconds=10, max_retries=1)
+    run = Run(endpoint=endpoint, chunk_size=10)
+    unpaced = chunk_timeout(run, lanes=10, units=1000)
+    assert unpaced == 600  # one wave of (10 + 5) × 2 + 30 s, under the ten-minute floor
+    endpoint.rpm_limit = 6  # 1,000 requests at 10 s each, with the 1.5 margin and 120 s
+    assert chunk_timeout(run, lanes=10, units=1000) == 1000 * 10 * 1.5 + 120
+    endpoint.rpm_limit, endpoint.tpm_limit, endpoint.max_tokens = None, 60_000, 1000
+    # (1000 + 2000 assumed prompt tokens) a request at 1,000 tokens a second: 3 s each.
+    assert chunk_timeout(run, lanes=10, units=1000) == 1000 * 3 * 1.5 + 120
+    assert chunk_timeout(run, lanes=10, units=100_000) == 24 * 3600  # RQ's ceiling
