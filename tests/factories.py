@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from apps.datasets.models import Dataset, Item, Task, tags_text
 from apps.judges.models import Judge, JudgeRound, Score
-from apps.runs.models import AttemptLog, Response, Run
+from apps.runs.models import AttemptLog, Generator, Response, Run
 
 # A two-subject rubric on 1–5, the judge most tests need.
 SUBJECTS = [
@@ -437,3 +437,59 @@ def scenario(n: int = 4, **run_kwargs: Any) -> tuple[Run, list[Item]]:
 def rubric_reply(accuracy: float, clarity: float, reason: str = "fine") -> str:
     """What an LLM rubric judge answers, for the loopback server's scripted replies."""
     return json.dumps({"reason": reason, "accuracy": accuracy, "clarity": clarity})
+
+
+# ---- generated drafts ------------------------------------------------------------------------
+def make_generator(task: Task, name: str = "world-facts", **prompts: str) -> Generator:
+    """A generator version whose prompts the loopback server's scripts can tell apart."""
+    defaults = {
+        "content_prompt": "Invent facts about world {{ unit }}.",
+        "questions_prompt": "Ask about these facts:\n{{ content }}",
+        "answers_prompt": "Answer each question:\n{{ questions }}\nFacts:\n{{ content }}",
+    }
+    generator = Generator(task=task, name=name, **{**defaults, **prompts})
+    return generator.save_as_new_version(None)
+
+
+def make_draft(
+    generator: Generator,
+    units: Sequence[Sequence[tuple[str, str]]],
+    *,
+    content: str = "Facts of unit {n}.",
+    decisions: Sequence[str] = (),
+) -> Dataset:
+    """A finished dataset generation run's draft: one unit per entry of `units`, each a list of
+    (question, reference); `decisions` (in item order) are set as if people had decided."""
+    from apps.runs.models import DraftItem, DraftUnit
+
+    dataset = Dataset.objects.new_version(
+        generator.task, generator.name, format=Dataset.Format.JSONL, status=Dataset.Status.DRAFT
+    )
+    run = Run.objects.create(
+        task=generator.task,
+        kind=Run.Kind.GENERATE_DATASET,
+        dataset=dataset,
+        generator=generator,
+        status=Run.Status.COMPLETED,
+        total=len(units),
+        done=len(units),
+        launch=1,
+    )
+    decided = iter(decisions)
+    for index, pairs in enumerate(units):
+        text = content.format(n=index + 1)
+        unit = DraftUnit.objects.create(
+            run=run, index=index, status=DraftUnit.Status.OK, content=text, launch=1
+        )
+        for number, (question, reference) in enumerate(pairs):
+            made = {"content": text, "question": question, "reference": reference}
+            DraftItem.objects.create(
+                unit=unit,
+                dataset=dataset,
+                generator=generator,
+                number=number,
+                generated=made,
+                decision=next(decided, DraftItem.Decision.PENDING),
+                **made,
+            )
+    return dataset

@@ -41,7 +41,13 @@ def parse_responses(value: str) -> tuple[Run | None, Dataset, str]:
             raise JudgeRunError(f"No dataset with id {name}.")
         return None, dataset, column
     latest = {}
-    for dataset in Dataset.objects.select_related("task").filter(name=name).order_by("version"):
+    # A draft (a generated dataset not yet reviewed) is never the latest version to judge.
+    named = (
+        Dataset.objects.select_related("task")
+        .filter(name=name)
+        .exclude(status=Dataset.Status.DRAFT)
+    )
+    for dataset in named.order_by("version"):
         latest[dataset.task_id] = dataset
     if not latest:
         raise JudgeRunError(f"No dataset named {name!r}.")
@@ -92,6 +98,10 @@ def check_source(
         raise JudgeRunError("Say what to judge: a generation run, or a dataset and its column.")
     if dataset.task_id != judge.task_id:
         raise JudgeRunError(f"Dataset {dataset} belongs to another task than {judge}.")
+    if dataset.is_draft:
+        raise JudgeRunError(
+            f"Dataset {dataset} is a draft: review and publish its items before judging it."
+        )
     if dataset.status != Dataset.Status.READY:
         raise JudgeRunError(f"Dataset {dataset} is not ready ({dataset.get_status_display()}).")
     if source_column not in dataset.columns:

@@ -351,7 +351,7 @@ def failed_page(
         run=run, item_id__in=ids, status=JudgeRound.Status.FAILED
     ).order_by("round"):
         rounds[judge_round.item_id].append(judge_round)
-    logs: dict[tuple[int, int | None], AttemptLog] = {}
+    logs: dict[tuple[int | None, int | None], AttemptLog] = {}
     for log in AttemptLog.objects.filter(run=run, item_id__in=ids, ok=False).order_by("pk"):
         logs[(log.item_id, log.round)] = log  # the last one wins
     by_kind = {group.kind: group for group in groups}

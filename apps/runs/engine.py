@@ -50,7 +50,8 @@ The `RunPlugin` interface (register an instance with `register(plugin)`)
     lanes(run) -> int                                   concurrent units per chunk
     prepare(run) -> ctx                                 once per chunk, DB thread (templates, judge…)
     load_units(run, ctx, keys) -> list[unit]            DB thread: everything perform needs;
-                                                        a unit has `.item_id` (for the logs)
+                                                        a unit has `.item_id` (for the logs),
+                                                        or `.log_unit` when it has no item
     async perform(run, ctx, unit, call) -> Result       no DB here; call.chat(messages) for LLM
                                                         requests, call.prompt_logprobs(prompts)
                                                         for prompt log-probabilities (both
@@ -160,9 +161,12 @@ class Result:
 class Call:
     """What `perform` may do with the outside world for one unit."""
 
-    def __init__(self, llm: LLM | None, item_id: int) -> None:
+    def __init__(self, llm: LLM | None, item_id: int, unit: int | None = None) -> None:
         self.llm = llm
         self.item_id = item_id
+        # A unit that makes items instead of answering one (dataset generation): its
+        # attempts are logged under this number (AttemptLog.unit).
+        self.unit = unit
         self.log: list[Attempt] = []
 
     async def chat(
@@ -175,9 +179,15 @@ class Call:
     ) -> Reply:
         if self.llm is None:
             raise LLMError(ErrorKind.INTERNAL, "this run has no endpoint to ask")
-        return await self.llm.chat(
-            messages, log=self.log, item_id=self.item_id, round=round, epoch=epoch, **params
-        )
+        start = len(self.log)
+        try:
+            return await self.llm.chat(
+                messages, log=self.log, item_id=self.item_id, round=round, epoch=epoch, **params
+            )
+        finally:
+            if self.unit is not None:
+                for attempt in self.log[start:]:
+                    attempt.unit = self.unit
 
     async def prompt_logprobs(self, prompts: list[str]) -> Echo:
         """Each prompt's token log-probabilities from the endpoint's completions API."""
@@ -186,6 +196,7 @@ class Call:
         return await self.llm.prompt_logprobs(prompts, log=self.log, item_id=self.item_id)
 
     def record(self, attempt: Attempt) -> None:
+        attempt.unit = self.unit if attempt.unit is None else attempt.unit
         self.log.append(attempt)
 
 
@@ -1035,7 +1046,7 @@ class ChunkRunner:
 
     async def perform(self, unit: Any) -> Result | None:
         item_id = getattr(unit, "item_id", 0)
-        call = Call(self.llm, item_id)
+        call = Call(self.llm, item_id, getattr(unit, "log_unit", None))
         try:
             result = await self.plugin.perform(self.run, self.ctx, unit, call)
         except Stopped:
@@ -1056,6 +1067,7 @@ class ChunkRunner:
             call.log.append(
                 Attempt(
                     item_id=item_id,
+                    unit=call.unit,
                     attempt=len(call.log) + 1,
                     ok=False,
                     request_messages=[],
@@ -1186,7 +1198,8 @@ def write_logs(run: Run, attempts: list[Attempt]) -> None:
             [
                 AttemptLog(
                     run_id=run.pk,
-                    item_id=a.item_id,
+                    item_id=a.item_id or None,
+                    unit=a.unit,
                     round=a.round,
                     epoch=a.epoch,
                     attempt=a.attempt,
@@ -1202,6 +1215,6 @@ def write_logs(run: Run, attempts: list[Attempt]) -> None:
                     cost=a.cost,
                 )
                 for a in attempts
-                if a.item_id
+                if a.item_id or a.unit is not None
             ]
         )

@@ -1,3 +1,4 @@
+import re
 from typing import Any, cast
 
 from django import forms
@@ -5,7 +6,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils.text import normalize_newlines
 
 from apps.datasets.models import Dataset, Task
-from apps.runs.models import ChoiceSetup, Endpoint, LoggingMode, PromptTemplate, Run
+from apps.runs.models import ChoiceSetup, Endpoint, Generator, LoggingMode, PromptTemplate, Run
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer, validate_template_sources
 
 RESERVED_PARAMS = {"model", "messages", "stream", "n"}
@@ -162,7 +163,7 @@ class PromptTemplateForm(forms.ModelForm):
         self.task = task
         cast(
             forms.ModelChoiceField, self.fields["fewshot_dataset"]
-        ).queryset = Dataset.objects.filter(task=task)
+        ).queryset = Dataset.objects.ready().filter(task=task)
         self.fields["fewshot_k"].validators.append(MaxValueValidator(50))
         if editing:
             # A new version keeps the name: versions are what an edit makes.
@@ -320,3 +321,102 @@ class ChoiceRunForm(forms.Form):
     def clean_option_columns(self) -> list[str]:
         text = self.cleaned_data.get("option_columns") or ""
         return [column.strip() for column in text.split(",") if column.strip()]
+
+
+_USES = re.compile(r"\{[{%][^}]*\b(?P<name>content|questions|question_list)\b")
+
+
+class GeneratorForm(forms.ModelForm):
+    """A generator's three prompts; editing one saves the next version."""
+
+    class Meta:
+        model = Generator
+        fields = ["name", "system_message", "content_prompt", "questions_prompt", "answers_prompt"]
+        field_classes = {
+            "system_message": PromptTextField,
+            "content_prompt": PromptTextField,
+            "questions_prompt": PromptTextField,
+            "answers_prompt": PromptTextField,
+        }
+        help_texts = {
+            "system_message": "Sent before each of the three prompts (optional).",
+            "content_prompt": "What to write about, e.g. ten facts about a fictional world. "
+            "{{ unit }} is the unit's number (1…N), {{ count }} is N.",
+            "questions_prompt": "Questions about {{ content }}; ask for a numbered list (or a "
+            "JSON list), one question per fact.",
+            "answers_prompt": "The expected answer to each of {{ questions }} (a numbered list) "
+            "about {{ content }}, as a numbered list in the same order.",
+        }
+        widgets = {
+            "system_message": forms.Textarea(attrs={"rows": 2}),
+            "content_prompt": forms.Textarea(attrs={"rows": 4}),
+            "questions_prompt": forms.Textarea(attrs={"rows": 5}),
+            "answers_prompt": forms.Textarea(attrs={"rows": 5}),
+        }
+
+    def __init__(self, *args: Any, task: Task, editing: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.task = task
+        if editing:
+            self.fields["name"].disabled = True
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"]
+        if (
+            not self.fields["name"].disabled
+            and Generator.objects.filter(task=self.task, name=name).exists()
+        ):
+            raise forms.ValidationError(
+                "A generator with this name exists in this task; edit it to make a new version."
+            )
+        return name
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        for error in validate_template_sources(
+            ("System message", data.get("system_message") or ""),
+            ("Content prompt", data.get("content_prompt") or ""),
+            ("Questions prompt", data.get("questions_prompt") or ""),
+            ("Answers prompt", data.get("answers_prompt") or ""),
+        ):
+            self.add_error(None, error)
+        # Each prompt is its own request: a later one sees the earlier replies only by name.
+        needs = [
+            ("questions_prompt", {"content"}, "{{ content }}"),
+            ("answers_prompt", {"questions", "question_list"}, "{{ questions }}"),
+        ]
+        for name, names, shown in needs:
+            used = {m["name"] for m in _USES.finditer(data.get(name) or "")}
+            if data.get(name) and not used & names:
+                self.add_error(
+                    name,
+                    f"Use {shown} here: each prompt is a request of its own, so the model sees "
+                    "the earlier reply only where the prompt puts it.",
+                )
+        return data
+
+
+class DatasetGenerationForm(forms.Form):
+    endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.all())
+    count = forms.IntegerField(
+        min_value=1,
+        max_value=1000,
+        initial=10,
+        label="Units",
+        help_text="How many times to ask the three prompts; each unit's questions become items. "
+        "With a seed on the endpoint, unit i is asked with seed + i.",
+    )
+    name = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Dataset name",
+        help_text="Blank: the generator's name (a new version when it exists).",
+    )
+    logging_mode = forms.ChoiceField(choices=LoggingMode.choices, initial=LoggingMode.FAILED)
+
+
+class DraftItemForm(forms.Form):
+    content = PromptTextField(widget=forms.Textarea(attrs={"rows": 5}))
+    question = PromptTextField(widget=forms.Textarea(attrs={"rows": 2}))
+    reference = PromptTextField(required=False, widget=forms.Textarea(attrs={"rows": 2}))

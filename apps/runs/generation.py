@@ -248,6 +248,8 @@ class GenerationPlugin(RunPlugin):
         dataset = Dataset.objects.filter(pk=options["dataset"]).first()
         if dataset is None:
             raise CommandError(f"No dataset with id {options['dataset']}.")
+        if dataset.status != Dataset.Status.READY:
+            raise CommandError(not_ready(dataset))
         epochs = options.get("epochs")
         epochs = 1 if epochs is None else epochs
         if not 1 <= epochs <= Run.MAX_EPOCHS:
@@ -284,6 +286,15 @@ class GenerationPlugin(RunPlugin):
         )
 
 
+def not_ready(dataset: Dataset) -> str:
+    if dataset.is_draft:
+        return (
+            f"Dataset {dataset} (id {dataset.pk}) is a draft: review and publish its items "
+            "before a run uses it."
+        )
+    return f"Dataset {dataset} (id {dataset.pk}) is not ready ({dataset.get_status_display()})."
+
+
 RESULT_FIELDS = [
     "status",
     "text",
@@ -317,6 +328,8 @@ def create_generation_run(
         raise ValueError("The template belongs to another task than the dataset.")
     if batch and (refusal := endpoint.batch_refusal()):
         raise ValueError(refusal)
+    if dataset.status != Dataset.Status.READY:
+        raise ValueError(not_ready(dataset))
     if not 1 <= epochs <= Run.MAX_EPOCHS:
         raise ValueError(f"Epochs must be between 1 and {Run.MAX_EPOCHS}, not {epochs}.")
     with transaction.atomic():

@@ -72,6 +72,7 @@ class Attempt:
     request_messages: list[dict[str, str]]
     round: int | None = None
     epoch: int = 0  # which response of the item (Response.epoch)
+    unit: int | None = None  # a dataset generation unit (AttemptLog.unit), not an item
     raw_reply: str = ""
     error_kind: str = ""
     error: str = ""

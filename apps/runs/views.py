@@ -4,7 +4,7 @@ from typing import Any
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -16,7 +16,16 @@ from apps.runs.choices import ChoiceRunError, create_choice_run
 from apps.runs.forms import ChoiceRunForm, EndpointForm, GenerationRunForm, PromptTemplateForm
 from apps.runs.generation import create_generation_run
 from apps.runs.llm import test_connection
-from apps.runs.models import AttemptLog, Endpoint, PromptTemplate, Response, Run, WorkerCheck
+from apps.runs.models import (
+    AttemptLog,
+    DraftItem,
+    DraftUnit,
+    Endpoint,
+    PromptTemplate,
+    Response,
+    Run,
+    WorkerCheck,
+)
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer, fits
 from evalsite.enqueue import enqueue
 
@@ -55,7 +64,25 @@ def run_detail(request: AppRequest, pk: int) -> HttpResponse:
     }
     if request.htmx and request.htmx.target == "responses":
         return render(request, "runs/run_detail.html#responses", context)
+    if run.kind == Run.Kind.GENERATE_DATASET:
+        context.update(_draft_units(run))
     return render(request, "runs/run_detail.html", context)
+
+
+def _draft_units(run: Run) -> dict[str, Any]:
+    """A dataset generation run's units, each failed one with its last failed attempt."""
+    units = list(
+        DraftUnit.objects.filter(run=run).annotate(item_count=Count("items")).order_by("index")[:500]
+    )
+    failed = [unit.index for unit in units if unit.status == DraftUnit.Status.FAILED]
+    logs = {
+        log.unit: log
+        for log in AttemptLog.objects.filter(run=run, unit__in=failed, ok=False).order_by("pk")
+    }
+    for unit in units:
+        unit.log = logs.get(unit.index)  # type: ignore[attr-defined]
+    pending = DraftItem.objects.filter(dataset_id=run.dataset_id).undecided().count()
+    return {"units": units, "to_review": pending}
 
 
 @require_POST

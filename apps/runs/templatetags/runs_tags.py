@@ -65,3 +65,9 @@ def rate(value: float | None) -> str:
 def pretty_json(value: Any) -> str:
     """Indented JSON for display; the template escapes it like any other text."""
     return as_text(value, indent=2)
+
+
+@register.filter
+def percent(value: float | None) -> str:
+    """A share as a whole percentage ("–" when there is nothing to divide)."""
+    return "–" if value is None else f"{value:.0%}"
