@@ -23,7 +23,7 @@ from apps.runs.drafting import (
     rates_by_version,
 )
 from apps.runs.forms import DatasetGenerationForm, DraftItemForm, GeneratorForm
-from apps.runs.models import DraftItem, Generator, Run
+from apps.runs.models import DraftItem, Endpoint, Generator, Run
 
 
 # ---- generators ---------------------------------------------------------------------------------
@@ -91,7 +91,9 @@ def _generator_context(generator: Generator, form: DatasetGenerationForm) -> dic
 
 def generator_detail(request: AppRequest, pk: int) -> HttpResponse:
     generator = get_object_or_404(Generator.objects.select_related("task"), pk=pk)
-    form = DatasetGenerationForm(initial={"name": generator.name})
+    endpoints = list(Endpoint.objects.all()[:2])
+    initial = {"name": generator.name, "endpoint": endpoints[0] if len(endpoints) == 1 else None}
+    form = DatasetGenerationForm(initial=initial)
     return render(request, "runs/generator_detail.html", _generator_context(generator, form))
 
 

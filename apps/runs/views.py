@@ -72,7 +72,9 @@ def run_detail(request: AppRequest, pk: int) -> HttpResponse:
 def _draft_units(run: Run) -> dict[str, Any]:
     """A dataset generation run's units, each failed one with its last failed attempt."""
     units = list(
-        DraftUnit.objects.filter(run=run).annotate(item_count=Count("items")).order_by("index")[:500]
+        DraftUnit.objects.filter(run=run)
+        .annotate(item_count=Count("items"))
+        .order_by("index")[:500]
     )
     failed = [unit.index for unit in units if unit.status == DraftUnit.Status.FAILED]
     logs = {

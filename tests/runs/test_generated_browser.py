@@ -48,9 +48,7 @@ def test_generate_review_publish_and_use_a_draft_in_the_browser(
     dataset = Dataset.objects.get(status=Dataset.Status.DRAFT)
     expect(page.locator("#count-pending")).to_have_text("4")
     expect(page.locator("#publish")).to_be_disabled()
-    items = {
-        (d.unit.index, d.number): d for d in DraftItem.objects.select_related("unit").all()
-    }
+    items = {(d.unit.index, d.number): d for d in DraftItem.objects.select_related("unit").all()}
     assert sorted((k[0], k[1], d.content, d.question, d.reference) for k, d in items.items()) == (
         EXPECTED
     )

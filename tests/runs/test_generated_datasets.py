@@ -8,18 +8,22 @@ import json
 import subprocess
 import sys
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
+from django.db.models import Count
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from apps.datasets.models import Dataset, Item
 from apps.datasets.signals import dataset_imported
 from apps.judges.launching import JudgeRunError, check_source
 from apps.runs.drafting import create_dataset_generation_run, publish, rates_by_version, split_list
+from apps.runs.engine import launch
 from apps.runs.forms import GenerationRunForm, GeneratorForm
 from apps.runs.models import (
     AttemptLog,
@@ -30,8 +34,9 @@ from apps.runs.models import (
     PromptTemplate,
     Run,
 )
-from tests.base import ROOT, make_user, subprocess_env, work
+from tests.base import ROOT, make_user, subprocess_env, wait_for, work
 from tests.factories import make_draft, make_generator, make_judge, make_qa_dataset
+from tests.judges.test_judge_run_resume import kill_hard
 from tests.llm_server import _text, _words
 
 PRICES = json.dumps({"test-model": [1.0, 2.0]})  # USD per 1M tokens: input, output
@@ -494,3 +499,35 @@ def test_the_command_generates_and_waits_and_names_what_is_wrong(
     bad = generate_dataset(*common, "--count", "0")
     assert bad.returncode != 0 and "--count must be between 1 and 1000, not 0" in bad.stderr
     assert Run.objects.filter(kind=Run.Kind.GENERATE_DATASET).count() == 1
+
+
+# ---- a killed worker ------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_killed_worker_loses_no_unit_and_resume_makes_only_the_rest(
+    task, endpoint, llm_server, workers
+):
+    endpoint.concurrency_limit = 2
+    endpoint.save()
+    # Every reply is a one-entry list: each unit makes one item.
+    llm_server.configure(latency=0.25, default_reply="1. entry {n}")
+    run = create_dataset_generation_run(make_generator(task), endpoint, 12)
+    worker = workers()
+    wait_for(lambda: DraftUnit.objects.filter(run=run).count() >= 3, timeout=90, what="units")
+    kill_hard(worker.pid)
+    worker.wait(timeout=10)
+    at_kill = {u.index: (u.pk, u.content) for u in DraftUnit.objects.filter(run=run)}
+    assert 3 <= len(at_kill) < 12, "the kill must land mid-run"
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
+    run.refresh_from_db()
+    assert run.is_stalled and run.can_resume
+    with transaction.atomic():
+        assert launch(run, Run.Mode.RESUME) == 12 - len(at_kill)
+    work(timeout=180)
+    run.refresh_from_db()
+    assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, 12, 0)
+    units = {u.index: (u.pk, u.content) for u in DraftUnit.objects.filter(run=run)}
+    assert sorted(units) == list(range(12))
+    assert {i: units[i] for i in at_kill} == at_kill  # finished units were not made again
+    counts = DraftItem.objects.filter(dataset=run.dataset).values("unit").annotate(n=Count("pk"))
+    assert len(counts) == 12 and all(row["n"] == 1 for row in counts)
