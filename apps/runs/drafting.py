@@ -491,6 +491,8 @@ def publish(dataset: Dataset) -> Dataset:
         locked.row_count = locked.progress = len(kept)
         locked.tag_counts = items.tag_counts
         locked.status = Dataset.Status.READY
+        # What an upload records too: an unchanged re-upload of the same items is then known.
+        locked.fingerprint = locked.compute_fingerprint()
         locked.save()
         transaction.on_commit(lambda: announce_imported(locked))
     return locked
