@@ -167,3 +167,29 @@ def test_the_board_leaves_copies_out_of_all(world):
     page = Client()
     page.force_login(make_user("viewer"))
     assert "all but perturbed copies" in page.get(f"/leaderboards/{task.slug}/").content.decode()
+
+
+def test_cli(world, capsys):
+    from django.core.management import CommandError, call_command
+
+    task, _, copy = world
+    call_command("leaderboard", task.slug, "--robustness", "--values", "judge")
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if "accuracy" in line)
+    assert line.split()[-8:] == [
+        "model-a",
+        "accuracy",
+        "4",
+        "4.25",
+        "3.25",
+        "-1.00",
+        "[-2.30,",
+        "0.30]",
+    ]
+    assert str(copy) in line
+    call_command("leaderboard", task.slug, "--robustness", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out.lstrip("\ufeff"))))
+    assert len(rows) == 8 and {r["model"] for r in rows} == {"model-a"}
+    empty = make_task("no-copies")
+    with pytest.raises(CommandError, match="no-copies has no perturbed copy"):
+        call_command("leaderboard", empty.slug, "--robustness")

@@ -160,3 +160,37 @@ def test_new_data_is_generated_judged_and_on_the_board(task, endpoint, template,
     on_v2 = boards.build(task, boards.Params(dataset_id=v2.pk))
     assert [(row.label, row.run.pk) for row in on_v2.rows] == [("echo-model", judged.pk)]
     assert on_v2.rows[0].cells["judge"]["exact_match"].mean == pytest.approx(100 / 3)
+
+
+@pytest.mark.slow
+def test_cli_import_starts_the_models_and_the_board_shows_the_new_dataset(
+    task, endpoint, template, llm_server, tmp_path, capsys
+):
+    from django.core.management import call_command
+
+    task.default_judge = make_judge(task, Judge.Kind.METRIC)
+    task.evaluate_new_data = True
+    task.save()
+    llm_server.configure(script=[{"match": "What is 3 + 3?", "reply": "6"}])
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    first.write_text(FIRST)
+    second.write_text(SECOND)
+    options = ["--task", task.slug, "--name", "sums", "--id-column", "id"]
+    options += ["--input-column", "question", "--reference-column", "answer"]
+    call_command("import_dataset", str(first), *options)
+    v1 = task.datasets.get(version=1)
+    create_generation_run(v1, endpoint, template, label="echo-model")
+    work()
+    capsys.readouterr()
+
+    call_command("import_dataset", str(second), *options)
+    assert "1 run started on it." in capsys.readouterr().out
+    v2 = task.datasets.get(version=2)
+    work()
+    call_command("leaderboard", task.slug, "--dataset", str(v2.pk), "--values", "judge")
+    out = capsys.readouterr().out
+    assert "echo-model" in out and "33.33" in out
+
+    call_command("import_dataset", str(second), *options)
+    assert "It has the same items as sums v2: nothing was started." in capsys.readouterr().out
+    assert not Run.objects.filter(dataset__version=3).exists()

@@ -71,3 +71,8 @@ class Command(BaseCommand):
                 f"{f', sheet {dataset.sheet!r}' if dataset.sheet else ''})."
             )
         )
+        if (same := dataset.unchanged_from()) is not None:
+            self.stdout.write(f"It has the same items as {same}: nothing was started.")
+        elif started := dataset.runs.count():
+            # Later apps react to the import (the default judge, "evaluate every model").
+            self.stdout.write(f"{started} run{'s' * (started != 1)} started on it.")

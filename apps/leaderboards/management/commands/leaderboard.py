@@ -3,20 +3,22 @@ and how many items failed or are missing, since a mean that drops them silently 
 
     python manage.py leaderboard TASK [--judge NAME] [--judge-version N] [--values human|judge]
                                       [--scoring strict|answered] [--tag TAG]
-                                      [--pairs [--correction holm|bh]]
+                                      [--dataset ID] [--pairs [--correction holm|bh]]
+                                      [--robustness]
                                       [--format table|csv|jsonl]
 
 Strict scoring (the default) counts a failed or missing item at its subject's worst value, so
 a model never ranks higher by failing; `--scoring answered` ranks by the answered items only.
 """
 
+import json
 import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.datasets.models import Task
-from apps.leaderboards import boards, exports, formatting, pairs, pairwise_board
+from apps.leaderboards import boards, exports, formatting, pairs, pairwise_board, robustness
 from apps.leaderboards.epochs import Reduction
 
 
@@ -44,6 +46,17 @@ class Command(BaseCommand):
             help="how an item's epochs (repeated generations) make its value (default: mean)",
         )
         parser.add_argument("--tag", help="only items with this tag")
+        parser.add_argument(
+            "--dataset",
+            type=int,
+            help="only runs over this dataset id (default: every dataset but perturbed copies)",
+        )
+        parser.add_argument(
+            "--robustness",
+            action="store_true",
+            help="each model on perturbed copies minus on their originals instead: per subject "
+            "(and per tag in CSV/JSONL), the mean difference with its 95%% t-interval",
+        )
         parser.add_argument(
             "--cluster",
             metavar="TAG_PREFIX",
@@ -96,12 +109,66 @@ class Command(BaseCommand):
         write = exports.pairwise_jsonl if fmt == "jsonl" else exports.pairwise_csv
         sys.stdout.writelines(write(built))
 
+    def _robustness(self, task: Task, options: dict[str, Any]) -> None:
+        judge = None
+        if options["judge"]:
+            judges = boards.judges_with_runs(task)
+            judge = boards.pick_judge(
+                judges, name=options["judge"], version=options["judge_version"]
+            )
+            if judge is None:
+                raise CommandError(f"No judge {options['judge']!r} has judged anything in {task}.")
+        found = robustness.build(
+            task, judge.pk if judge else None, options["values"], options["scoring"]
+        )
+        if not found.copies:
+            raise CommandError(f"{task.slug} has no perturbed copy (manage.py perturb_dataset).")
+        records = robustness.records(found)
+        if options["format"] == "csv":
+            self.stdout.write(exports.records_csv(robustness.HEADER, records), ending="")
+            return
+        if options["format"] == "jsonl":
+            for record in records:
+                self.stdout.write(json.dumps(record, ensure_ascii=False))
+            return
+        lines = [
+            ["perturbed copy", "model", "subject", "n", "original", "perturbed", "Δ", "95% CI"]
+        ]
+        for record in records:
+            if record["tag"]:
+                continue
+            ci = record["ci_low"], record["ci_high"]
+            lines.append(
+                [
+                    record["perturbed_dataset"],
+                    record["model"],
+                    record["subject"],
+                    str(record["n"]),
+                    formatting.number(record["original_mean"]),
+                    formatting.number(record["perturbed_mean"]),
+                    formatting.number(record["delta"]),
+                    "—" if ci[0] is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]",
+                ]
+            )
+        widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+        for line in lines:
+            self.stdout.write(
+                "  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip()
+            )
+        self.stdout.write(
+            f"Δ = perturbed − original per item (paired by key), 95% Student-t interval; "
+            f"{found.mode} values, {formatting.SCORING_TEXT[found.scoring]}."
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
         task = Task.objects.filter(slug=options["task"]).first()
         if task is None:
             raise CommandError(f"There is no task {options['task']!r}.")
         if options["pairwise"]:
             self._pairwise(task, options)
+            return
+        if options["robustness"]:
+            self._robustness(task, options)
             return
         params = boards.Params(
             judge_name=options["judge"],
@@ -112,6 +179,7 @@ class Command(BaseCommand):
             common=options["common"],
             cluster=options["cluster"] or None,
             epochs=_reduction(options["epochs"]),
+            dataset_id=options["dataset"],
         )
         board = boards.build(task, params)
         if board.judge is None:
