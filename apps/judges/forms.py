@@ -11,7 +11,7 @@ from apps.judges.judge_prompts import placeholders
 from apps.judges.metrics import METRICS, POSTPROCESSORS, get_metric
 from apps.judges.models import CHOICE_SUBJECTS, Judge
 from apps.judges.scoring import JudgeSpec
-from apps.runs.forms import PromptTextField, batch_field, check_batch
+from apps.runs.forms import CostFields, PromptTextField, batch_field, check_batch
 from apps.runs.models import Endpoint, LoggingMode, Run
 
 # Names every judge prompt may use besides the item's own fields (see apps/judges/judge_prompts.py).
@@ -304,8 +304,9 @@ class JudgeForm(forms.ModelForm):
         return judge
 
 
-class JudgeRunForm(forms.Form):
-    """Start a judge run: which responses, which endpoint (LLM judges), how to log."""
+class JudgeRunForm(CostFields):
+    """Start a judge run: which responses, which endpoint (LLM judges), cache and budget,
+    how to log."""
 
     responses = forms.ChoiceField(label="Responses to judge")
     endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.all(), required=False)
@@ -319,6 +320,16 @@ class JudgeRunForm(forms.Form):
         initial=200, validators=[MinValueValidator(1), MaxValueValidator(100_000)]
     )
     batch = batch_field()
+    field_order = [
+        "responses",
+        "endpoint",
+        "label",
+        "use_cache",
+        "budget_usd",
+        "logging_mode",
+        "chunk_size",
+        "batch",
+    ]
 
     def __init__(self, *args: Any, judge: Judge, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -336,9 +347,25 @@ class JudgeRunForm(forms.Form):
             del self.fields["batch"]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        check_batch(self, data.get("endpoint"))
-        return data
+        super().clean()
+        check_batch(self, self.cleaned_data.get("endpoint"))
+        self.check_budget(self.cleaned_data.get("endpoint") if self.judge.uses_llm else None)
+        return self.cleaned_data
+
+    def unsaved_run(self) -> Run:
+        """The run these choices make, unsaved (for the cost estimate)."""
+        source = self.source()
+        run = source.get("source_run")
+        return Run(
+            task=self.judge.task,
+            kind=Run.Kind.JUDGE,
+            dataset=run.dataset if run is not None else source["dataset"],
+            endpoint=self.cleaned_data.get("endpoint") if self.judge.uses_llm else None,
+            judge=self.judge,
+            source_run=run,
+            source_column=source.get("source_column", ""),
+            use_cache=self.cache_choice() is not False,
+        )
 
     def source(self) -> dict[str, Any]:
         """create_judge_run's source arguments for the chosen responses."""
@@ -350,7 +377,7 @@ class JudgeRunForm(forms.Form):
         return {"dataset": Dataset.objects.get(pk=int(dataset_id)), "source_column": column}
 
 
-class PairwiseRunForm(forms.Form):
+class PairwiseRunForm(CostFields):
     """Start a pairwise run: which response sets of one dataset (generation runs or response
     columns of the file), a baseline or every pair."""
 
@@ -368,6 +395,15 @@ class PairwiseRunForm(forms.Form):
         choices=LoggingMode.choices, initial=LoggingMode.FAILED, label="Keep attempt logs"
     )
     batch = batch_field()
+    field_order = [
+        "responses",
+        "baseline",
+        "endpoint",
+        "use_cache",
+        "budget_usd",
+        "logging_mode",
+        "batch",
+    ]
 
     def __init__(self, *args: Any, judge: Judge, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -396,9 +432,10 @@ class PairwiseRunForm(forms.Form):
         )
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        check_batch(self, data.get("endpoint"))
-        return data
+        super().clean()
+        check_batch(self, self.cleaned_data.get("endpoint"))
+        self.check_budget(self.cleaned_data.get("endpoint"))
+        return self.cleaned_data
 
     def response_sets(self) -> tuple[list[str], str]:
         """The chosen sources ("run:ID" or "column:DATASET:COLUMN") and the baseline's."""

@@ -70,7 +70,16 @@ from apps.judges.parsing import (
     response_format_for,
 )
 from apps.judges.scoring import JudgeSpec, score_text
-from apps.runs.engine import Call, Progress, Result, RunPlugin, add_batch_argument, register
+from apps.runs.engine import (
+    Call,
+    PlannedRequest,
+    Progress,
+    Result,
+    RunPlugin,
+    add_batch_argument,
+    register,
+)
+from apps.runs.estimate import evenly_spaced
 from apps.runs.llm import RAW_LIMIT, Attempt, LLMError
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run
 from apps.runs.tuning import RULE_LANES
@@ -442,6 +451,22 @@ class JudgePlugin(RunPlugin):
                 unit.epoch_errors[epoch] = (ErrorKind.TEMPLATE, str(exc))
             else:
                 unit.messages[epoch] = with_examples(messages, ctx.examples)
+
+    # -- the cost estimate ----------------------------------------------------------------------
+    def sample_keys(self, run: Run, n: int) -> tuple[list[str], int]:
+        ids = list(self.items(run).order_by("position").values_list("id", flat=True))
+        return [str(pk) for pk in evenly_spaced(ids, n)], len(ids)
+
+    def planned_requests(
+        self, run: Run, ctx: JudgeContext, unit: JudgeUnit
+    ) -> list[PlannedRequest]:
+        if unit.error or not ctx.spec.uses_llm:
+            return []
+        return [
+            PlannedRequest(unit.messages[epoch], ctx.params, epoch=epoch, round=number)
+            for epoch, number in unit.todo
+            if epoch in unit.messages
+        ]
 
     # -- doing it -----------------------------------------------------------------------------
     async def perform(self, run: Run, ctx: JudgeContext, unit: JudgeUnit, call: Call) -> Result:
@@ -817,6 +842,8 @@ class JudgePlugin(RunPlugin):
                 logging_mode=options.get("logging") or LoggingMode.FAILED,
                 chunk_size=options.get("chunk_size") or 200,
                 batch=bool(options.get("batch")),
+                use_cache=options.get("cache"),
+                budget_usd=options.get("budget"),
             )
         except JudgeRunError as exc:
             raise CommandError(str(exc)) from None

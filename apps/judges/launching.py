@@ -13,6 +13,7 @@ from django.db import transaction
 from apps.datasets.models import Dataset
 from apps.judges.models import Judge, RetryScope, Score
 from apps.judges.scoring import JudgeSpec
+from apps.runs.budget import check_budget
 from apps.runs.engine import LaunchError, launch
 from apps.runs.models import Endpoint, LoggingMode, Run
 
@@ -124,9 +125,12 @@ def create_judge_run(
     logging_mode: str = LoggingMode.FAILED,
     chunk_size: int = 200,
     batch: bool = False,
+    use_cache: bool | None = None,
+    budget_usd: Any = None,
 ) -> Run:
     """A new judge run, launched (its jobs are enqueued when the transaction commits);
-    `batch` sends its requests through the provider's Batch API (apps.runs.batch)."""
+    `batch` sends its requests through the provider's Batch API (apps.runs.batch). Judges
+    reuse cached replies unless `use_cache` is False."""
     dataset = check_source(judge, source_run, dataset, source_column)
     try:
         JudgeSpec.of(judge).check()
@@ -138,6 +142,9 @@ def create_judge_run(
         raise JudgeRunError(f"{judge} asks no model: batch mode is for LLM judges.")
     if batch and endpoint is not None and (refusal := endpoint.batch_refusal()):
         raise JudgeRunError(refusal)
+    budget = _budget(budget_usd, endpoint if judge.uses_llm else None)
+    if batch and budget is not None:
+        raise JudgeRunError("A budget cannot stop a batch: leave one of them out.")
     with transaction.atomic():
         run = Run.objects.create(
             task_id=judge.task_id,
@@ -151,11 +158,20 @@ def create_judge_run(
             logging_mode=logging_mode,
             chunk_size=max(1, chunk_size),
             batch=batch,
+            use_cache=use_cache is not False,
+            budget_usd=budget,
             total=dataset.items.count(),
             created_by=user if getattr(user, "pk", None) else None,
         )
         launch(run, Run.Mode.RESUME)
     return run
+
+
+def _budget(budget_usd: Any, endpoint: Endpoint | None) -> Any:
+    try:
+        return check_budget(budget_usd, endpoint)
+    except ValueError as exc:
+        raise JudgeRunError(str(exc)) from None
 
 
 def retry_items(run: Run, item_ids: Iterable[int]) -> int:

@@ -26,6 +26,7 @@ from apps.judges.judge_prompts import PromptError, build_pairwise_messages
 from apps.judges.launching import JudgeRunError, find_judge, parse_responses
 from apps.judges.models import Comparison, Judge, PairwiseSetup, judge_of
 from apps.judges.parsing import JudgeReplyError, parse_pairwise_reply
+from apps.runs.budget import check_budget
 from apps.runs.engine import (
     Call,
     Progress,
@@ -394,6 +395,8 @@ class PairwisePlugin(RunPlugin):
             logging_mode=options.get("logging") or LoggingMode.FAILED,
             chunk_size=options.get("chunk_size") or 100,
             batch=bool(options.get("batch")),
+            use_cache=options.get("cache"),
+            budget_usd=options.get("budget"),
         )
 
 
@@ -436,6 +439,8 @@ def create_pairwise_run(
     logging_mode: str = LoggingMode.FAILED,
     chunk_size: int = 100,
     batch: bool = False,
+    use_cache: bool | None = None,
+    budget_usd: Any = None,
 ) -> Run:
     """A pairwise run over these response sets, launched when the transaction commits;
     `batch` sends its requests through the provider's Batch API (apps.runs.batch)."""
@@ -455,6 +460,12 @@ def create_pairwise_run(
         raise JudgeRunError(f"{judge} is an LLM judge: choose the endpoint that judges.")
     if batch and (refusal := endpoint.batch_refusal()):
         raise JudgeRunError(refusal)
+    try:
+        budget = check_budget(budget_usd, endpoint)
+    except ValueError as exc:
+        raise JudgeRunError(str(exc)) from None
+    if batch and budget is not None:
+        raise JudgeRunError("A budget cannot stop a batch: leave one of them out.")
     first = next(iter(unique.values()))
     labels = " vs ".join(run.label or f"run #{run.pk}" for run in unique.values())
     with transaction.atomic():
@@ -468,6 +479,8 @@ def create_pairwise_run(
             logging_mode=logging_mode,
             chunk_size=max(1, chunk_size),
             batch=batch,
+            use_cache=use_cache is not False,
+            budget_usd=budget,
             created_by=user if getattr(user, "pk", None) else None,
         )
         setup = PairwiseSetup.objects.create(run=run, baseline=baseline)

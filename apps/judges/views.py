@@ -27,6 +27,7 @@ from apps.judges.launching import (
 from apps.judges.models import Judge, judge_of
 from apps.judges.pairwise import consistency, start_pairwise_run
 from apps.runs.engine import LaunchError
+from apps.runs.estimate import Estimate, estimate
 from apps.runs.models import Endpoint, ErrorKind, Run
 
 
@@ -120,7 +121,7 @@ def _judge_page(
         Judge.Kind.MCQ: DEFAULT_MCQ_SYSTEM,
         Judge.Kind.PAIRWISE: DEFAULT_PAIRWISE_SYSTEM,
     }
-    context = {
+    context: dict[str, Any] = {
         "judge": judge,
         "versions": judge.versions().order_by("-version"),
         "runs": judge.runs.with_names().exclude(kind=Run.Kind.CHECK).order_by("-pk")[:50],
@@ -132,7 +133,22 @@ def _judge_page(
         "split": learning.split_of(judge) if judge.kind == Judge.Kind.RUBRIC else {},
         "endpoints": Endpoint.objects.order_by("name"),
     }
+    if isinstance(form, JudgeRunForm) and request.user.can_edit:
+        context["estimate"] = _estimate(form)
     return render(request, "judges/judge_detail.html", context, status=status)
+
+
+def _estimate(form: JudgeRunForm) -> Estimate | None:
+    """The cost estimate of the form's choices (its initial ones before anything was chosen:
+    the responses it came for and the task's judging endpoint)."""
+    if not form.is_bound:
+        responses = form.initial.get("responses") or ""
+        endpoint = form.fields["endpoint"].initial if "endpoint" in form.fields else None
+        if not responses or (form.judge.uses_llm and not endpoint):
+            return None
+        data = {"responses": responses, "endpoint": endpoint or "", "chunk_size": 200}
+        form = JudgeRunForm({**data, "logging_mode": "failed"}, judge=form.judge)
+    return estimate(form.unsaved_run()) if form.is_valid() else None
 
 
 @require_POST
@@ -142,6 +158,12 @@ def judge_run_start(request: AppRequest, pk: int) -> HttpResponse:
     if judge.kind == Judge.Kind.PAIRWISE:
         return _pairwise_start(request, judge)
     form = JudgeRunForm(request.POST, judge=judge)
+    if request.POST.get("estimate") or (request.htmx and request.htmx.target == "cost-estimate"):
+        # The estimate of the choices so far: its partial (HTMX), or the page with it (no JS).
+        if request.htmx:
+            context = {"estimate": _estimate(form)}
+            return render(request, "judges/judge_detail.html#estimate", context)
+        return _judge_page(request, judge, form)
     if form.is_valid():
         try:
             run = create_judge_run(
@@ -152,6 +174,8 @@ def judge_run_start(request: AppRequest, pk: int) -> HttpResponse:
                 logging_mode=form.cleaned_data["logging_mode"],
                 chunk_size=form.cleaned_data["chunk_size"],
                 batch=form.cleaned_data.get("batch", False),
+                use_cache=form.cache_choice(),
+                budget_usd=form.cleaned_data.get("budget_usd"),
                 **form.source(),
             )
         except JudgeRunError as exc:
@@ -175,6 +199,8 @@ def _pairwise_start(request: AppRequest, judge: Judge) -> HttpResponse:
                 user=request.user,
                 logging_mode=form.cleaned_data["logging_mode"],
                 batch=form.cleaned_data["batch"],
+                use_cache=form.cache_choice(),
+                budget_usd=form.cleaned_data.get("budget_usd"),
             )
         except JudgeRunError as exc:
             form.add_error(None, str(exc))

@@ -144,7 +144,10 @@ class ReplayCall(_Numbered):
         **params: Any,
     ) -> Reply:
         found = self.reader.lines.get(self.next_id(epoch, round))
-        attempt = Attempt(self.item_id, 1, False, messages, round=round, epoch=epoch)
+        # A line the batch answered (or refused) was sent: it counts in the run's sent requests.
+        attempt = Attempt(
+            self.item_id, 1, False, messages, round=round, epoch=epoch, sent=found is not None
+        )
         if found is None:
             if not self.reader.missing:
                 raise Stopped  # a cancelled batch never did it: the unit stays pending

@@ -63,6 +63,8 @@ The `RunPlugin` interface (register an instance with `register(plugin)`)
                                                         domain rows exactly once (unique
                                                         constraints), return the progress deltas
     add_cli_arguments(parser), create_from_cli(options, user) -> Run   `start_run <kind> …`
+    sample_keys(run, n), planned_requests(run, ctx, unit)  the start form's cost estimate
+                                                        (apps.runs.estimate; default: none)
     The engine writes AttemptLog rows from `Result.attempts` per the run's logging mode.
     Plug-ins register in their app's `ready()`; `start_run <kind>` finds them in `PLUGINS`.
     When a run completes, the `run_finished` signal (apps.runs.signals) tells later apps.
@@ -96,9 +98,21 @@ from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
+from apps.runs import cache
+from apps.runs.budget import RunBudget, start_spend
 from apps.runs.limits import KEY_PREFIX, EndpointSemaphore, RateLimiter, async_redis
-from apps.runs.llm import LLM, Attempt, Echo, LLMError, Reply, SlotPool, Stopped, run_async
-from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Run
+from apps.runs.llm import (
+    LLM,
+    Attempt,
+    Echo,
+    LLMError,
+    OverBudget,
+    Reply,
+    SlotPool,
+    Stopped,
+    run_async,
+)
+from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Run, usd
 from apps.runs.signals import run_finished
 from apps.runs.tuning import (
     BATCH_POLL_CLAIM_MIN,
@@ -156,6 +170,16 @@ class Result:
     ok: bool
     attempts: list[Attempt] = field(default_factory=list)
     data: Any = None
+
+
+@dataclass(frozen=True)
+class PlannedRequest:
+    """One request a unit would send (what `Call.chat` gets), for the cost estimate."""
+
+    messages: list[dict[str, str]]
+    params: dict[str, Any]
+    epoch: int = 0
+    round: int | None = None
 
 
 class Call:
@@ -244,6 +268,15 @@ class RunPlugin(ABC):
 
     def add_cli_arguments(self, parser: ArgumentParser) -> None:
         return None
+
+    # -- the cost estimate (apps.runs.estimate), on an unsaved run as a start form makes it --
+    def sample_keys(self, run: Run, n: int) -> tuple[list[str], int]:
+        """Up to `n` unit keys spread over the run, and how many units it has in all."""
+        return [], 0
+
+    def planned_requests(self, run: Run, ctx: Any, unit: Any) -> list[PlannedRequest]:
+        """The requests performing `unit` would send."""
+        return []
 
     def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
         raise NotImplementedError(f"{self.kind} runs cannot be started from the command line")
@@ -499,6 +532,11 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if locked.is_active and not locked.is_stalled and locked.launch > 0:
             raise LaunchError("This run is still going; cancel it first or wait for it to end.")
+        if locked.budget_usd is not None and locked.cost >= float(locked.budget_usd):
+            raise LaunchError(
+                f"This run has spent {usd(locked.cost)} of its {usd(float(locked.budget_usd))} "
+                "budget: raise the budget to go on."
+            )
         number = locked.begin_launch(mode)
         keys = plugin.pending_keys(locked, mode)
         done, failed = plugin.settled_counts(locked, mode)
@@ -518,6 +556,7 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
         n_jobs = math.ceil(len(keys) / max(locked.chunk_size, 1))
         run_id = run.pk
         timeout = chunk_timeout(locked, lanes, len(keys))
+        spent = locked.cost
 
         def _push() -> None:
             conn = _redis()
@@ -532,6 +571,7 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
             pipe.expire(todo_key(run_id, number), KEY_TTL)
             pipe.set(seq_key(run_id, number), n_jobs - 1, ex=KEY_TTL)
             pipe.hset(LIVE_KEY, live_field(run_id, number), timeout)
+            start_spend(pipe, run_id, spent)
             pipe.execute()
 
         transaction.on_commit(_push)
@@ -892,6 +932,7 @@ class ChunkRunner:
         self.stop = asyncio.Event()
         self.started = time.monotonic()
         self.llm: LLM | None = None
+        self.budget_guard: RunBudget | None = None
         self.semaphore: EndpointSemaphore | None = None
         self.queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=self.lanes)
         self.flush_lock = asyncio.Lock()
@@ -906,12 +947,21 @@ class ChunkRunner:
                 )
                 # Always there: even without RPM/TPM limits a 429 pauses the endpoint.
                 rate = RateLimiter.for_endpoint(self.redis, endpoint)
+                # An overwrite asks again on purpose: it never reads the cache.
+                reuse = self.run.use_cache and self.run.mode != Run.Mode.OVERWRITE
+                if self.run.budget_usd is not None:
+                    self.budget_guard = RunBudget(
+                        self.redis, self.run.pk, float(self.run.budget_usd), self.run.cost
+                    )
+                    await self.budget_guard.join()
                 self.llm = LLM(
                     endpoint,
                     slots=SlotPool(self.semaphore, self.stop),
                     rate=rate,
                     stop=self.stop,
                     connections=self.lanes,
+                    cache=cache.ReplyCache(self.db).get if reuse else None,
+                    budget=self.budget_guard,
                 )
             # Running from here on: set up (client, templates, pool) and about to send.
             await self.db(self.run.mark_running)
@@ -1049,6 +1099,9 @@ class ChunkRunner:
         call = Call(self.llm, item_id, getattr(unit, "log_unit", None))
         try:
             result = await self.plugin.perform(self.run, self.ctx, unit, call)
+        except OverBudget:
+            await self.over_budget()
+            return None  # not done: resume with a larger budget does it
         except Stopped:
             return None  # not done: it stays pending for resume
         except LLMError as exc:
@@ -1086,6 +1139,19 @@ class ChunkRunner:
         await self.redis.set(stop_key(self.run.pk), "failed", ex=KEY_TTL)
         await self.flush(force=True)
         await self.db(self.run.mark_failed, f"Stopped: {message}")
+
+    async def over_budget(self) -> None:
+        """A request could cross the run's budget: stop the whole run like a cancel (every
+        chunk at its next check; their work lists go), with the reason on the run."""
+        if self.stop.is_set():
+            return
+        self.stop.set()
+        spent = await self.budget_guard.spent() if self.budget_guard is not None else 0.0
+        pipe = self.redis.pipeline()
+        pipe.set(stop_key(self.run.pk), "budget", ex=KEY_TTL)
+        pipe.delete(todo_key(self.run.pk, self.launch), again_key(self.run.pk, self.launch))
+        await pipe.execute()
+        await self.db(self.run.stop_for_budget, spent)
 
     # -- committing results ---------------------------------------------------------------
     async def writer(self) -> None:
@@ -1178,12 +1244,18 @@ def write_results(
         progress = plugin.persist(run, ctx, results) if results else Progress()
         logs = [a for r in results for a in r.attempts] + list(stray_attempts or [])
         write_logs(run, logs)
+        # Good replies for the cache: a reply a judge could not score is a failed attempt by
+        # now, and failures are never stored.
+        cache.store([a.cache_entry for a in logs if a.ok and a.cache_entry is not None])
         run.add_progress(
             done=progress.done,
             failed=progress.failed,
             prompt_tokens=progress.prompt_tokens,
             completion_tokens=progress.completion_tokens,
             cost=progress.cost,
+            cached=sum(a.cached for a in logs),
+            sent=sum(a.sent for a in logs),
+            saved=sum(a.saved for a in logs),
         )
     return progress
 
@@ -1213,6 +1285,7 @@ def write_logs(run: Run, attempts: list[Attempt]) -> None:
                     prompt_tokens=a.prompt_tokens,
                     completion_tokens=a.completion_tokens,
                     cost=a.cost,
+                    cached=a.cached,
                 )
                 for a in attempts
                 if a.item_id or a.unit is not None

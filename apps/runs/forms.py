@@ -1,4 +1,5 @@
 import re
+from decimal import Decimal
 from typing import Any, cast
 
 from django import forms
@@ -6,6 +7,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils.text import normalize_newlines
 
 from apps.datasets.models import Dataset, Task
+from apps.runs.budget import check_budget
 from apps.runs.models import ChoiceSetup, Endpoint, Generator, LoggingMode, PromptTemplate, Run
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer, validate_template_sources
 
@@ -210,7 +212,48 @@ def check_batch(form: forms.Form, endpoint: Endpoint | None) -> None:
         form.add_error("batch", refusal)
 
 
-class GenerationRunForm(forms.Form):
+CACHE_CHOICES = [
+    ("", "Default"),
+    ("on", "Reuse replies to identical requests"),
+    ("off", "Send every request"),
+]
+
+
+class CostFields(forms.Form):
+    """The response cache and the budget cap, on every start form (#16.4, #16.5)."""
+
+    use_cache = forms.ChoiceField(
+        choices=CACHE_CHOICES,
+        required=False,
+        label="Response cache",
+        help_text="Default: on for judges; for generation, on unless the endpoint's "
+        "temperature is above 0 (a rerun is meant to sample anew). Cached requests cost $0.",
+    )
+    budget_usd = forms.DecimalField(
+        required=False,
+        min_value=Decimal("0.0001"),
+        max_digits=12,
+        decimal_places=4,
+        label="Budget (USD)",
+        help_text="Optional: the run stops cleanly before its cost could pass this; resume "
+        "with a larger budget to go on.",
+    )
+
+    def cache_choice(self) -> bool | None:
+        return {"on": True, "off": False}.get(self.cleaned_data.get("use_cache") or "")
+
+    def check_budget(self, endpoint: Endpoint | None) -> None:
+        try:
+            check_budget(self.cleaned_data.get("budget_usd"), endpoint)
+        except ValueError as exc:
+            self.add_error("budget_usd", str(exc))
+            return
+        if self.cleaned_data.get("batch") and self.cleaned_data.get("budget_usd"):
+            # A batch goes to the provider whole: there is no request to stop before.
+            self.add_error("budget_usd", "A budget cannot stop a batch: leave one of them out.")
+
+
+class GenerationRunForm(CostFields):
     dataset = forms.ModelChoiceField(queryset=Dataset.objects.none())
     endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.all())
     template = forms.ModelChoiceField(
@@ -246,13 +289,44 @@ class GenerationRunForm(forms.Form):
             forms.ModelChoiceField, self.fields["template"]
         ).queryset = PromptTemplate.objects.filter(task=task).order_by("name", "-version")
 
+    field_order = [
+        "dataset",
+        "endpoint",
+        "template",
+        "label",
+        "epochs",
+        "use_cache",
+        "budget_usd",
+        "logging_mode",
+        "chunk_size",
+        "batch",
+    ]
+
     def clean_epochs(self) -> int:
         return self.cleaned_data.get("epochs") or 1
+
+    def unsaved_run(self) -> Run:
+        """The run these choices make, unsaved (for the cost estimate)."""
+        data = self.cleaned_data
+        use_cache = self.cache_choice()
+        return Run(
+            task=self.task,
+            kind=Run.Kind.GENERATION,
+            dataset=data["dataset"],
+            endpoint=data["endpoint"],
+            template=data["template"],
+            epochs=data.get("epochs") or 1,
+            use_cache=Run.default_use_cache(Run.Kind.GENERATION, data["endpoint"])
+            if use_cache is None
+            else use_cache,
+        )
 
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
         check_batch(self, data.get("endpoint"))
+        if data.get("endpoint") is not None:
+            self.check_budget(data["endpoint"])
         dataset, template = data.get("dataset"), data.get("template")
         if dataset is None or template is None:
             return data

@@ -8,8 +8,10 @@ from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 
 from apps.datasets.models import Dataset, Item
+from apps.runs.budget import check_budget
 from apps.runs.engine import (
     Call,
+    PlannedRequest,
     Progress,
     Result,
     RunPlugin,
@@ -17,6 +19,7 @@ from apps.runs.engine import (
     launch,
     register,
 )
+from apps.runs.estimate import evenly_spaced
 from apps.runs.llm import Reply
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, PromptTemplate, Response, Run
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer
@@ -136,6 +139,22 @@ class GenerationPlugin(RunPlugin):
             for item_id, epoch in pairs
             if item_id in rendered
         ]
+
+    def sample_keys(self, run: Run, n: int) -> tuple[list[str], int]:
+        ids = list(
+            Item.objects.filter(dataset_id=run.dataset_id)
+            .order_by("position")
+            .values_list("id", flat=True)
+        )
+        chosen = evenly_spaced(ids, max(1, n // run.epochs))
+        keys = [unit_key(item_id, epoch) for item_id in chosen for epoch in range(run.epochs)]
+        return keys, len(ids) * run.epochs
+
+    def planned_requests(self, run: Run, ctx: Any, unit: GenerationUnit) -> list[PlannedRequest]:
+        if unit.error:
+            return []
+        params = {"seed": unit.seed} if unit.seed is not None else {}
+        return [PlannedRequest(unit.messages, params, epoch=unit.epoch)]
 
     async def perform(self, run: Run, ctx: Any, unit: GenerationUnit, call: Call) -> Result:
         if unit.error:
@@ -273,17 +292,22 @@ class GenerationPlugin(RunPlugin):
                     else "."
                 )
             )
-        return create_generation_run(
-            dataset,
-            endpoint,
-            template,
-            user=user,
-            label=options.get("label") or "",
-            logging_mode=options.get("logging") or LoggingMode.FAILED,
-            chunk_size=options.get("chunk_size") or 200,
-            epochs=epochs,
-            batch=bool(options.get("batch")),
-        )
+        try:
+            return create_generation_run(
+                dataset,
+                endpoint,
+                template,
+                user=user,
+                label=options.get("label") or "",
+                logging_mode=options.get("logging") or LoggingMode.FAILED,
+                chunk_size=options.get("chunk_size") or 200,
+                epochs=epochs,
+                batch=bool(options.get("batch")),
+                use_cache=options.get("cache"),
+                budget_usd=options.get("budget"),
+            )
+        except ValueError as exc:  # a budget it cannot keep
+            raise CommandError(str(exc)) from None
 
 
 def not_ready(dataset: Dataset) -> str:
@@ -321,9 +345,12 @@ def create_generation_run(
     chunk_size: int = 200,
     epochs: int = 1,
     batch: bool = False,
+    use_cache: bool | None = None,
+    budget_usd: Any = None,
 ) -> Run:
     """A new generation run, launched (its jobs are enqueued when the transaction commits);
-    `batch` sends it through the provider's Batch API (apps.runs.batch)."""
+    `batch` sends it through the provider's Batch API (apps.runs.batch); `use_cache` None:
+    the default for the endpoint (`Run.default_use_cache`)."""
     if template.task_id != dataset.task_id:
         raise ValueError("The template belongs to another task than the dataset.")
     if batch and (refusal := endpoint.batch_refusal()):
@@ -332,6 +359,11 @@ def create_generation_run(
         raise ValueError(not_ready(dataset))
     if not 1 <= epochs <= Run.MAX_EPOCHS:
         raise ValueError(f"Epochs must be between 1 and {Run.MAX_EPOCHS}, not {epochs}.")
+    budget = check_budget(budget_usd, endpoint)
+    if batch and budget is not None:
+        raise ValueError("A budget cannot stop a batch: leave one of them out.")
+    if use_cache is None:
+        use_cache = Run.default_use_cache(Run.Kind.GENERATION, endpoint)
     with transaction.atomic():
         run = Run.objects.create(
             task_id=dataset.task_id,
@@ -344,6 +376,8 @@ def create_generation_run(
             chunk_size=max(1, chunk_size),
             epochs=epochs,
             batch=batch,
+            use_cache=use_cache,
+            budget_usd=budget,
             total=dataset.items.count() * epochs,
             created_by=user if getattr(user, "pk", None) else None,
         )

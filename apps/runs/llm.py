@@ -18,6 +18,13 @@ Speed (see bench/bench_generation.py): the client uses the SDK's aiohttp transpo
 SDK's low-level `post` with a raw response, and the reply JSON is read as a dict; the SDK's
 typed request transform and pydantic parsing cost three times more CPU than the request.
 
+Before anything is sent, an identical request already answered (same base URL, model,
+parameters, messages and sample: `cache_key`) is answered from the cache when the run allows
+it (`apps.runs.cache`), at $0 and without a slot or a turn of the rate limit; and a run with
+a budget reserves the request's estimated price first (`apps.runs.budget`), so it stops
+before a request could cross the cap (`OverBudget`), with the rate limits' token estimate
+(`estimate_prompt_tokens` = `limits.prompt_tokens`, which the start forms' price uses too).
+
 The API key never leaves this module in text, whatever a server echoes back (OpenAI's 401
 quotes it masked, gateways echo the Authorization header): `Scrubber` cleans every string
 that leaves, errors at one exit (`LLM._failed`), replies where `chat` returns them.
@@ -27,6 +34,7 @@ import asyncio
 import contextlib
 import email.utils
 import functools
+import hashlib
 import itertools
 import json
 import os
@@ -38,10 +46,10 @@ import time
 import traceback
 import uuid
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx2
 import openai
@@ -52,11 +60,17 @@ from apps.runs.limits import (
     EndpointSemaphore,
     RateLimiter,
     completion_budget,
+    prompt_tokens,
     request_tokens,
     spent_for,
 )
 from apps.runs.models import Endpoint, ErrorKind
-from apps.runs.tuning import BACKOFF_BASE, BACKOFF_CAP, RETRY_AFTER_CAP
+from apps.runs.tuning import (
+    BACKOFF_BASE,
+    BACKOFF_CAP,
+    COMPLETION_TOKENS_GUESS,
+    RETRY_AFTER_CAP,
+)
 
 RAW_LIMIT = 20_000  # characters of a raw reply kept in a log
 NO_KEY = "no-key-configured"
@@ -81,6 +95,12 @@ class Attempt:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    sent: bool = False  # a request went to the endpoint (not a cache hit, not a rule)
+    cached: bool = False  # answered from the cache: nothing sent, nothing spent
+    saved: float = 0.0  # a cache hit's price at the endpoint's price today
+    # A good reply to store in the cache (`CachedReply` fields); the engine stores it only if
+    # the attempt is still ok when the result is written (a judge may reject the reply).
+    cache_entry: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -92,8 +112,9 @@ class Reply:
     latency_ms: int
     cost: float
     raw: str
-    attempts: int
+    attempts: int  # requests sent for it; 0 when it came from the cache
     data: dict[str, Any] = field(default_factory=dict)
+    cached: bool = False
 
 
 class LLMError(Exception):
@@ -124,6 +145,56 @@ class LLMError(Exception):
 
 class Stopped(Exception):
     """The run was cancelled or stopped while this request waited: leave the unit pending."""
+
+
+class OverBudget(Stopped):
+    """Sending this request could cross the run's budget: the run stops (the unit stays
+    pending, and resume with a larger budget does it)."""
+
+
+# ---- the size and identity of a request ---------------------------------------------------------
+def estimate_prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    """The prompt's tokens as the rate limits estimate them (`limits.prompt_tokens`: about
+    characters / 4 + 4 per message + 3), for budgets and the start forms' price."""
+    return prompt_tokens(messages)
+
+
+def completion_allowance(body: dict[str, Any]) -> int:
+    """The most a reply to `body` may take: its max_tokens, else `COMPLETION_TOKENS_GUESS`."""
+    return completion_budget(body) or COMPLETION_TOKENS_GUESS
+
+
+def cache_key(
+    endpoint: Endpoint, body: dict[str, Any], *, epoch: int = 0, round: int | None = None
+) -> str:
+    """sha256 of the request's canonical JSON: base URL, the whole body (model, parameters,
+    messages) and which sample it is (epoch, judge round or pairwise order), so samples of a
+    run are never collapsed into one. The API key is not part of it: one provider answers
+    the same whoever pays."""
+    identity = {
+        "base_url": (endpoint.effective_base_url() or "https://api.openai.com/v1").rstrip("/"),
+        "body": body,
+        "epoch": epoch,
+        "round": round,
+    }
+    canonical = json.dumps(
+        identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Budget(Protocol):
+    """A run's spending cap, shared by every chunk (apps.runs.budget.RunBudget): `reserve`
+    answers 1 (reserved), 0 (it would pass the budget: stop) or -1 (wait for requests in
+    flight to end)."""
+
+    async def reserve(self, amount: float) -> int: ...
+
+    async def settle(self, reserved: float, spent: float) -> None: ...
+
+
+# A cache lookup: the stored reply's fields (CachedReply) or None.
+CacheLookup = Callable[[str], Awaitable[dict[str, Any] | None]]
 
 
 # ---- slots of the shared concurrency limit ------------------------------------------------------
@@ -611,8 +682,12 @@ class LLM:
         stop: asyncio.Event,
         connections: int | None = None,
         max_retries: int | None = None,
+        cache: CacheLookup | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.cache = cache  # None: no reuse (the run said so, or an overwrite)
+        self.budget = budget
         self.slots = slots
         self.rate = rate
         self.stop = stop
@@ -642,7 +717,8 @@ class LLM:
         epoch: int = 0,
         **params: Any,
     ) -> Reply:
-        """One chat completion with retries; raises `LLMError` (or `Stopped`) when it gives up."""
+        """One chat completion with retries; raises `LLMError` (or `Stopped`) when it gives up.
+        An identical request answered before comes from the cache when allowed (`cache`)."""
         body = {
             **self._extra,
             **self._params,
@@ -650,16 +726,90 @@ class LLM:
             "model": self.endpoint.model,
             "messages": messages,
         }
-        raw, parsed, attempt, latency = await self._send(
-            "/chat/completions", body, messages, parse_completion, log, item_id, round, epoch
+        key = cache_key(self.endpoint, body, epoch=epoch, round=round)
+        if self.cache is not None:
+            hit = await self.cache(key)
+            if hit is not None:
+                return self._cached(hit, messages, log, item_id, round, epoch)
+        reserved = 0.0
+        if self.budget is not None:
+            reserved = self.estimate_cost(body)
+            await self._reserve(self.budget, reserved)
+        spent = 0.0
+        try:
+            raw, parsed, attempt, latency = await self._send(
+                "/chat/completions", body, messages, parse_completion, log, item_id, round, epoch
+            )
+            data, text, finish, ptok, ctok = parsed
+            cost = spent = self.cost(ptok, ctok)
+            text = self.scrub(text)
+            entry = {
+                "key": key,
+                "model": self.endpoint.model,
+                "content": text,
+                "finish_reason": finish[:32],
+                "prompt_tokens": ptok,
+                "completion_tokens": ctok,
+                "cost": cost,
+            }
+            raw_text = self._log_ok(
+                raw, messages, log, item_id, round, epoch, attempt, latency, ptok, ctok, entry
+            )
+            return Reply(text, finish, ptok, ctok, latency, cost, raw_text, attempt, data)
+        finally:
+            if self.budget is not None:
+                await self.budget.settle(reserved, spent)
+
+    async def _reserve(self, budget: Budget, amount: float) -> None:
+        """Reserve `amount` of the budget, waiting while requests in flight hold it; a
+        reservation a dead worker left behind is waited out for as long as one request of
+        this endpoint may take, then counted as spent."""
+        patience = (self.timeout + 5) * (self.max_retries + 1) + BACKOFF_CAP * self.max_retries
+        deadline = time.monotonic() + patience
+        delay = 0.02
+        while True:
+            if self.stop.is_set():
+                raise Stopped
+            answer = await budget.reserve(amount)
+            if answer > 0:
+                return
+            if answer == 0 or time.monotonic() > deadline:
+                raise OverBudget
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 1.5, 0.25)
+
+    def estimate_cost(self, body: dict[str, Any]) -> float:
+        """The most this request is expected to cost: its estimated prompt and its whole
+        completion allowance."""
+        return self.cost(estimate_prompt_tokens(body["messages"]), completion_allowance(body))
+
+    def _cached(
+        self,
+        hit: dict[str, Any],
+        messages: list[dict[str, str]],
+        log: list[Attempt],
+        item_id: int,
+        round: int | None,
+        epoch: int,
+    ) -> Reply:
+        """The stored reply as the plug-in would have got it, costing nothing now; its
+        attempt records what it saved (at today's price) and spends no tokens."""
+        ptok, ctok = int(hit["prompt_tokens"]), int(hit["completion_tokens"])
+        text = hit["content"]
+        log.append(
+            Attempt(
+                item_id=item_id,
+                round=round,
+                epoch=epoch,
+                attempt=1,
+                ok=True,
+                request_messages=messages,
+                raw_reply=text[:RAW_LIMIT],
+                cached=True,
+                saved=self.cost(ptok, ctok),
+            )
         )
-        data, text, finish, ptok, ctok = parsed
-        cost = self.cost(ptok, ctok)
-        text = self.scrub(text)
-        raw_text = self._log_ok(
-            raw, messages, log, item_id, round, epoch, attempt, latency, ptok, ctok
-        )
-        return Reply(text, finish, ptok, ctok, latency, cost, raw_text, attempt, data)
+        return Reply(text, hit["finish_reason"], ptok, ctok, 0, 0.0, text, 0, cached=True)
 
     async def prompt_logprobs(
         self, prompts: list[str], *, log: list[Attempt], item_id: int
@@ -701,6 +851,7 @@ class LLM:
         latency: int,
         ptok: int,
         ctok: int,
+        cache_entry: dict[str, Any] | None = None,
     ) -> str:
         raw_text = self.scrub(raw.decode("utf-8", errors="replace")[:RAW_LIMIT])
         log.append(
@@ -716,6 +867,8 @@ class LLM:
                 prompt_tokens=ptok,
                 completion_tokens=ctok,
                 cost=self.cost(ptok, ctok),
+                sent=True,
+                cache_entry=cache_entry,
             )
         )
         return raw_text
@@ -761,7 +914,14 @@ class LLM:
                 if headers is None and isinstance(exc, openai.APIStatusError):
                     headers = exc.response.headers
                 failed = Attempt(
-                    item_id, attempt, False, messages, round=round, epoch=epoch, latency_ms=latency
+                    item_id,
+                    attempt,
+                    False,
+                    messages,
+                    round=round,
+                    epoch=epoch,
+                    latency_ms=latency,
+                    sent=True,
                 )
                 error = self._failed(exc, failed, path)
                 log.append(failed)

@@ -40,6 +40,13 @@ _SERVER_PATH = re.compile(
 CAUSE_LENGTH = 300
 
 
+def usd(amount: float | None) -> str:
+    """Dollars as pages show them: cents from $1, four decimals below ("$0.00" for none)."""
+    if not amount:
+        return "$0.00"
+    return f"${amount:,.2f}" if amount >= 1 else f"${amount:.4f}"
+
+
 def failure_cause(error: str) -> str:
     """One line of plain words for a whole-run failure recorded as `error` (see STOPPED).
 
@@ -422,6 +429,17 @@ class Run(models.Model):
     # Batch mode: the run's requests go to the provider's Batch API as JSONL files (RunBatch),
     # answered within 24 h at the batch price, instead of request by request (apps.runs.batch).
     batch = models.BooleanField(default=False)
+    # Whether identical requests already answered (CachedReply) are reused instead of sent;
+    # chosen at creation (see `default_use_cache`), every launch honours it except overwrite.
+    use_cache = models.BooleanField(default=True)
+    # Requests answered from the cache / sent to the endpoint (retries count as sent), and
+    # what the cached ones would have cost at the endpoint's price when they were reused.
+    cached_count = models.PositiveIntegerField(default=0)
+    sent_count = models.PositiveIntegerField(default=0)
+    saved_cost = models.FloatField(default=0.0)
+    # A cap on what the run may spend (USD, over all its launches); the engine stops sending
+    # before a request could cross it (apps/runs/budget.py). Null: no cap.
+    budget_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -694,6 +712,9 @@ class Run(models.Model):
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
         cost: float = 0.0,
+        cached: int = 0,
+        sent: int = 0,
+        saved: float = 0.0,
     ) -> None:
         Run.objects.filter(pk=self.pk).update(
             done=F("done") + done,
@@ -701,8 +722,55 @@ class Run(models.Model):
             prompt_tokens=F("prompt_tokens") + prompt_tokens,
             completion_tokens=F("completion_tokens") + completion_tokens,
             cost=F("cost") + cost,
+            cached_count=F("cached_count") + cached,
+            sent_count=F("sent_count") + sent,
+            saved_cost=F("saved_cost") + saved,
             heartbeat_at=timezone.now(),
         )
+
+    def set_budget(self, budget: Any) -> None:
+        """A new cap (None: none), e.g. raised to resume a run its budget stopped."""
+        Run.objects.filter(pk=self.pk).update(budget_usd=budget)
+        self.refresh_from_db()
+
+    def stop_for_budget(self, spent: float) -> bool:
+        """The budget is reached: end like a cancel (finished results stay, resume does the
+        rest), with the reason in `error`. False when the run had already been stopped."""
+        budget = float(self.budget_usd or 0)
+        changed = Run.objects.filter(
+            pk=self.pk, status__in=self.ACTIVE_STATUSES, cancel_requested=False
+        ).update(
+            cancel_requested=True,
+            error=f"{STOPPED}budget of {usd(budget)} reached after {usd(spent)} spent",
+        )
+        self.refresh_from_db()
+        return bool(changed)
+
+    @property
+    def stop_reason(self) -> str:
+        """Why a cancelled run stopped by itself (its budget), in one line; blank otherwise."""
+        if self.status != self.Status.CANCELLED or not self.error.startswith(STOPPED):
+            return ""
+        return self.error[len(STOPPED) :]
+
+    @property
+    def cache_text(self) -> str:
+        """ "cached 30 / sent 0, saved $0.0120" (blank before any request)."""
+        if not self.cached_count and not self.sent_count:
+            return ""
+        text = f"cached {self.cached_count} / sent {self.sent_count}"
+        if self.cached_count and (self.endpoint is None or self.endpoint.has_price):
+            text += f", saved {usd(self.saved_cost)}"
+        return text
+
+    @staticmethod
+    def default_use_cache(kind: str, endpoint: "Endpoint | None") -> bool:
+        """Judges reuse cached replies; generation too, unless the endpoint samples
+        (temperature > 0: a rerun is meant to draw new answers). Unset temperature counts as
+        not sampling, like 0 (#16.4)."""
+        if kind != Run.Kind.GENERATION or endpoint is None:
+            return True
+        return not (endpoint.temperature or 0) > 0
 
     def request_cancel(self) -> None:
         Run.objects.filter(pk=self.pk).update(cancel_requested=True)
@@ -921,11 +989,32 @@ class AttemptLog(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     cost = models.FloatField(default=0.0)
+    cached = models.BooleanField(default=False)  # answered from the response cache
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["run", "item", "epoch", "round", "attempt"]
         indexes = [models.Index(fields=["run", "item"])]
+
+
+class CachedReply(models.Model):
+    """A successful chat completion, reused for an identical request (`apps.runs.cache`).
+
+    `key` is the sha256 of the request's canonical JSON: the endpoint's base URL (two
+    providers serving one model name are different models), the model, every request
+    parameter, the messages, and which sample it is (epoch, judge round). Never the API key.
+    Only replies the run kept as good are stored (a judge reply that could not be scored is
+    not), so a failure is never replayed.
+    """
+
+    key = models.CharField(max_length=64, unique=True)
+    model = models.CharField(max_length=200)
+    content = models.TextField()
+    finish_reason = models.CharField(max_length=32, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(default=0.0)  # what the request cost when it was sent
+    created_at = models.DateTimeField(auto_now_add=True)
 
 
 class WorkerCheck(models.Model):

@@ -12,7 +12,9 @@ from django.views.decorators.http import require_POST
 from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets.models import Dataset, Item, Task
 from apps.runs import engine, jobs
+from apps.runs.budget import check_budget
 from apps.runs.choices import ChoiceRunError, create_choice_run
+from apps.runs.estimate import Estimate, estimate
 from apps.runs.forms import ChoiceRunForm, EndpointForm, GenerationRunForm, PromptTemplateForm
 from apps.runs.generation import create_generation_run
 from apps.runs.llm import test_connection
@@ -21,6 +23,7 @@ from apps.runs.models import (
     DraftItem,
     DraftUnit,
     Endpoint,
+    LoggingMode,
     PromptTemplate,
     Response,
     Run,
@@ -101,8 +104,10 @@ def _relaunch(request: AppRequest, pk: int, mode: str, done_message: str) -> Htt
     run = _run(pk)
     try:
         with transaction.atomic():
+            if (budget := request.POST.get("budget_usd", "").strip()) != "":
+                run.set_budget(check_budget(budget, run.endpoint))  # raised to go on
             count = engine.launch(run, mode)
-    except engine.LaunchError as exc:
+    except (engine.LaunchError, ValueError) as exc:
         messages.error(request, str(exc))
         return redirect(run)
     messages.success(request, done_message.format(count=count) if count else "Nothing left to do.")
@@ -150,7 +155,21 @@ def generation_new(request: AppRequest) -> HttpResponse:
     if task is None:
         return _pick_task(request, "runs:generation-new")
     form = GenerationRunForm(task=task, initial=_generation_defaults(task, dataset, request.GET))
-    return render(request, "runs/generation_new.html", {"form": form, "task": task})
+    context = {"form": form, "task": task, "estimate": _estimate(form)}
+    return render(request, "runs/generation_new.html", context)
+
+
+def _estimate(form: GenerationRunForm) -> Estimate | None:
+    """The cost estimate of the form's choices (its defaults before anything was chosen)."""
+    if not form.is_bound:
+        values = {name: form.initial.get(name) for name in ("dataset", "endpoint", "template")}
+        if any(value is None for value in values.values()):
+            return None
+        data = {name: getattr(value, "pk", value) for name, value in values.items()}
+        form = GenerationRunForm(
+            {**data, "logging_mode": LoggingMode.FAILED, "chunk_size": 200}, task=form.task
+        )
+    return estimate(form.unsaved_run()) if form.is_valid() else None
 
 
 @require_POST
@@ -158,8 +177,14 @@ def generation_new(request: AppRequest) -> HttpResponse:
 def generation_start(request: AppRequest) -> HttpResponse:
     task = get_object_or_404(Task, slug=request.POST.get("task", ""))
     form = GenerationRunForm(request.POST, task=task)
+    if request.POST.get("estimate") or (request.htmx and request.htmx.target == "cost-estimate"):
+        # The estimate of the choices so far: its partial (HTMX), or the form with it (no JS).
+        context = {"form": form, "task": task, "estimate": _estimate(form)}
+        partial = "#estimate" if request.htmx else ""
+        return render(request, f"runs/generation_new.html{partial}", context)
     if not form.is_valid():
-        return render(request, "runs/generation_new.html", {"form": form, "task": task})
+        context = {"form": form, "task": task, "estimate": None}
+        return render(request, "runs/generation_new.html", context)
     run = create_generation_run(
         form.cleaned_data["dataset"],
         form.cleaned_data["endpoint"],
@@ -170,6 +195,8 @@ def generation_start(request: AppRequest) -> HttpResponse:
         chunk_size=form.cleaned_data["chunk_size"],
         epochs=form.cleaned_data["epochs"],
         batch=form.cleaned_data["batch"],
+        use_cache=form.cache_choice(),
+        budget_usd=form.cleaned_data.get("budget_usd"),
     )
     messages.success(request, f"Started run #{run.pk}: {run.size_text}.")
     return redirect(run)

@@ -6,6 +6,7 @@ from django.utils.safestring import SafeString
 
 from apps.datasets.values import as_text
 from apps.runs.models import Endpoint
+from apps.runs.models import usd as money
 
 register = template.Library()
 
@@ -27,9 +28,7 @@ def duration(seconds: float | None) -> str:
 
 @register.filter
 def usd(value: float | None) -> str:
-    if not value:
-        return "$0.00"
-    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+    return money(float(value) if value is not None else None)
 
 
 @register.simple_tag

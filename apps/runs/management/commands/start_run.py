@@ -1,8 +1,11 @@
 """`manage.py start_run <kind> …`: start a run of any registered kind, optionally wait for it.
 
     start_run generation --dataset 3 --endpoint gpt4o --template qa [--wait]
-    start_run resume RUN_ID [--wait]        start_run retry-failed RUN_ID [--wait]
+    start_run resume RUN_ID [--budget USD] [--wait]    start_run retry-failed RUN_ID [--wait]
     start_run cancel RUN_ID [--wait]        (a batch-mode run's batch is cancelled at the provider)
+
+Every kind takes --cache/--no-cache (reuse replies to identical requests; see
+apps.runs.cache) and --budget USD (stop before the run could spend more; apps.runs.budget).
 
 Each run kind adds its own subcommand through its plug-in's add_cli_arguments/create_from_cli
 (apps.runs.engine), so `start_run judge …` comes with the judge kind. With --wait the command
@@ -11,14 +14,15 @@ prints progress until the run ends and exits 0 only if every item was answered.
 
 import sys
 import time
-from argparse import ArgumentParser
+from argparse import ArgumentParser, BooleanOptionalAction
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from apps.runs import engine
-from apps.runs.models import Run
+from apps.runs.budget import check_budget
+from apps.runs.models import Run, usd
 
 
 class Command(BaseCommand):
@@ -33,10 +37,19 @@ class Command(BaseCommand):
                 continue
             kind_parser = sub.add_parser(name, help=f"start a {name} run")
             plugin.add_cli_arguments(kind_parser)
+            kind_parser.add_argument(
+                "--cache",
+                action=BooleanOptionalAction,
+                default=None,
+                help="reuse replies to identical requests answered before (default: on for "
+                "judges; for generation, off when the endpoint's temperature is above 0)",
+            )
+            _budget_argument(kind_parser)
             _wait_arguments(kind_parser)
         for name, text in (("resume", "items without a result"), ("retry-failed", "failed items")):
             again = sub.add_parser(name, help=f"launch an existing run again on its {text}")
             again.add_argument("run_id", type=int)
+            _budget_argument(again, "a new budget for the run (to go on after it stopped at one)")
             _wait_arguments(again)
         stop = sub.add_parser("cancel", help="cancel a run that is going (resume finishes it)")
         stop.add_argument("run_id", type=int)
@@ -60,8 +73,10 @@ class Command(BaseCommand):
             mode = Run.Mode.RESUME if what == "resume" else Run.Mode.RETRY_FAILED
             try:
                 with transaction.atomic():
+                    if options.get("budget") is not None:
+                        run.set_budget(check_budget(options["budget"], run.endpoint))
                     count = engine.launch(run, mode)
-            except engine.LaunchError as exc:
+            except (engine.LaunchError, ValueError) as exc:
                 raise CommandError(str(exc)) from None
             self.stdout.write(f"Run #{run.pk}: {count} items to do.")
         else:
@@ -95,8 +110,12 @@ class Command(BaseCommand):
                 line += f" · {run.items_per_second:.1f} items/s"
             if run.is_terminal:
                 # "$0" for a model without a price would read as free: say it is unknown.
-                cost = f"${run.cost:.4f}" if run.cost_known else f"unknown ({run.cost_hint})"
+                cost = usd(run.cost) if run.cost_known else f"unknown ({run.cost_hint})"
                 line += f" · cost {cost}"
+                if run.cache_text:
+                    line += f" · {run.cache_text}"
+                if run.stop_reason:
+                    line += f" · stopped: {run.stop_reason}"
             if line != last:
                 self.stdout.write(line)
                 self.stdout.flush()
@@ -113,6 +132,14 @@ class Command(BaseCommand):
         if run.status == Run.Status.COMPLETED:
             return 0
         return 1 if run.status == Run.Status.COMPLETED_WITH_FAILURES else 2
+
+
+def _budget_argument(parser: ArgumentParser, text: str = "") -> None:
+    parser.add_argument(
+        "--budget",
+        metavar="USD",
+        help=text or "stop cleanly before the run's cost could pass this many USD (resume goes on)",
+    )
 
 
 def _wait_arguments(parser: ArgumentParser) -> None:
