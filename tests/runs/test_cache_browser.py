@@ -18,7 +18,7 @@ PRICES = {"test-model": [2.0, 8.0]}
 
 
 def test_the_form_prices_the_run_and_a_cached_rerun_sends_nothing(
-    login, reviewer_user, task, endpoint, template, llm_server, workers, settings
+    login, live_server, reviewer_user, task, endpoint, template, llm_server, workers, settings
 ):
     settings.PRICE_TABLE = PRICES
     workers(EVALSITE_PRICE_TABLE=json.dumps(PRICES))
@@ -43,7 +43,7 @@ def test_the_form_prices_the_run_and_a_cached_rerun_sends_nothing(
     expect(page.locator("#run-cache")).to_contain_text("cached 0 / sent 5")
     assert llm_server.stats()["requests"] == 5
 
-    page.goto(f"/runs/new/generation/?dataset={dataset.pk}")
+    page.goto(f"{live_server.url}/runs/new/generation/?dataset={dataset.pk}")
     page.select_option("select[name=endpoint]", str(endpoint.pk))
     page.select_option("select[name=template]", str(template.pk))
     expect(page.locator("#estimate-notes")).to_contain_text("5 of 5 requests already in the cache")
@@ -56,7 +56,7 @@ def test_the_form_prices_the_run_and_a_cached_rerun_sends_nothing(
     assert llm_server.stats()["requests"] == 5
     rerun = Run.objects.order_by("-pk").first()
     assert (rerun.done, rerun.cached_count, rerun.sent_count) == (5, 5, 0)
-    page.goto("/runs/")
+    page.goto(f"{live_server.url}/runs/")
     expect(page.locator(f"#run-table tr:has(a[href='/runs/{rerun.pk}/']) .run-cache")).to_have_text(
         "5 / 0"
     )
