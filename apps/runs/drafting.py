@@ -425,6 +425,9 @@ def create_dataset_generation_run(
             dataset=dataset,
             endpoint=endpoint,
             generator=generator,
+            # Its N units ask the same prompts on purpose, for N different drafts: a cached
+            # reply would make them one draft N times (apps.runs.cache).
+            use_cache=False,
             label=f"{generator} · {endpoint.model} → draft {dataset}",
             logging_mode=logging_mode,
             chunk_size=max(1, chunk_size),

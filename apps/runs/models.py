@@ -768,6 +768,8 @@ class Run(models.Model):
         """Judges reuse cached replies; generation too, unless the endpoint samples
         (temperature > 0: a rerun is meant to draw new answers). Unset temperature counts as
         not sampling, like 0 (#16.4)."""
+        if kind == Run.Kind.GENERATE_DATASET:
+            return False  # its units ask one prompt N times for N different drafts
         if kind != Run.Kind.GENERATION or endpoint is None:
             return True
         return not (endpoint.temperature or 0) > 0
