@@ -334,7 +334,9 @@ class JudgeRunForm(CostFields):
     def __init__(self, *args: Any, judge: Judge, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.judge = judge
-        cast(forms.ChoiceField, self.fields["responses"]).choices = response_choices(judge.task)
+        cast(forms.ChoiceField, self.fields["responses"]).choices = response_choices(
+            judge.task, choices_only=judge.kind == Judge.Kind.CHOICE
+        )
         if judge.uses_llm:
             self.fields["endpoint"].required = True
             # The task's judging endpoint, else the only endpoint there is.
@@ -442,13 +444,13 @@ class PairwiseRunForm(CostFields):
         return list(self.cleaned_data["responses"]), self.cleaned_data.get("baseline") or ""
 
 
-def response_choices(task: Task) -> list[tuple[str, Any]]:
+def response_choices(task: Task, choices_only: bool = False) -> list[tuple[str, Any]]:
     """The task's response sets: generation and choice-scoring runs that have ended, and
-    response columns."""
+    response columns; `choices_only`: choice-scoring runs (what a choice judge scores)."""
+    kinds = [Run.Kind.CHOICE] if choices_only else list(Run.JUDGEABLE_KINDS)
     runs = [
         (f"run:{run.pk}", f"Run #{run.pk} {run.label} ({run.get_status_display().lower()})")
-        for run in Run.objects.judgeable()
-        .filter(task=task)
+        for run in Run.objects.filter(kind__in=kinds, task=task)
         .exclude(status__in=Run.ACTIVE_STATUSES)
         .order_by("-pk")[:200]
     ]
@@ -456,6 +458,7 @@ def response_choices(task: Task) -> list[tuple[str, Any]]:
         (source, f"{dataset} · column {column}")
         for dataset in Dataset.objects.ready().filter(task=task).order_by("name", "-version")
         for column, source in dataset.response_sources
+        if not choices_only
     ]
     choices: list[tuple[str, Any]] = []
     if runs:

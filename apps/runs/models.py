@@ -291,10 +291,6 @@ class RunQuerySet(models.QuerySet["Run"]):
     def generation(self) -> "RunQuerySet":
         return self.filter(kind=Run.Kind.GENERATION)
 
-    def judgeable(self) -> "RunQuerySet":
-        """Runs whose responses a judge can score: generation and choice-scoring runs."""
-        return self.filter(kind__in=Run.JUDGEABLE_KINDS)
-
     def judging(self) -> "RunQuerySet":
         return self.filter(kind=Run.Kind.JUDGE)
 

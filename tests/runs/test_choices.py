@@ -22,6 +22,7 @@ from apps.runs.models import AttemptLog, ChoiceSetup, Endpoint, PromptTemplate, 
 from tests.base import ROOT, subprocess_env, wait_for
 from tests.factories import (
     CHOICE_LOGPROBS,
+    make_answers_dataset,
     make_choice_dataset,
     make_dataset,
     make_generation_run,
@@ -49,8 +50,9 @@ def run_all(run: Run) -> Run:
 
 
 def test_picks_and_scores_match_the_hand_computed_values(
-    task, endpoint, choice_template, llm_server
+    task, endpoint, choice_template, llm_server, settings, reviewer_client
 ):
+    settings.PRICE_TABLE = {"test-model": [1.5, 6.0]}
     llm_server.configure(word_logprobs=CHOICE_LOGPROBS)
     dataset = make_choice_dataset(task)
     # A rule-based multiple-choice default judge reads the raw pick like any answer.
@@ -90,6 +92,8 @@ def test_picks_and_scores_match_the_hand_computed_values(
     # Tokens and cost as the server counted them: "Q:", " Which", " planet", " is", " red?",
     # "\nAnswer:" and the option's one word, three times.
     assert c2.prompt_tokens == 21 and run.prompt_tokens == c1.prompt_tokens + 21
+    assert c2.cost == pytest.approx(21 * 1.5 / 1_000_000)
+    assert run.cost == pytest.approx((c1.prompt_tokens + 21) * 1.5 / 1_000_000)
     log = AttemptLog.objects.get(run=run, item__key="c2")
     assert log.ok and [m["role"] for m in log.request_messages] == ["prompt"] * 3
 
@@ -130,7 +134,12 @@ def test_picks_and_scores_match_the_hand_computed_values(
         "c1": 0.0,
         "c2": 100.0,
     }
-    # A choice judge scores nothing but choice-scoring runs.
+    # A choice judge scores nothing but choice-scoring runs: its page offers only those.
+    answers = make_answers_dataset(task, 1)
+    page = reviewer_client.get(judge.get_absolute_url()).content.decode()
+    assert f'value="run:{run.pk}"' in page and 'value="column:' not in page
+    page = reviewer_client.get(task.default_judge.get_absolute_url()).content.decode()
+    assert f'value="run:{run.pk}"' in page and f'value="column:{answers.pk}:' in page
     with pytest.raises(JudgeRunError, match="scores choice-scoring runs only"):
         create_judge_run(judge, source_run=make_generation_run(dataset, {0: "A", 1: "A"}))
 
