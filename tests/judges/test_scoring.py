@@ -102,7 +102,7 @@ def test_metric_round_postprocesses_and_uses_options() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        (JudgeSpec(kind="vibes"), "Judge kind must be one of rubric, mcq, mcq_rule, metric, not 'vibes'."),
+        (JudgeSpec(kind="vibes"), "Judge kind must be one of rubric, mcq, mcq_rule, metric, choice, not 'vibes'."),
         (JudgeSpec(kind="rubric"), "A rubric judge needs at least one subject."),
         (JudgeSpec(kind="mcq", label_count=30), "Label count for upper labels must be 1–26, not 30."),
         (JudgeSpec(kind="mcq", subjects=({"name": "a", "min": 0, "max": 1}, {"name": "b", "min": 0, "max": 1})),
@@ -110,6 +110,8 @@ def test_metric_round_postprocesses_and_uses_options() -> None:
         (JudgeSpec(kind="metric", metric="rouge"),
          "Unknown metric 'rouge'; known metrics: accuracy, bleu, exact_match, regex_match, token_f1."),
         (JudgeSpec(kind="metric", metric="regex_match"), "Regex match needs a non-empty 'pattern' option."),
+        (JudgeSpec(kind="choice", subjects=({"name": "score", "min": 0, "max": 100},)),
+         "A log-likelihood choice judge gives accuracy and accuracy_norm, no other subjects."),
     ],
 )  # fmt: skip
 def test_check_names_the_problem(spec: JudgeSpec, message: str) -> None:
@@ -130,3 +132,21 @@ def test_unknown_kind_cannot_be_scored() -> None:
 
 def test_metric_error_is_a_value_error() -> None:
     assert issubclass(MetricError, ValueError)
+
+
+def test_a_choice_judge_scores_both_picks_against_the_answer_key() -> None:
+    """Each pick is right when it is one of the key's labels (lm-eval-harness's rule for a key
+    of several); the labels are the run's, read with the picks."""
+    spec = JudgeSpec(kind="choice")
+    spec.check()
+    picks = '{"pick": "A", "pick_norm": "C", "label_type": "upper", "label_count": 3}'
+    result = score_text(spec, picks, ["C"])
+    assert result.values == {"accuracy": 0.0, "accuracy_norm": 100.0}
+    assert result.reason == "Most likely A, per character C; the answer is C."
+    assert score_text(spec, picks, ["A, C"]).values == {"accuracy": 100.0, "accuracy_norm": 100.0}
+    digits = '{"pick": "2", "pick_norm": "2", "label_type": "digit", "label_count": 2}'
+    assert score_text(spec, digits, ["2"]).values == {"accuracy": 100.0, "accuracy_norm": 100.0}
+    with pytest.raises(ValueError, match="outside the labels"):
+        score_text(spec, picks, ["D"])
+    with pytest.raises(ValueError, match="holds no log-likelihood picks"):
+        score_text(spec, "B", ["B"])
