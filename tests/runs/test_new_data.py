@@ -194,3 +194,22 @@ def test_cli_import_starts_the_models_and_the_board_shows_the_new_dataset(
     call_command("import_dataset", str(second), *options)
     assert "It has the same items as sums v2: nothing was started." in capsys.readouterr().out
     assert not Run.objects.filter(dataset__version=3).exists()
+
+
+def test_a_published_generated_dataset_is_new_data(task, endpoint, template):
+    """#15.1's publish sends dataset_imported for a draft made ready: the models run on it."""
+    from apps.runs.drafting import publish
+    from tests.factories import make_draft, make_generator
+
+    task.evaluate_new_data = True
+    task.save()
+    finished(make_qa_dataset(task, 2, name="old"), endpoint, template, "model-a")
+    draft = make_draft(
+        make_generator(task),
+        [[("Who rules?", "The king"), ("Where?", "Here")]],
+        decisions=["approved", "approved"],
+    )
+    assert Run.objects.filter(dataset=draft).generation().count() == 0  # a draft: nothing yet
+    published = publish(draft)
+    [run] = Run.objects.filter(dataset=published).generation()
+    assert (run.label, run.total, run.status) == ("model-a", 2, "queued")
