@@ -4,8 +4,11 @@ A dataset generation run (`Run.Kind.GENERATE_DATASET`) has N units; unit i asks,
 the generator's content prompt (e.g. "ten facts about a fictional world"), its questions
 prompt (which sees the content as `{{ content }}`) and its answers prompt (which sees
 `{{ content }}` and the questions as `{{ questions }}`, a numbered list, or `question_list`).
-Every prompt also sees `unit` (1…N) and `count` (N). Where the endpoint has a seed, unit i's
-three requests carry seed + i, so a unit asked again asks the same.
+Every prompt also sees `unit` (1…N) and `count` (N). A questions prompt that does not place
+`{{ content }}` (or an answers prompt without `{{ questions }}`) continues the conversation
+instead: the earlier request and its reply go before it, as GoodAI's LTM prompts expect ("from
+the content prompt above"). Where the endpoint has a seed, unit i's three requests carry
+seed + i, so a unit asked again asks the same.
 
 A questions or answers reply is read as a JSON list (of strings, or of objects with a
 "question"/"answer"/"text" field; an object holding one such list; a ```json fence is fine)
@@ -165,6 +168,14 @@ class GeneratorUnit:
         return self.index
 
 
+_USES = re.compile(r"\{[{%][^}]*\b(?P<name>content|questions|question_list)\b")
+
+
+def places(source: str, names: set[str]) -> bool:
+    """Whether a prompt puts one of these earlier replies into its text itself."""
+    return any(match["name"] in names for match in _USES.finditer(source))
+
+
 @dataclass
 class Prompts:
     """A generator version's prompts, compiled once per chunk."""
@@ -174,6 +185,9 @@ class Prompts:
     questions: Template
     answers: Template
     count: int
+    # False: the prompt does not place the earlier reply, so it continues the conversation.
+    questions_place_content: bool = True
+    answers_place_questions: bool = True
 
     @classmethod
     def compile(cls, generator: Generator, count: int) -> "Prompts":
@@ -183,6 +197,8 @@ class Prompts:
             compile_template(generator.questions_prompt, "Questions prompt"),
             compile_template(generator.answers_prompt, "Answers prompt"),
             count,
+            places(generator.questions_prompt, {"content"}),
+            places(generator.answers_prompt, {"questions", "question_list"}),
         )
 
     def messages(self, template: Template, data: dict[str, Any]) -> list[dict[str, str]]:
@@ -273,12 +289,16 @@ class DatasetGenerationPlugin(RunPlugin):
         params = {"seed": unit.seed} if unit.seed is not None else {}
         data: dict[str, Any] = {"unit": unit.index + 1}
         try:
-            reply = await call.chat(ctx.messages(ctx.content, data), **params)
+            asked = ctx.messages(ctx.content, data)
+            reply = await call.chat(asked, **params)
             content = reply.text.strip()
             if not content:
                 raise Unreadable("the content reply is empty")
             data["content"] = content
-            reply = await call.chat(ctx.messages(ctx.questions, data), **params)
+            asked = self._next(
+                asked, reply.text, ctx.messages(ctx.questions, data), ctx.questions_place_content
+            )
+            reply = await call.chat(asked, **params)
             questions = split_list(reply.text)
             if not questions:
                 raise Unreadable(
@@ -293,7 +313,10 @@ class DatasetGenerationPlugin(RunPlugin):
                     content,
                 )
             data.update(questions=numbered_text(questions), question_list=DataList(questions))
-            reply = await call.chat(ctx.messages(ctx.answers, data), **params)
+            asked = self._next(
+                asked, reply.text, ctx.messages(ctx.answers, data), ctx.answers_place_questions
+            )
+            reply = await call.chat(asked, **params)
             answers = split_list(reply.text)
             if len(answers) != len(questions):
                 found = (
@@ -315,6 +338,16 @@ class DatasetGenerationPlugin(RunPlugin):
         except PromptError as exc:
             return self.failed_result(run, ctx, unit, ErrorKind.TEMPLATE, str(exc))
         return Result(unit.key, 0, True, data=Made(content, questions, answers, unit.seed))
+
+    @staticmethod
+    def _next(
+        asked: list[dict[str, str]], reply: str, prompt: list[dict[str, str]], placed: bool
+    ) -> list[dict[str, str]]:
+        """The next request: the prompt alone when it placed the earlier reply itself, else the
+        conversation so far (the earlier request, its reply) followed by the prompt."""
+        if placed:
+            return prompt
+        return [*asked, {"role": "assistant", "content": reply}, prompt[-1]]
 
     def failed_result(
         self, run: Run, ctx: Any, unit: GeneratorUnit, error_kind: str, message: str

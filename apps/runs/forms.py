@@ -1,4 +1,3 @@
-import re
 from decimal import Decimal
 from typing import Any, cast
 
@@ -397,9 +396,6 @@ class ChoiceRunForm(forms.Form):
         return [column.strip() for column in text.split(",") if column.strip()]
 
 
-_USES = re.compile(r"\{[{%][^}]*\b(?P<name>content|questions|question_list)\b")
-
-
 class GeneratorForm(forms.ModelForm):
     """A generator's three prompts; editing one saves the next version."""
 
@@ -417,9 +413,11 @@ class GeneratorForm(forms.ModelForm):
             "content_prompt": "What to write about, e.g. ten facts about a fictional world. "
             "{{ unit }} is the unit's number (1…N), {{ count }} is N.",
             "questions_prompt": "Questions about {{ content }}; ask for a numbered list (or a "
-            "JSON list), one question per fact.",
+            "JSON list), one question per fact. Without {{ content }} it follows the content "
+            'reply in one conversation, as in GoodAI\'s LTM prompts ("from the content above").',
             "answers_prompt": "The expected answer to each of {{ questions }} (a numbered list) "
-            "about {{ content }}, as a numbered list in the same order.",
+            "about {{ content }}, as a numbered list in the same order. Without {{ questions }} "
+            "it continues the conversation.",
         }
         widgets = {
             "system_message": forms.Textarea(attrs={"rows": 2}),
@@ -455,19 +453,6 @@ class GeneratorForm(forms.ModelForm):
             ("Answers prompt", data.get("answers_prompt") or ""),
         ):
             self.add_error(None, error)
-        # Each prompt is its own request: a later one sees the earlier replies only by name.
-        needs = [
-            ("questions_prompt", {"content"}, "{{ content }}"),
-            ("answers_prompt", {"questions", "question_list"}, "{{ questions }}"),
-        ]
-        for name, names, shown in needs:
-            used = {m["name"] for m in _USES.finditer(data.get(name) or "")}
-            if data.get(name) and not used & names:
-                self.add_error(
-                    name,
-                    f"Use {shown} here: each prompt is a request of its own, so the model sees "
-                    "the earlier reply only where the prompt puts it.",
-                )
         return data
 
 

@@ -4,6 +4,7 @@ the scripted replies said; an unreadable reply is a logged failure; seeds and co
 recorded; the draft is refused by every start form and command until people have decided each
 item and published it (atomically, announcing it like an upload)."""
 
+import io
 import json
 import subprocess
 import sys
@@ -437,20 +438,131 @@ def test_approve_and_reject_rates_per_version_are_computed_by_hand(task, viewer_
     assert 'id="generate-form"' not in page  # viewers see, never start
 
 
+GOODAI_STYLE = {
+    # GoodAI's LTM prompt files: later prompts refer to "the content prompt above".
+    "content": "Generate a list of three facts about a fictional world.",
+    "question": "Generate a question about each fact from the content prompt above.",
+    "answer": "For each of the generated questions, provide the key information.",
+}
+
+
 @pytest.mark.django_db
-def test_the_generator_form_says_when_a_prompt_cannot_see_the_earlier_reply(task):
-    form = GeneratorForm(
-        {
-            "name": "g",
-            "content_prompt": "Facts.",
-            "questions_prompt": "Ask ten questions.",
-            "answers_prompt": "Answer {% if questions %}",
-        },
-        task=task,
+def test_create_generator_reads_goodai_prompt_files_and_makes_versions(task, tmp_path):
+    path = tmp_path / "delayed_recall.json"
+    path.write_text(json.dumps(GOODAI_STYLE))
+    out = io.StringIO()
+    call_command(
+        "create_generator",
+        "--task",
+        task.slug,
+        "--name",
+        "recall",
+        "--from-json",
+        str(path),
+        stdout=out,
     )
-    assert not form.is_valid()
-    assert "Use {{ content }} here" in form.errors["questions_prompt"][0]
-    assert any("Answers prompt" in e for e in form.non_field_errors())
+    v1 = Generator.objects.get(task=task, name="recall")
+    assert out.getvalue().startswith("Saved generator recall v1 in task qa")
+    assert (v1.content_prompt, v1.questions_prompt, v1.answers_prompt) == (
+        GOODAI_STYLE["content"],
+        GOODAI_STYLE["question"],
+        GOODAI_STYLE["answer"],
+    )
+    call_command(
+        "create_generator",
+        "--task",
+        task.slug,
+        "--name",
+        "recall",
+        "--answers",
+        "Answer:\n{{ questions }}",
+        stdout=io.StringIO(),
+    )
+    v2 = Generator.objects.get(task=task, name="recall", version=2)
+    assert (
+        v2.content_prompt == v1.content_prompt and v2.answers_prompt == "Answer:\n{{ questions }}"
+    )
+    v1.refresh_from_db()
+    assert v1.answers_prompt == GOODAI_STYLE["answer"]  # earlier versions never change
+    with pytest.raises(CommandError, match=r"nope.json: No such file"):
+        call_command(
+            "create_generator",
+            "--task",
+            task.slug,
+            "--name",
+            "x",
+            "--from-json",
+            str(tmp_path / "nope.json"),
+        )
+    with pytest.raises(CommandError, match=r"answers prompt: This field is required"):
+        call_command(
+            "create_generator",
+            "--task",
+            task.slug,
+            "--name",
+            "y",
+            "--content",
+            "c",
+            "--questions",
+            "q",
+        )
+    with pytest.raises(CommandError, match=r"Answers prompt: .*if"):
+        call_command(
+            "create_generator",
+            "--task",
+            task.slug,
+            "--name",
+            "z",
+            "--content",
+            "c",
+            "--questions",
+            "q",
+            "--answers",
+            "Answer {% if questions %}",
+        )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_prompts_without_the_earlier_reply_continue_the_conversation(task, endpoint, llm_server):
+    llm_server.configure(
+        script=[
+            {"match": GOODAI_STYLE["content"], "reply": FACTS[1]},
+            {"match": GOODAI_STYLE["question"], "reply": "1. Who rules Quix?\n2. Which way?"},
+            {"match": GOODAI_STYLE["answer"], "reply": "1. The Zorblat\n2. Uphill"},
+        ]
+    )
+    generator = make_generator(
+        task,
+        name="recall",
+        content_prompt=GOODAI_STYLE["content"],
+        questions_prompt=GOODAI_STYLE["question"],
+        answers_prompt=GOODAI_STYLE["answer"],
+    )
+    run = create_dataset_generation_run(generator, endpoint, 1)
+    work()
+    run.refresh_from_db()
+    assert (run.status, run.done) == (Run.Status.COMPLETED, 1)
+    asked = [entry["messages"] for entry in llm_server.stats()["log"]]
+    questions = "1. Who rules Quix?\n2. Which way?"
+    assert asked == [
+        [{"role": "user", "content": GOODAI_STYLE["content"]}],
+        [
+            {"role": "user", "content": GOODAI_STYLE["content"]},
+            {"role": "assistant", "content": FACTS[1]},
+            {"role": "user", "content": GOODAI_STYLE["question"]},
+        ],
+        [
+            {"role": "user", "content": GOODAI_STYLE["content"]},
+            {"role": "assistant", "content": FACTS[1]},
+            {"role": "user", "content": GOODAI_STYLE["question"]},
+            {"role": "assistant", "content": questions},
+            {"role": "user", "content": GOODAI_STYLE["answer"]},
+        ],
+    ]
+    assert [row[3:] for row in draft_rows(run.dataset)] == [
+        ("Who rules Quix?", "The Zorblat"),
+        ("Which way?", "Uphill"),
+    ]
 
 
 # ---- the command line -----------------------------------------------------------------------------
