@@ -737,7 +737,8 @@ class Run(models.Model):
             pk=self.pk, status__in=self.ACTIVE_STATUSES, cancel_requested=False
         ).update(
             cancel_requested=True,
-            error=f"{STOPPED}budget of {usd(budget)} reached after {usd(spent)} spent",
+            error=f"{STOPPED}budget of {usd(budget)} reached: {usd(spent)} spent, and the next "
+            f"request could cost more than the {usd(max(budget - spent, 0.0))} left",
         )
         self.refresh_from_db()
         return bool(changed)

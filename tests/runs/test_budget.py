@@ -46,7 +46,11 @@ def test_the_budget_stops_the_run_and_resume_finishes_exactly_the_rest(start, ll
     assert run.status == Run.Status.CANCELLED
     assert (run.done, run.failed, run.remaining) == (13, 0, 17)
     assert run.cost == pytest.approx(13 * PER_REQUEST) and run.cost <= 0.001
-    assert run.stop_reason == "budget of $0.0010 reached after $0.0009 spent"
+    assert (
+        run.stop_reason
+        == "budget of $0.0010 reached: $0.0009 spent, and the next request could cost more "
+        "than the $0.0001 left"
+    )
     assert Response.objects.filter(run=run).count() == 13
 
     page = Client()
@@ -90,7 +94,11 @@ def test_requests_in_flight_wait_their_turn_and_the_cost_never_passes_the_budget
     assert llm_server.stats()["requests"] == 13
     assert (run.status, run.done) == (Run.Status.CANCELLED, 13)
     assert run.cost == pytest.approx(13 * PER_REQUEST) and run.cost <= 0.001
-    assert run.stop_reason == "budget of $0.0010 reached after $0.0009 spent"
+    assert (
+        run.stop_reason
+        == "budget of $0.0010 reached: $0.0009 spent, and the next request could cost more "
+        "than the $0.0001 left"
+    )
 
 
 def test_the_command_line_sets_and_raises_a_budget(dataset, template, llm_server):
