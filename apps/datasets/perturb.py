@@ -182,14 +182,13 @@ FEMALE_NAMES = (
 GENDER = {name: "m" for name in MALE_NAMES} | {name: "f" for name in FEMALE_NAMES}
 
 
-# Any word fairness could change: a fast "no" for the many texts that have none.
-GENDERED = re.compile(
-    r"\b(?:(?i:"
-    + "|".join(sorted({*SWAPS, *SWAPS.values(), "her", "his"}, key=len, reverse=True))
-    + r")|(?i:"
-    + "|".join(sorted(GENDER, key=len, reverse=True))
-    + r"))\b"
-)
+# Any word fairness could change, in lower case: a fast "no" (one split, one set lookup per
+# word) for the many texts that have none; a regex alternation of them all was 3x slower.
+GENDERED_WORDS = frozenset({*SWAPS, *SWAPS.values(), "her", "his"} | {n.lower() for n in GENDER})
+
+
+def _maybe_gendered(text: str) -> bool:
+    return not GENDERED_WORDS.isdisjoint(word.lower() for word in WORD.findall(text))
 
 
 def _names_in(text: str) -> set[str]:
@@ -338,7 +337,7 @@ def perturb_item(
         }, reference
     texts = [inputs[field] for field in sorted(inputs)]
     if name == "fairness":
-        if not any(GENDERED.search(text) for text in [*texts, reference]):
+        if not any(_maybe_gendered(text) for text in [*texts, reference]):
             return dict(inputs), reference
         names = name_swaps([*texts, reference], rng_for(name, seed, key))
         changed = {field: swap_gender(text, names) for field, text in inputs.items()}
