@@ -186,9 +186,7 @@ def upload_dataset(
     staged = None
     try:
         staged = StagedUpload.create(upload, task.slug, user.pk, name)
-        read_upload(task, staged, form.cleaned_data["format"])
-        if sheet := request.POST.get("sheet", ""):
-            staged.read(staged.meta.get("format"), sheet)
+        read_upload(task, staged, form.cleaned_data["format"], request.POST.get("sheet", ""))
     except DatasetError as exc:
         if staged:
             staged.discard()

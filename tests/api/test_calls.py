@@ -515,3 +515,20 @@ def test_a_workbook_uploads_from_the_sheet_named(reviewer):
     assert missing.json()["detail"] == (
         "book.xlsx: The workbook has no sheet 'Nope'; its sheets are 'Readme', 'Items'."
     )
+
+
+def test_a_sheet_named_is_read_even_when_the_first_sheet_is_unreadable(reviewer):
+    """Seen in the install: a cover sheet with a value under an unnamed column refused the
+    upload before the sheet asked for was read."""
+    make_task("qa")
+    data = xlsx_bytes(
+        {
+            "Cover": [["Science QA"], ["Made", "2026-11-23"]],
+            "Questions": [["question", "answer"], ["What is H2O?", "water"]],
+        }
+    )
+    upload = SimpleUploadedFile("science.xlsx", data)
+    sent = reviewer.upload("/tasks/qa/datasets/", {"file": upload, "sheet": "Questions"})
+    assert sent.status_code == 201, sent.content
+    dataset = Dataset.objects.get(pk=sent.json()["id"])
+    assert (dataset.sheet, dataset.row_count) == ("Questions", 1)
