@@ -19,7 +19,7 @@ from apps.leaderboards import boards, exports
 from apps.runs import engine
 from apps.runs.choices import ChoiceRunError, create_choice_run
 from apps.runs.models import AttemptLog, ChoiceSetup, Endpoint, PromptTemplate, Response, Run
-from tests.base import ROOT, subprocess_env, wait_for
+from tests.base import ROOT, make_user, subprocess_env, wait_for
 from tests.factories import (
     CHOICE_LOGPROBS,
     make_answers_dataset,
@@ -326,3 +326,17 @@ def test_a_killed_worker_loses_no_pick_and_the_run_finishes(
     assert kept == before
     # Tokens add up over the responses the run kept (each item's one request).
     assert run.prompt_tokens >= sum(after.values_list("prompt_tokens", flat=True)) > 0
+
+
+def test_only_reviewers_and_admins_start_choice_runs(task, endpoint, choice_template, client):
+    dataset = make_choice_dataset(task)
+    client.force_login(make_user("viewer"))
+    assert client.get(f"/runs/new/choice/?dataset={dataset.pk}").status_code == 403
+    posted = client.post(
+        "/runs/new/choice/start/",
+        {"task": task.slug, "dataset": dataset.pk, "endpoint": endpoint.pk},
+    )
+    assert posted.status_code == 403 and not Run.objects.exists()
+    client.force_login(make_user("reviewer"))
+    page = client.get(f"/runs/new/choice/?dataset={dataset.pk}").content.decode()
+    assert 'id="choice-form"' in page and 'name="option_columns"' in page
