@@ -19,7 +19,14 @@ from apps.runs import engine
 from apps.runs.generation import create_generation_run
 from apps.runs.models import AttemptLog, ErrorKind, Response, Run, RunBatch
 from tests.base import ROOT, subprocess_env, wait_for
-from tests.factories import make_answers_dataset, make_judge, rubric_reply
+from tests.factories import (
+    make_answers_dataset,
+    make_generation_run,
+    make_judge,
+    make_qa_dataset,
+    make_task,
+    rubric_reply,
+)
 from tests.runs.conftest import SECRET, kill_hard
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -318,3 +325,15 @@ def test_start_and_cancel_a_batch_run_from_the_command_line(
     assert Response.objects.filter(run=run).count() == run.done >= 2
     again = start_run("cancel", str(run.pk))
     assert again.returncode == 1 and "is not going (cancelled)" in again.stderr
+
+
+def test_the_run_page_says_batch_where_a_batch_gives_no_time_per_request(viewer_client) -> None:
+    """Seen in the install: every answer of a batch run read "0 ms"."""
+    dataset = make_qa_dataset(make_task("qa"), 2)
+    run = make_generation_run(dataset, {0: "four", 1: "six"})
+    Response.objects.filter(run=run).update(attempts=1, latency_ms=0)
+    page = viewer_client.get(f"/runs/{run.pk}/").content.decode()
+    assert page.count("0 ms") == 2
+    Run.objects.filter(pk=run.pk).update(batch=True)
+    page = viewer_client.get(f"/runs/{run.pk}/").content.decode()
+    assert "0 ms" not in page and page.count(">batch</span>") == 2
