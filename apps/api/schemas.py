@@ -74,6 +74,9 @@ class GenerationIn(Schema):
     logging_mode: str = "failed"
     chunk_size: int = 200
     batch: bool = False  # through the provider's Batch API (endpoints that support it)
+    # The response cache: "on", "off", or "" for the run kind's default (as the start forms).
+    use_cache: str = ""
+    budget_usd: float | None = None  # stop cleanly before the cost could pass this (USD)
 
 
 class JudgeRunIn(Schema):
@@ -85,6 +88,9 @@ class JudgeRunIn(Schema):
     logging_mode: str = "failed"
     chunk_size: int = 200
     batch: bool = False
+    # The response cache: "on", "off", or "" for the run kind's default (as the start forms).
+    use_cache: str = ""
+    budget_usd: float | None = None  # stop cleanly before the cost could pass this (USD)
 
 
 class PairwiseIn(Schema):
@@ -94,6 +100,9 @@ class PairwiseIn(Schema):
     endpoint: int | str
     logging_mode: str = "failed"
     batch: bool = False
+    # The response cache: "on", "off", or "" for the run kind's default (as the start forms).
+    use_cache: str = ""
+    budget_usd: float | None = None  # stop cleanly before the cost could pass this (USD)
 
 
 class RunOut(Schema):
@@ -110,6 +119,11 @@ class RunOut(Schema):
     source_column: str
     epochs: int
     batch: bool
+    use_cache: bool
+    cached: int  # requests answered from the response cache
+    sent: int  # requests sent to the provider (retries count)
+    saved_cost: float  # what the cached requests cost when first sent
+    budget_usd: float | None
     total: int
     done: int
     failed: int

@@ -268,6 +268,8 @@ def start_generation(request: HttpRequest, body: schemas.GenerationIn) -> Status
         chunk_size=form.cleaned_data["chunk_size"],
         epochs=form.cleaned_data["epochs"],
         batch=form.cleaned_data["batch"],
+        use_cache=form.cache_choice(),
+        budget_usd=form.cleaned_data.get("budget_usd"),
     )
     return Status(201, run_out(request, run))
 
@@ -304,6 +306,8 @@ def start_judge(request: HttpRequest, body: schemas.JudgeRunIn) -> Status[dict[s
             logging_mode=form.cleaned_data["logging_mode"],
             chunk_size=form.cleaned_data["chunk_size"],
             batch=form.cleaned_data.get("batch", False),
+            use_cache=form.cache_choice(),
+            budget_usd=form.cleaned_data.get("budget_usd"),
             **form.source(),
         )
     except JudgeRunError as exc:
@@ -340,6 +344,8 @@ def start_pairwise(request: HttpRequest, body: schemas.PairwiseIn) -> Status[dic
             user=request.user,
             logging_mode=form.cleaned_data["logging_mode"],
             batch=form.cleaned_data["batch"],
+            use_cache=form.cache_choice(),
+            budget_usd=form.cleaned_data.get("budget_usd"),
         )
     except JudgeRunError as exc:
         raise ApiError(400, str(exc)) from None
@@ -362,6 +368,11 @@ def run_out(request: HttpRequest, run: Run) -> dict[str, Any]:
         "source_column": run.source_column,
         "epochs": run.epochs,
         "batch": run.batch,
+        "use_cache": run.use_cache,
+        "cached": run.cached_count,
+        "sent": run.sent_count,
+        "saved_cost": run.saved_cost,
+        "budget_usd": float(run.budget_usd) if run.budget_usd is not None else None,
         "total": run.total,
         "done": run.done,
         "failed": run.failed,

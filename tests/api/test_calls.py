@@ -532,3 +532,56 @@ def test_a_sheet_named_is_read_even_when_the_first_sheet_is_unreadable(reviewer)
     assert sent.status_code == 201, sent.content
     dataset = Dataset.objects.get(pk=sent.json()["id"])
     assert (dataset.sheet, dataset.row_count) == ("Questions", 1)
+
+
+def test_the_start_calls_take_the_forms_cache_and_budget(reviewer, qa, settings):
+    """#16.4/#16.5 on the API: the start forms' response cache and budget cap, refused as
+    the forms refuse them, and reported with the run."""
+    task, dataset, template = qa
+    start = {"task": "qa", "dataset": dataset.pk, "endpoint": "local", "template": template.pk}
+    unpriced = reviewer.post("/runs/generation/", {**start, "budget_usd": 0.5})
+    assert unpriced.status_code == 400 and "budget_usd" in unpriced.json()["errors"]
+    settings.PRICE_TABLE = {"test-model": [2.0, 8.0]}
+    Endpoint.objects.filter(name="local").update(supports_batch=True)
+    both = reviewer.post("/runs/generation/", {**start, "budget_usd": 0.5, "batch": True})
+    assert both.json()["errors"]["budget_usd"] == [
+        "A budget cannot stop a batch: leave one of them out."
+    ]
+    started = reviewer.post("/runs/generation/", {**start, "use_cache": "off", "budget_usd": 0.5})
+    assert started.status_code == 201, started.content
+    body = started.json()
+    assert (body["use_cache"], body["budget_usd"], body["cached"], body["sent"]) == (
+        False,
+        0.5,
+        0,
+        0,
+    )
+    run = Run.objects.get(pk=body["id"])
+    assert (run.use_cache, float(run.budget_usd)) == (False, 0.5)
+
+    answers = make_answers_dataset(task, 2)
+    column = f"column:{answers.pk}:response"
+    rubric = make_judge(task)
+    judged = reviewer.post(
+        "/runs/judge/",
+        {"judge": rubric.pk, "responses": column, "endpoint": "local", "use_cache": "off"},
+    )
+    assert judged.status_code == 201 and judged.json()["use_cache"] is False
+    default = reviewer.post(
+        "/runs/judge/",
+        {"judge": rubric.pk, "responses": column, "endpoint": "local", "budget_usd": 0.25},
+    )
+    assert (default.json()["use_cache"], default.json()["budget_usd"]) == (True, 0.25)
+
+    rows = [{"key": f"q{i}", "fields": {"q": f"q{i}", "a": "x", "b": "y"}} for i in range(2)]
+    pair_data = make_dataset(
+        task, rows, name="pairs", mapping={"input_columns": ["q"], "response_columns": ["a", "b"]}
+    )
+    which = make_judge(task, Judge.Kind.PAIRWISE, name="which", subjects=[])
+    sets = [f"column:{pair_data.pk}:a", f"column:{pair_data.pk}:b"]
+    pairwise = reviewer.post(
+        "/runs/pairwise/",
+        {"judge": which.pk, "responses": sets, "endpoint": "local", "use_cache": "off"},
+    )
+    assert pairwise.status_code == 201, pairwise.content
+    assert Run.objects.get(pk=pairwise.json()["id"]).use_cache is False
