@@ -20,6 +20,11 @@ Reading replies (`ReplayCall`)
     its item with that error, and every line is an attempt in the logs. Lines an expired or
     failed batch never answered fail their items with the cause; lines of a cancelled batch
     leave their units without a result, for resume (which sends them as a new batch).
+The response cache (`apps.runs.cache`)
+    When the run reads the cache (`Run.use_cache`, not an overwrite), a unit whose every
+    request is already answered there is written from the cache while the files are cut
+    (`CacheCall`: $0, counted as cached) and never goes into a batch; a unit with any request
+    missing goes whole. Every reply a batch answers is stored in the cache (at the batch price).
 
 Jobs (both functions of ids, safe to run twice)
     `submit_job(run, launch)` (enqueued by `engine.launch`) renders the launch's pending units
@@ -55,7 +60,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from apps.runs import engine
+from apps.runs import cache, engine
 from apps.runs.engine import Call, Result, RunPlugin, plugin_for
 from apps.runs.llm import (
     NO_KEY,
@@ -65,6 +70,7 @@ from apps.runs.llm import (
     Reply,
     Scrubber,
     Stopped,
+    cache_key,
     chat_body,
     classify,
     known_keys,
@@ -109,6 +115,7 @@ class RecordingCall(_Numbered):
         super().__init__(key, item_id)
         self.endpoint = endpoint
         self.lines: list[bytes] = []
+        self.cache_keys: list[str] = []
 
     async def chat(
         self,
@@ -118,11 +125,13 @@ class RecordingCall(_Numbered):
         epoch: int = 0,
         **params: Any,
     ) -> Reply:
+        body = chat_body(self.endpoint, messages, **params)
+        self.cache_keys.append(cache_key(self.endpoint, body, epoch=epoch, round=round))
         line = {
             "custom_id": self.next_id(epoch, round),
             "method": "POST",
             "url": CHAT_PATH,
-            "body": chat_body(self.endpoint, messages, **params),
+            "body": body,
         }
         self.lines.append(json.dumps(line, ensure_ascii=False).encode() + b"\n")
         return Reply("", "", 0, 0, 0, 0.0, "", 0)
@@ -144,6 +153,8 @@ class ReplayCall(_Numbered):
         **params: Any,
     ) -> Reply:
         found = self.reader.lines.get(self.next_id(epoch, round))
+        body = chat_body(self.reader.endpoint, messages, **params)
+        key = cache_key(self.reader.endpoint, body, epoch=epoch, round=round)
         # A line the batch answered (or refused) was sent: it counts in the run's sent requests.
         attempt = Attempt(
             self.item_id, 1, False, messages, round=round, epoch=epoch, sent=found is not None
@@ -154,14 +165,14 @@ class ReplayCall(_Numbered):
             error = LLMError(ErrorKind.API_ERROR, self.reader.missing)
         else:
             try:
-                return self._reply(found, attempt)
+                return self._reply(found, attempt, key)
             except LLMError as exc:
                 error = exc
         attempt.error_kind, attempt.error, attempt.raw_reply = error.kind, error.message, error.raw
         self.log.append(attempt)
         raise error
 
-    def _reply(self, line: dict[str, Any], attempt: Attempt) -> Reply:
+    def _reply(self, line: dict[str, Any], attempt: Attempt, key: str) -> Reply:
         scrub = self.reader.scrub
         response = line.get("response") or {}
         status = response.get("status_code")
@@ -179,8 +190,57 @@ class ReplayCall(_Numbered):
         text, raw = scrub(text), scrub(raw)
         attempt.ok, attempt.raw_reply = True, raw
         attempt.prompt_tokens, attempt.completion_tokens, attempt.cost = ptok, ctok, cost
+        # Stored when the result is written, and only if the plug-in kept the reply.
+        attempt.cache_entry = {
+            "key": key,
+            "model": endpoint.model,
+            "content": text,
+            "finish_reason": finish[:32],
+            "prompt_tokens": ptok,
+            "completion_tokens": ctok,
+            "cost": cost,
+        }
         self.log.append(attempt)
         return Reply(text, finish, ptok, ctok, 0, cost, raw, 1, body)
+
+
+class CacheCall(_Numbered):
+    """Answers each request of a unit from the response cache, as `LLM.chat` answers a hit
+    ($0; the attempt records what it saved at the batch price); a miss leaves the unit to a
+    batch."""
+
+    def __init__(self, key: str, item_id: int, endpoint: Endpoint, hits: dict[str, Any]) -> None:
+        super().__init__(key, item_id)
+        self.endpoint = endpoint
+        self.hits = hits
+
+    async def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        round: int | None = None,
+        epoch: int = 0,
+        **params: Any,
+    ) -> Reply:
+        body = chat_body(self.endpoint, messages, **params)
+        hit = self.hits.get(cache_key(self.endpoint, body, epoch=epoch, round=round))
+        if hit is None:
+            raise Stopped
+        ptok, ctok, text = int(hit["prompt_tokens"]), int(hit["completion_tokens"]), hit["content"]
+        self.log.append(
+            Attempt(
+                self.item_id,
+                1,
+                True,
+                messages,
+                round=round,
+                epoch=epoch,
+                raw_reply=text[:RAW_LIMIT],
+                cached=True,
+                saved=self.endpoint.cost(ptok, ctok, batch=True),
+            )
+        )
+        return Reply(text, hit["finish_reason"], ptok, ctok, 0, 0.0, text, 0, cached=True)
 
 
 def line_error(line: dict[str, Any]) -> str:
@@ -379,22 +439,33 @@ def _key_of(unit: Any) -> str:
     return str(unit.key)
 
 
-def render(run: Run, plugin: RunPlugin, keys: list[str]) -> Iterator[tuple[str, list[bytes]]]:
+def render(
+    run: Run, plugin: RunPlugin, keys: list[str], *, read_cache: bool = False
+) -> Iterator[tuple[str, list[bytes]]]:
     """(unit key, its request lines) for every unit of `keys` that asks the model; a unit that
-    asks nothing has its result written now, as a chunk would write it."""
+    asks nothing, or (`read_cache`) whose every request the cache answers, has its result
+    written now, as a chunk would write it."""
     assert run.endpoint is not None
     for start in range(0, len(keys), SLICE):
         ctx = plugin.prepare(run)  # per slice: a context's asyncio objects belong to one loop
         units = plugin.load_units(run, ctx, keys[start : start + SLICE])
-        calls: list[Call] = [RecordingCall(_key_of(u), u.item_id, run.endpoint) for u in units]
-        results = run_async(_perform_all(plugin, run, ctx, units, calls))
-        final = []
-        for unit, call, result in zip(units, calls, results, strict=True):
-            lines = call.lines  # type: ignore[attr-defined]
-            if lines:
-                yield _key_of(unit), lines
-            elif result is not None:
-                final.append(result)
+        calls = [RecordingCall(_key_of(u), u.item_id, run.endpoint) for u in units]
+        results = run_async(_perform_all(plugin, run, ctx, units, list(calls)))
+        final = [r for c, r in zip(calls, results, strict=True) if not c.lines and r is not None]
+        asking = [(u, c) for u, c in zip(units, calls, strict=True) if c.lines]
+        if read_cache and asking:
+            hits = cache.lookup([k for _, c in asking for k in c.cache_keys])
+            whole = [(u, c) for u, c in asking if all(k in hits for k in c.cache_keys)]
+            if whole:
+                answered = [CacheCall(_key_of(u), u.item_id, run.endpoint, hits) for u, _ in whole]
+                from_cache = run_async(
+                    _perform_all(plugin, run, ctx, [u for u, _ in whole], list(answered))
+                )
+                done = {_key_of(u) for (u, _), r in zip(whole, from_cache, strict=True) if r}
+                final += [r for r in from_cache if r is not None]
+                asking = [(u, c) for u, c in asking if _key_of(u) not in done]
+        for unit, call in asking:
+            yield _key_of(unit), call.lines
         if final:
             engine.write_results(run, plugin, ctx, final)
         renew(run)
@@ -464,7 +535,8 @@ def _record_parts(run: Run, plugin: RunPlugin, keys: list[str]) -> None:
     parts: list[tuple[list[str], int]] = []
     part_keys: list[str] = []
     lines = size = 0
-    for key, unit_lines in render(run, plugin, keys):
+    read_cache = run.use_cache and run.mode != Run.Mode.OVERWRITE
+    for key, unit_lines in render(run, plugin, keys, read_cache=read_cache):
         more = sum(len(line) for line in unit_lines)
         if part_keys and (lines + len(unit_lines) > limit_lines or size + more > limit_bytes):
             parts.append((part_keys, lines))

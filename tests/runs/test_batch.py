@@ -337,3 +337,34 @@ def test_the_run_page_says_batch_where_a_batch_gives_no_time_per_request(viewer_
     Run.objects.filter(pk=run.pk).update(batch=True)
     page = viewer_client.get(f"/runs/{run.pk}/").content.decode()
     assert "0 ms" not in page and page.count(">batch</span>") == 2
+
+
+def test_a_batch_run_reads_and_fills_the_response_cache(start, batch_endpoint, llm_server, workers):
+    """The cost estimate's "batch and cache" row holds: a batch stores what it answers, and a
+    batch run that reads the cache sends only the units it does not hold."""
+    llm_server.configure(script=[{"match": "What is 7 + 7?", "status": 400}])
+    llm_server.batches(lines_per_second=100)
+    workers(**WORKER_ENV)
+    first = finished(start(batch=True, use_cache=True))
+    assert (first.done, first.failed, first.cached_count) == (29, 1, 0)
+    assert len(llm_server.batches()["batches"]) == 1
+
+    # Every item but the failed one is answered from the cache; only q7 goes to a batch.
+    llm_server.configure(script=[])
+    again = finished(start(batch=True, use_cache=True, label="again"))
+    assert again.status == Run.Status.COMPLETED, again.error
+    assert (again.done, again.failed, again.cached_count, again.sent_count) == (30, 0, 29, 1)
+    assert again.saved_cost == pytest.approx(29 * 27e-6)
+    batches = llm_server.batches()["batches"]
+    assert len(batches) == 2 and batches[1]["request_counts"]["total"] == 1
+    texts = dict(Response.objects.filter(run=again).values_list("item__key", "text"))
+    assert len(texts) == 30 and texts["q3"] == "echo: Q: What is 3 + 3?"
+    assert texts["q7"] == "echo: Q: What is 7 + 7?"
+
+    # Now the cache holds all 30: a batch run sends nothing, and so does a run without batch.
+    sent = len(llm_server.stats()["log"])
+    third = finished(start(batch=True, use_cache=True, label="third"))
+    fourth = finished(start(use_cache=True, label="fourth"))
+    assert [(r.done, r.cached_count, r.sent_count) for r in (third, fourth)] == [(30, 30, 0)] * 2
+    assert len(llm_server.batches()["batches"]) == 2 and len(llm_server.stats()["log"]) == sent
+    assert not RunBatch.objects.filter(run=third).exists()  # not even an empty file
