@@ -29,6 +29,7 @@ from apps.judges.parsing import JudgeReplyError, parse_pairwise_reply
 from apps.runs.budget import check_budget
 from apps.runs.engine import (
     Call,
+    PlannedRequest,
     Progress,
     Result,
     RunPlugin,
@@ -36,6 +37,7 @@ from apps.runs.engine import (
     launch,
     register,
 )
+from apps.runs.estimate import Estimate, estimate, evenly_spaced
 from apps.runs.llm import RAW_LIMIT, Attempt, LLMError
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run, set_names
 
@@ -160,6 +162,21 @@ class PairwisePlugin(RunPlugin):
 
     def lanes(self, run: Run) -> int:
         return run.endpoint.concurrency_limit if run.endpoint is not None else 1
+
+    def sample_keys(self, run: Run, n: int) -> tuple[list[str], int]:
+        ids = list(
+            Item.objects.filter(dataset_id=run.dataset_id)
+            .order_by("position")
+            .values_list("id", flat=True)
+        )
+        pairs = self._pairs(run)
+        chosen = evenly_spaced(ids, max(1, n // max(1, len(pairs))))
+        return [unit_key(item, a, b) for item in chosen for a, b in pairs], len(ids) * len(pairs)
+
+    def planned_requests(self, run: Run, ctx: Any, unit: PairUnit) -> list[PlannedRequest]:
+        if unit.error:
+            return []
+        return [PlannedRequest(unit.messages[order], {}, round=order) for order in ORDERS]
 
     def prepare(self, run: Run) -> PairwiseContext:
         judge = judge_of(run)
@@ -429,7 +446,16 @@ def find_responses(value: str) -> Run:
         raise JudgeRunError(str(exc)) from None
 
 
-def create_pairwise_run(
+def create_pairwise_run(judge: Judge, runs: list[Run], **options: Any) -> Run:
+    """A pairwise run over these response sets (see `new_pairwise_run`), launched when the
+    transaction commits."""
+    with transaction.atomic():
+        run = new_pairwise_run(judge, runs, **options)
+        launch(run, Run.Mode.RESUME)
+    return run
+
+
+def new_pairwise_run(
     judge: Judge,
     runs: list[Run],
     *,
@@ -442,8 +468,8 @@ def create_pairwise_run(
     use_cache: bool | None = None,
     budget_usd: Any = None,
 ) -> Run:
-    """A pairwise run over these response sets, launched when the transaction commits;
-    `batch` sends its requests through the provider's Batch API (apps.runs.batch)."""
+    """A pairwise run over these response sets, not launched; `batch` sends its requests
+    through the provider's Batch API (apps.runs.batch)."""
     if judge.kind != Judge.Kind.PAIRWISE:
         raise JudgeRunError(f"{judge} is not a pairwise judge.")
     unique = {run.pk: run for run in runs}
@@ -485,7 +511,6 @@ def create_pairwise_run(
         )
         setup = PairwiseSetup.objects.create(run=run, baseline=baseline)
         setup.responses.set(list(unique.values()))
-        launch(run, Run.Mode.RESUME)
     return run
 
 
@@ -496,6 +521,20 @@ def start_pairwise_run(judge: Judge, sources: list[str], baseline: str = "", **o
         runs = [find_responses(source) for source in sources]
         chosen = find_responses(baseline) if baseline else None
         return create_pairwise_run(judge, runs, baseline=chosen, **options)
+
+
+def estimate_pairwise_run(
+    judge: Judge, sources: list[str], baseline: str = "", **options: Any
+) -> Estimate:
+    """What the pairwise run `start_pairwise_run` would make costs, without making it: a
+    pairwise run's units need its setup in the database, so the rows (and any response column
+    read for it) are made in a transaction that is rolled back, and nothing is launched."""
+    with transaction.atomic():
+        runs = [find_responses(source) for source in sources]
+        chosen = find_responses(baseline) if baseline else None
+        found = estimate(new_pairwise_run(judge, runs, baseline=chosen, **options))
+        transaction.set_rollback(True)
+    return found
 
 
 # ---- what the comparisons say ----------------------------------------------------------------------

@@ -25,7 +25,7 @@ from apps.judges.launching import (
     retry_kind,
 )
 from apps.judges.models import Judge, judge_of
-from apps.judges.pairwise import consistency, start_pairwise_run
+from apps.judges.pairwise import consistency, estimate_pairwise_run, start_pairwise_run
 from apps.runs.engine import LaunchError
 from apps.runs.estimate import Estimate, estimate
 from apps.runs.models import Endpoint, ErrorKind, Run
@@ -133,9 +133,45 @@ def _judge_page(
         "split": learning.split_of(judge) if judge.kind == Judge.Kind.RUBRIC else {},
         "endpoints": Endpoint.objects.order_by("name"),
     }
-    if isinstance(form, JudgeRunForm) and request.user.can_edit:
-        context["estimate"] = _estimate(form)
+    if request.user.can_edit:
+        context["estimate"] = _estimate_of(form)
     return render(request, "judges/judge_detail.html", context, status=status)
+
+
+def _estimate_of(form: JudgeRunForm | PairwiseRunForm) -> Estimate | None:
+    if isinstance(form, PairwiseRunForm):
+        return _pairwise_estimate(form)
+    return _estimate(form)
+
+
+def _pairwise_estimate(form: PairwiseRunForm) -> Estimate | None:
+    """The cost estimate of a bound pairwise form's choices (None before any are made)."""
+    if not form.is_bound or not form.is_valid():
+        return None
+    sources, baseline = form.response_sets()
+    try:
+        return estimate_pairwise_run(
+            form.judge,
+            sources,
+            baseline,
+            endpoint=form.cleaned_data["endpoint"],
+            use_cache=form.cache_choice(),
+        )
+    except JudgeRunError:
+        return None
+
+
+def _estimate_only(
+    request: AppRequest, judge: Judge, form: JudgeRunForm | PairwiseRunForm
+) -> HttpResponse | None:
+    """The estimate of the choices so far, when that is all the request asks: its partial
+    (HTMX), or the page with it (no JavaScript)."""
+    if not (request.POST.get("estimate") or request.htmx.target == "cost-estimate"):
+        return None
+    if request.htmx:
+        context = {"estimate": _estimate_of(form)}
+        return render(request, "judges/judge_detail.html#estimate", context)
+    return _judge_page(request, judge, form)
 
 
 def _estimate(form: JudgeRunForm) -> Estimate | None:
@@ -158,12 +194,8 @@ def judge_run_start(request: AppRequest, pk: int) -> HttpResponse:
     if judge.kind == Judge.Kind.PAIRWISE:
         return _pairwise_start(request, judge)
     form = JudgeRunForm(request.POST, judge=judge)
-    if request.POST.get("estimate") or (request.htmx and request.htmx.target == "cost-estimate"):
-        # The estimate of the choices so far: its partial (HTMX), or the page with it (no JS).
-        if request.htmx:
-            context = {"estimate": _estimate(form)}
-            return render(request, "judges/judge_detail.html#estimate", context)
-        return _judge_page(request, judge, form)
+    if answered := _estimate_only(request, judge, form):
+        return answered
     if form.is_valid():
         try:
             run = create_judge_run(
@@ -188,6 +220,8 @@ def judge_run_start(request: AppRequest, pk: int) -> HttpResponse:
 
 def _pairwise_start(request: AppRequest, judge: Judge) -> HttpResponse:
     form = PairwiseRunForm(request.POST, judge=judge)
+    if answered := _estimate_only(request, judge, form):
+        return answered
     if form.is_valid():
         try:
             sources, baseline = form.response_sets()
