@@ -82,7 +82,8 @@ def test_a_429_holds_every_worker_for_its_retry_after(
     endpoint.save()
     llm_server.configure(
         latency=0.5,
-        script=[{"match": "What is 12 + 12?", "status": 429, "times": 1, "retry_after": 3}],
+        # An item of the first chunk: told early, most of the run is still to send after it.
+        script=[{"match": "What is 1 + 1?", "status": 429, "times": 1, "retry_after": 3}],
     )
     run = start(dataset=dataset, chunk_size=10)
     workers()
