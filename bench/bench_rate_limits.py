@@ -94,6 +94,11 @@ def main() -> None:
     parser.add_argument("--tpm", type=int, default=60000)
     parser.add_argument("--inflight", type=int, default=32)
     parser.add_argument("--chunk-size", type=int, default=100)
+    parser.add_argument(
+        "--unstated",
+        action="store_true",
+        help="the endpoint states no limits: the engine has only the provider's headers",
+    )
     args = parser.parse_args()
     config = dict(
         rpm=args.rpm,
@@ -120,8 +125,8 @@ def measure(args: argparse.Namespace, server: Any) -> bool:
         base_url=server.base_url,
         model="test-model",
         concurrency_limit=args.inflight,
-        rpm_limit=args.rpm,
-        tpm_limit=args.tpm,
+        rpm_limit=None if args.unstated else args.rpm,
+        tpm_limit=None if args.unstated else args.tpm,
         max_tokens=MAX_TOKENS,
         timeout_seconds=30,
         api_key_secret="sk-bench",

@@ -100,7 +100,14 @@ from django.utils import timezone
 
 from apps.runs import cache
 from apps.runs.budget import RunBudget, start_spend
-from apps.runs.limits import KEY_PREFIX, EndpointSemaphore, RateLimiter, async_redis
+from apps.runs.limits import (
+    KEY_PREFIX,
+    EndpointSemaphore,
+    RateLimiter,
+    async_redis,
+    lower_limit,
+    provider_limits,
+)
 from apps.runs.llm import (
     LLM,
     Attempt,
@@ -497,7 +504,7 @@ class LaunchError(Exception):
 def chunk_timeout(run: Run, lanes: int, units: int = 0) -> int:
     """RQ's limit for one chunk job: its `chunk_size` units in the worst case, with margin.
 
-    Under RPM/TPM limits a chunk shares the endpoint's pace with every other chunk, however
+    Under RPM/TPM limits (the endpoint's, or its provider's as last stated) a chunk shares the endpoint's pace with every other chunk, however
     many run at once, so it may take as long as the launch's `units` at that pace (a request
     each, of max_tokens + `RATE_PROMPT_TOKENS_GUESS` tokens): never less than that.
     """
@@ -508,10 +515,13 @@ def chunk_timeout(run: Run, lanes: int, units: int = 0) -> int:
         retries = endpoint.max_retries
         per_unit = (endpoint.timeout_seconds + 5) * (retries + 1) + 30.0 * retries
         tokens = (endpoint.max_tokens or COMPLETION_TOKENS_GUESS) + RATE_PROMPT_TOKENS_GUESS
-        paced = units * max(
-            60.0 / endpoint.rpm_limit if endpoint.rpm_limit else 0.0,
-            60.0 * tokens / endpoint.tpm_limit if endpoint.tpm_limit else 0.0,
+        # Limits the provider stated pace the chunk like the endpoint's own.
+        told_rpm, told_tpm = (
+            provider_limits([endpoint.pk])[endpoint.pk] if endpoint.pk else (None, None)
         )
+        rpm = lower_limit(endpoint.rpm_limit, told_rpm)
+        tpm = lower_limit(endpoint.tpm_limit, told_tpm)
+        paced = units * max(60.0 / rpm if rpm else 0.0, 60.0 * tokens / tpm if tpm else 0.0)
     waves = math.ceil(max(run.chunk_size, 1) / max(lanes, 1))
     limit = max(waves * per_unit, paced) * CHUNK_TIMEOUT_MARGIN + CHUNK_TIMEOUT_SLACK
     return int(min(max(CHUNK_TIMEOUT_MIN, limit), CHUNK_TIMEOUT_MAX))
@@ -965,6 +975,10 @@ class ChunkRunner:
                 )
             # Running from here on: set up (client, templates, pool) and about to send.
             await self.db(self.run.mark_running)
+            if self.llm is not None and self.llm.rate is not None:
+                # Just before the first request: what other chunks read from the provider's
+                # headers meanwhile (the heartbeat reads it again every second).
+                await self.llm.rate.load_learned()
             writer = asyncio.create_task(self.writer())
             helpers = [
                 asyncio.create_task(self.heartbeat()),
@@ -1198,10 +1212,13 @@ class ChunkRunner:
             pipe.mget(stop_key(self.run.pk), launch_key(self.run.pk))
             if self.llm is not None and self.llm.rate is not None:
                 pipe.pttl(self.llm.rate.pause_key)
-            (stop, launch), *paused = await pipe.execute()
-            if paused and self.llm is not None and self.llm.rate is not None:
-                # Read here for endpoints without RPM/TPM limits, whose lanes ask no Redis.
-                self.llm.rate.note_pause(int(paused[0]))
+                pipe.get(self.llm.rate.learned_key)
+            (stop, launch), *rate = await pipe.execute()
+            if rate and self.llm is not None and self.llm.rate is not None:
+                # Read here for endpoints without RPM/TPM limits, whose lanes ask no Redis,
+                # and for the limits another chunk read from the provider's headers.
+                self.llm.rate.note_pause(int(rate[0]))
+                self.llm.rate.read_learned(rate[1])
             if stop or (launch is not None and int(launch) != self.launch):
                 self.stop.set()
             if self.lease is not None and self.lease.lost.is_set():

@@ -69,15 +69,17 @@ class EndpointForm(forms.ModelForm):
         labels = {
             "base_url": "Base URL",
             "api_key_env": "API key environment variable",
-            "rpm_limit": "Requests per minute (blank: no limit)",
-            "tpm_limit": "Tokens per minute (blank: no limit)",
+            "rpm_limit": "Requests per minute (blank: as the provider states)",
+            "tpm_limit": "Tokens per minute (blank: as the provider states)",
             "timeout_seconds": "Timeout per request (seconds)",
         }
         help_texts = {
             "base_url": "The server's OpenAI-compatible API root, e.g. https://api.openai.com/v1 or "
             "http://localhost:8000/v1 (vLLM, Ollama, LiteLLM). Blank means OpenAI "
             "(or $OPENAI_BASE_URL).",
-            "rpm_limit": "The provider's limit for this key and model; every worker shares it.",
+            "rpm_limit": "The provider's limit for this key and model; every worker shares it. "
+            "Runs also keep to the limits the provider states in its x-ratelimit-limit-* "
+            "headers, whichever is lower.",
             "tpm_limit": "Counted like OpenAI: the prompt (estimated before sending, corrected "
             "from the reply's usage) plus Max tokens (256 when blank, then the reply's real "
             "length). Every worker shares it.",

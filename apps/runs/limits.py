@@ -13,7 +13,9 @@
   "wait this long" and spends nothing. A reply's real usage corrects the token budget
   (`settle`), so an estimate that is off does not drift over a long run. `pause` makes every
   worker on the endpoint wait (a 429's Retry-After, or headers saying the provider's budget
-  is spent: `pause_from_headers`).
+  is spent: `spent_for`). The limits a provider states in its
+  `x-ratelimit-limit-*` headers are kept to like the endpoint's own (`learn`: the lower of
+  the two wins), shared through Redis so every worker paces to them.
 
 Tokens are estimated before sending (`request_tokens`) the way OpenAI's own limiter does: it
 does not tokenize either, it guesses from the characters and adds max_tokens, reserved at
@@ -40,7 +42,13 @@ from typing import Any
 
 from django.conf import settings
 
-from apps.runs.tuning import COMPLETION_TOKENS_GUESS, RATE_PAUSE_CAP, SLOT_LEASE_SECONDS
+from apps.runs.tuning import (
+    COMPLETION_TOKENS_GUESS,
+    LEARNED_REFRESH,
+    LEARNED_TTL,
+    RATE_PAUSE_CAP,
+    SLOT_LEASE_SECONDS,
+)
 
 KEY_PREFIX = "evalsite"
 
@@ -350,6 +358,12 @@ class RateLimiter:
         self.token_burst = max(1, token_burst if token_burst is not None else (tpm or 60) // 60)
         self.shared = bool(self.interval_us or self.token_us)
         self.paused_until = 0.0  # time.monotonic() of this process
+        # What the endpoint states (None: nothing) and what the provider's headers state.
+        self.stated: tuple[int | None, int | None] = (rpm, tpm)
+        self.concurrency = 1
+        self.learned: tuple[int | None, int | None] = (None, None)
+        self.learned_key = learned_key(endpoint_id)
+        self._published = 0.0  # time.monotonic() the learned limits were last written
         # One lane per chunk asks Redis at a time; the others queue here in order, so a
         # hundred waiting lanes do not all poll when a turn comes.
         self._turn = asyncio.Lock()
@@ -363,17 +377,74 @@ class RateLimiter:
         limit: a GCRA lets `burst` through at once on top of its rate, so the rate gives the
         burst back (600 RPM with a burst of 10 spaces requests for 591 a minute), and a
         sliding-window provider, the strictest kind, never answers 429."""
-        rpm, tpm = endpoint.rpm_limit, endpoint.tpm_limit
-        burst = max(1, min((rpm or 0) // 60, endpoint.concurrency_limit))
+        limiter = cls(client, endpoint.pk)
+        limiter.stated = (endpoint.rpm_limit, endpoint.tpm_limit)
+        limiter.concurrency = endpoint.concurrency_limit
+        limiter._hold(*limiter.stated)
+        return limiter
+
+    def _hold(self, rpm: int | None, tpm: int | None) -> None:
+        """Pace to these limits (see `for_endpoint`); None is no limit."""
+        burst = max(1, min((rpm or 0) // 60, self.concurrency))
         token_burst = max(1, (tpm or 0) // 60)  # one second's worth
-        return cls(
-            client,
-            endpoint.pk,
-            max(1, rpm - burst + 1) if rpm else None,
-            burst,
-            tpm=max(1, tpm - token_burst) if tpm else None,
-            token_burst=token_burst,
+        held_rpm = max(1, rpm - burst + 1) if rpm else None
+        held_tpm = max(1, tpm - token_burst) if tpm else None
+        self.interval_us = int(60_000_000 / held_rpm) if held_rpm else 0
+        self.burst = burst
+        self.token_us = 60_000_000 / held_tpm if held_tpm else 0.0
+        self.token_burst = token_burst
+        self.shared = bool(self.interval_us or self.token_us)
+
+    def limits(self) -> tuple[int | None, int | None]:
+        """The limits paced to: the lower of the endpoint's and the provider's, each."""
+        return (
+            lower_limit(self.stated[0], self.learned[0]),
+            lower_limit(self.stated[1], self.learned[1]),
         )
+
+    def note_learned(self, rpm: int | None, tpm: int | None) -> bool:
+        """Take the provider's stated limits (from a reply, or from Redis: another chunk read
+        them); True if they changed what this limiter paces to."""
+        if (rpm, tpm) == self.learned:
+            return False
+        before = self.limits()
+        self.learned = (rpm, tpm)
+        if self.limits() == before:
+            return False
+        self._hold(*self.limits())
+        return True
+
+    async def learn(self, headers: Mapping[str, str]) -> None:
+        """The limits a provider states in `x-ratelimit-limit-*` pace every worker from the
+        next request on, so an endpoint saved without limits (or with higher ones than its
+        key has) still keeps to them instead of learning each one from 429s. Written to
+        Redis when they change, and again every `LEARNED_REFRESH` seconds while they are seen
+        (they lapse `LEARNED_TTL` seconds after the provider stops stating them)."""
+        rpm = _header_int(headers, "x-ratelimit-limit-requests")
+        tpm = _header_int(headers, "x-ratelimit-limit-tokens")
+        rpm = rpm if rpm is not None and rpm > 0 else None
+        tpm = tpm if tpm is not None and tpm > 0 else None
+        if rpm is None and tpm is None:
+            return
+        changed = (rpm, tpm) != self.learned
+        self.note_learned(rpm, tpm)
+        if changed or time.monotonic() - self._published > LEARNED_REFRESH:
+            self._published = time.monotonic()
+            await self.client.set(self.learned_key, f"{rpm or 0} {tpm or 0}", ex=LEARNED_TTL)
+
+    async def load_learned(self) -> None:
+        """What other chunks learned from the provider, before this one sends anything."""
+        self.read_learned(await self.client.get(self.learned_key))
+
+    def read_learned(self, value: bytes | str | None) -> None:
+        """The learned key's value as stored by `learn` ("rpm tpm", 0 for none)."""
+        if value is None:
+            self.note_learned(None, None)
+            return
+        text = value.decode() if isinstance(value, bytes) else value
+        with contextlib.suppress(ValueError):
+            rpm, tpm = (int(part) for part in text.split())
+            self.note_learned(rpm or None, tpm or None)
 
     async def try_spend(self, tokens: int = 0) -> float:
         """Spend one request and `tokens` if both budgets allow now: 0.0, else seconds to wait."""
@@ -439,3 +510,34 @@ class RateLimiter:
 
 def pause_key(endpoint_id: int) -> str:
     return f"{KEY_PREFIX}:endpoint:{endpoint_id}:pause"
+
+
+def learned_key(endpoint_id: int) -> str:
+    return f"{KEY_PREFIX}:endpoint:{endpoint_id}:provider-limits"
+
+
+def lower_limit(a: int | None, b: int | None) -> int | None:
+    """The stricter of two limits, None being none."""
+    return b if a is None else a if b is None else min(a, b)
+
+
+def provider_limits(endpoint_ids: list[int]) -> dict[int, tuple[int | None, int | None]]:
+    """The limits each endpoint's provider last stated (RPM, TPM), read synchronously (one
+    MGET on the queue's Redis) for the pages and launches; (None, None) when none were seen
+    lately."""
+    if not endpoint_ids:
+        return {}
+    import django_rq  # the sync client the queue uses; its import needs settings ready
+
+    client = django_rq.get_connection("default")
+    values = client.mget([learned_key(pk) for pk in endpoint_ids])
+    found: dict[int, tuple[int | None, int | None]] = {}
+    for pk, value in zip(endpoint_ids, values, strict=True):
+        found[pk] = (None, None)
+        if value is None:
+            continue
+        text = value.decode() if isinstance(value, bytes) else value
+        with contextlib.suppress(ValueError):
+            rpm, tpm = (int(part) for part in text.split())
+            found[pk] = (rpm or None, tpm or None)
+    return found

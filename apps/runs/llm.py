@@ -949,6 +949,8 @@ class LLM:
         # The answer is in hand: a Redis blip here must not fail the item (the budget is off
         # by one request's correction at worst).
         with contextlib.suppress(RedisError, OSError):
+            if headers is not None:
+                await self.rate.learn(headers)
             if ptok > 0:
                 await self.rate.settle(tokens, ptok + (max_tokens or ctok))
             if headers is not None and (wait := spent_for(headers, tokens)) > 0:
@@ -961,6 +963,8 @@ class LLM:
         assert self.rate is not None
         if not error.rate_limited:
             return
+        if headers is not None:
+            await self.rate.learn(headers)
         await self.rate.settle(tokens, 0)
         wait = error.retry_after
         if wait is None and headers is not None:

@@ -77,6 +77,11 @@ RATE_PROMPT_TOKENS_GUESS = 2000
 # A shared pause (a 429's Retry-After, or headers saying the budget is spent) stops every
 # worker on the endpoint for at most this long at a time (s), like RETRY_AFTER_CAP.
 RATE_PAUSE_CAP = 120.0
+# Limits a provider states in its x-ratelimit-limit-* headers are shared through Redis, written
+# again at most this often while replies keep stating them (s), and forgotten this long after
+# the last write (s): a key moved to another tier is paced to its new limits within minutes.
+LEARNED_REFRESH = 30.0
+LEARNED_TTL = 600
 
 # ---- batch mode (apps.runs.batch) -------------------------------------------------------------
 # A poll job holds its launch for max(this, 3 × EVALSITE_BATCH_POLL_SECONDS) and renews that

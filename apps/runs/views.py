@@ -1,3 +1,4 @@
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -8,6 +9,7 @@ from django.db.models import Count, QuerySet
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
+from redis.exceptions import RedisError
 
 from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets.models import Dataset, Item, Task
@@ -17,6 +19,7 @@ from apps.runs.choices import ChoiceRunError, create_choice_run
 from apps.runs.estimate import Estimate, estimate
 from apps.runs.forms import ChoiceRunForm, EndpointForm, GenerationRunForm, PromptTemplateForm
 from apps.runs.generation import create_generation_run
+from apps.runs.limits import provider_limits
 from apps.runs.llm import test_connection
 from apps.runs.models import (
     AttemptLog,
@@ -276,7 +279,12 @@ def _generation_defaults(task: Task, dataset: Dataset | None, params: Any) -> di
 # ---- endpoints (admins) ---------------------------------------------------------------------
 @admin_required
 def endpoint_list(request: AppRequest) -> HttpResponse:
-    return render(request, "runs/endpoint_list.html", {"endpoints": Endpoint.objects.all()})
+    endpoints = list(Endpoint.objects.all())
+    told: dict[int, tuple[int | None, int | None]] = {}
+    with contextlib.suppress(RedisError, OSError):  # the page lists endpoints without Redis
+        told = provider_limits([e.pk for e in endpoints])
+    rows = [(e, *told.get(e.pk, (None, None))) for e in endpoints]
+    return render(request, "runs/endpoint_list.html", {"rows": rows})
 
 
 @admin_required

@@ -8,12 +8,14 @@ import sys
 import textwrap
 
 import pytest
+from django.urls import reverse
 
 from apps.runs.limits import (
     COMPLETION_TOKENS_GUESS,
     RateLimiter,
     async_redis,
     completion_budget,
+    learned_key,
     parse_duration,
     prompt_tokens,
     request_tokens,
@@ -208,20 +210,20 @@ def test_a_pause_holds_every_limiter_of_the_endpoint(redis_conn):
 
 @pytest.mark.django_db
 def test_headers_saying_the_budget_is_spent_pause_everyone(endpoint, llm_server):
-    """The server allows 3 requests a minute; the endpoint does not know. The third reply says
-    none remain (reset ≈ 60 s, 3 a minute): every worker waits ≈ 60 / 3 = 20 s from then."""
+    """The server allows 3 requests a minute; the endpoint does not know. Three workers send
+    one request each, at once (before any has read the limit from a reply): the third reply
+    says none remain (reset ≈ 60 s, 3 a minute), and every worker waits ≈ 60 / 3 = 20 s."""
     llm_server.configure(rpm=3)
 
     async def main():
         client = async_redis()
         stop = asyncio.Event()
-        rate = RateLimiter.for_endpoint(client, endpoint)
-        assert not rate.shared
-        llm = LLM(endpoint, slots=None, rate=rate, stop=stop)
-        log: list[Attempt] = []
         for i in range(3):
-            await llm.chat([{"role": "user", "content": f"q{i}"}], log=log, item_id=1)
-        await llm.close()
+            rate = RateLimiter.for_endpoint(client, endpoint)
+            assert not rate.shared
+            llm = LLM(endpoint, slots=None, rate=rate, stop=stop)
+            await llm.chat([{"role": "user", "content": f"q{i}"}], log=[], item_id=1)
+            await llm.close()
         other_worker = RateLimiter(client, endpoint.pk, 6000, 10)
         wait = await other_worker.try_spend()
         await client.aclose()
@@ -231,6 +233,72 @@ def test_headers_saying_the_budget_is_spent_pause_everyone(endpoint, llm_server)
     assert 15.0 < wait <= 20.0
     stats = llm_server.stats(log=False)
     assert stats["requests"] == 3 and stats["rate_limited"] == 0
+
+
+@pytest.mark.django_db
+def test_limits_the_provider_states_pace_every_worker(endpoint, llm_server):
+    """An endpoint saved without limits, a provider that states 120 RPM and 6,000 TPM in its
+    headers: the first reply makes the limiter pace to them (a burst of 2 given back: 60 / 119
+    s apart), every other worker reads them from Redis, the lower of the endpoint's and the
+    provider's counts, and they lapse when nobody has seen them for a while."""
+    llm_server.configure(rpm=120, tpm=6000)
+
+    async def main():
+        client = async_redis()
+        rate = RateLimiter.for_endpoint(client, endpoint)
+        assert not rate.shared and rate.limits() == (None, None)
+        llm = LLM(endpoint, slots=None, rate=rate, stop=asyncio.Event())
+        await llm.chat([{"role": "user", "content": "q"}], log=[], item_id=1)
+        await llm.close()
+        seen = (rate.shared, rate.limits(), rate.interval_us, rate.burst)
+        stored = await client.get(rate.learned_key)
+        ttl = await client.ttl(rate.learned_key)
+        other = RateLimiter.for_endpoint(client, endpoint)
+        await other.load_learned()
+        # Spending: two at once (the burst), the third 60 / 119 s later.
+        waits = [await other.try_spend(10) for _ in range(3)]
+        endpoint.rpm_limit = 60  # the endpoint says less than the provider: 60 it is
+        stricter = RateLimiter.for_endpoint(client, endpoint)
+        await stricter.load_learned()
+        lower = stricter.limits()
+        stricter.read_learned(None)  # lapsed: back to the endpoint's own
+        lapsed = (stricter.limits(), stricter.token_us)
+        await client.aclose()
+        return seen, stored, ttl, other.limits(), waits, lower, lapsed
+
+    seen, stored, ttl, other, waits, lower, lapsed = run_async(main())
+    assert seen == (True, (120, 6000), int(60_000_000 / 119), 2)
+    assert stored == b"120 6000" and 590 < ttl <= 600
+    assert other == (120, 6000)
+    assert waits[:2] == [0.0, 0.0] and 0.45 < waits[2] <= 60 / 119
+    assert lower == (60, 6000)
+    assert lapsed == ((60, None), 0.0)
+
+
+@pytest.mark.django_db
+def test_the_endpoint_list_shows_the_limits_the_provider_states(admin_client, endpoint, redis_conn):
+    redis = redis_conn
+    endpoint.rpm_limit = 500
+    endpoint.save()
+    page = admin_client.get(reverse("runs:endpoint-list")).content.decode()
+    assert "provider:" not in page
+    redis.set(learned_key(endpoint.pk), "120 60000")
+    page = admin_client.get(reverse("runs:endpoint-list")).content.decode()
+    assert "provider: 120" in page and "provider: 60000" in page and ">500<" in page
+
+
+@pytest.mark.django_db
+def test_a_chunk_paced_by_the_providers_limits_gets_the_time_for_it(endpoint, redis_conn):
+    """RQ's limit for a chunk counts the provider's stated limits like the endpoint's own:
+    1,000 requests at 6 a minute are 10 s each, with the 1.5 margin and 120 s."""
+    from apps.runs.engine import chunk_timeout
+    from apps.runs.models import Run
+
+    endpoint.timeout_seconds, endpoint.max_retries = 10, 1
+    run = Run(endpoint=endpoint, chunk_size=10)
+    assert chunk_timeout(run, lanes=10, units=1000) == 600
+    redis_conn.set(learned_key(endpoint.pk), "6 0")
+    assert chunk_timeout(run, lanes=10, units=1000) == 1000 * 10 * 1.5 + 120
 
 
 @pytest.mark.django_db
@@ -274,7 +342,7 @@ def test_the_endpoint_form_takes_both_limits_and_the_list_shows_them(admin_clien
     assert refused.status_code == 200 and not Endpoint.objects.exists()
     assert "greater than or equal to 1" in refused.content.decode()
     form = admin_client.get(url).content.decode()
-    assert 'name="tpm_limit"' in form and "Tokens per minute (blank: no limit)" in form
+    assert 'name="tpm_limit"' in form and "Tokens per minute (blank: as the provider states)" in form
     saved = admin_client.post(url, {**ENDPOINT_POST, "rpm_limit": 600, "tpm_limit": 60000})
     assert saved.status_code == 302
     endpoint = Endpoint.objects.get()

@@ -70,6 +70,30 @@ def test_two_workers_keep_to_the_tokens_per_minute_settled_by_usage(
     assert times[-1] - times[0] >= 15 * per_request - 0.5
 
 
+def test_two_workers_keep_to_the_limits_the_provider_states_in_its_headers(
+    start, task, endpoint, llm_server, workers
+):
+    """The endpoint is saved without limits; the server allows 120 a minute and says so in
+    every reply. Each worker paces to it from its first reply on (or from Redis, once the
+    other has read it): only each worker's first wave (4 in flight) and a burst of 2 go
+    unpaced; the rest is spaced as under a stated limit (60 / 119 s). Unpaced, the 30 would
+    all be sent in about a second and a half."""
+    dataset = make_qa_dataset(task, 30, name="told")
+    llm_server.configure(rpm=120, latency=0.2)
+    run = start(dataset=dataset, chunk_size=10)
+    workers()
+    workers()
+    run = finished(run)
+    assert (run.done, run.failed) == (30, 0)
+    stats = llm_server.stats()
+    assert stats["by_status"] == {"200": 30} and stats["rate_limited"] == 0
+    times = [entry["time"] for entry in arrivals(llm_server)]
+    interval = 60 / 119
+    paced = times[10:]
+    assert all(paced[i + 8] - paced[i] >= 7 * interval - 0.5 for i in range(len(paced) - 8))
+    assert paced[-1] - paced[0] >= (len(paced) - 3) * interval - 0.5
+
+
 @pytest.mark.parametrize("limited", [True, False], ids=["with-rpm", "no-limits"])
 def test_a_429_holds_every_worker_for_its_retry_after(
     start, task, endpoint, llm_server, workers, limited
