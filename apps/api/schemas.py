@@ -1,9 +1,21 @@
 """What the API's calls take and give, for the OpenAPI schema (the views build plain dicts)."""
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from ninja import Schema
+from pydantic import BeforeValidator
+
+
+def _cache_word(value: object) -> object:
+    """JSON true / false as the start forms' "on" / "off" (runs report it as a boolean)."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return value
+
+
+# The response cache: "on" or true, "off" or false, "" (or left out) for the run kind's default.
+CacheChoice = Annotated[str, BeforeValidator(_cache_word)]
 
 
 class Error(Schema):
@@ -74,8 +86,7 @@ class GenerationIn(Schema):
     logging_mode: str = "failed"
     chunk_size: int = 200
     batch: bool = False  # through the provider's Batch API (endpoints that support it)
-    # The response cache: "on", "off", or "" for the run kind's default (as the start forms).
-    use_cache: str = ""
+    use_cache: CacheChoice = ""
     budget_usd: float | None = None  # stop cleanly before the cost could pass this (USD)
 
 
@@ -88,8 +99,7 @@ class JudgeRunIn(Schema):
     logging_mode: str = "failed"
     chunk_size: int = 200
     batch: bool = False
-    # The response cache: "on", "off", or "" for the run kind's default (as the start forms).
-    use_cache: str = ""
+    use_cache: CacheChoice = ""
     budget_usd: float | None = None  # stop cleanly before the cost could pass this (USD)
 
 
@@ -100,8 +110,7 @@ class PairwiseIn(Schema):
     endpoint: int | str
     logging_mode: str = "failed"
     batch: bool = False
-    # The response cache: "on", "off", or "" for the run kind's default (as the start forms).
-    use_cache: str = ""
+    use_cache: CacheChoice = ""
     budget_usd: float | None = None  # stop cleanly before the cost could pass this (USD)
 
 

@@ -564,9 +564,15 @@ def test_the_start_calls_take_the_forms_cache_and_budget(reviewer, qa, settings)
     rubric = make_judge(task)
     judged = reviewer.post(
         "/runs/judge/",
-        {"judge": rubric.pk, "responses": column, "endpoint": "local", "use_cache": "off"},
+        {"judge": rubric.pk, "responses": column, "endpoint": "local", "use_cache": False},
     )
-    assert judged.status_code == 201 and judged.json()["use_cache"] is False
+    # JSON's false is "off", as runs report it (seen from a script: it was refused as no string).
+    assert judged.status_code == 201, judged.content
+    assert judged.json()["use_cache"] is False
+    again = reviewer.post("/runs/generation/", {**start, "label": "cached", "use_cache": True})
+    assert again.status_code == 201 and again.json()["use_cache"] is True
+    wrong = reviewer.post("/runs/generation/", {**start, "label": "x", "use_cache": "maybe"})
+    assert wrong.status_code == 400 and "use_cache" in wrong.json()["errors"]
     default = reviewer.post(
         "/runs/judge/",
         {"judge": rubric.pk, "responses": column, "endpoint": "local", "budget_usd": 0.25},

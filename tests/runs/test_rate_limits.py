@@ -342,7 +342,9 @@ def test_the_endpoint_form_takes_both_limits_and_the_list_shows_them(admin_clien
     assert refused.status_code == 200 and not Endpoint.objects.exists()
     assert "greater than or equal to 1" in refused.content.decode()
     form = admin_client.get(url).content.decode()
-    assert 'name="tpm_limit"' in form and "Tokens per minute (blank: as the provider states)" in form
+    assert (
+        'name="tpm_limit"' in form and "Tokens per minute (blank: as the provider states)" in form
+    )
     saved = admin_client.post(url, {**ENDPOINT_POST, "rpm_limit": 600, "tpm_limit": 60000})
     assert saved.status_code == 302
     endpoint = Endpoint.objects.get()
