@@ -114,6 +114,13 @@ class PairwiseIn(Schema):
     budget_usd: float | None = None  # stop cleanly before the cost could pass this (USD)
 
 
+class RelaunchIn(Schema):
+    # What the run page's buttons launch: "resume" (items without a result), "retry_failed"
+    # or "overwrite" (every item again).
+    mode: str = "resume"
+    budget_usd: float | None = None  # a new budget (USD), e.g. raised past what stopped it
+
+
 class RunOut(Schema):
     id: int
     kind: str

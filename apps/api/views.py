@@ -13,10 +13,12 @@ from typing import Any, cast
 from django import forms
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Count
 from django.http import Http404, HttpRequest, QueryDict, StreamingHttpResponse
 from ninja import File, Form, Query, Router, Schema, Status
 from ninja.files import UploadedFile
+from pydantic import ValidationError
 
 from apps.accounts.models import User
 from apps.api import schemas
@@ -33,6 +35,8 @@ from apps.judges.launching import JudgeRunError, create_judge_run
 from apps.judges.models import Judge
 from apps.judges.pairwise import start_pairwise_run
 from apps.leaderboards import boards, exports, pairs, pairwise_board
+from apps.runs import engine
+from apps.runs.budget import check_budget
 from apps.runs.forms import GenerationRunForm
 from apps.runs.generation import create_generation_run
 from apps.runs.models import Endpoint, ErrorKind, PromptTemplate, Response, Run
@@ -400,6 +404,66 @@ def run_out(request: HttpRequest, run: Run) -> dict[str, Any]:
 )
 def run_detail(request: HttpRequest, pk: int) -> dict[str, Any]:
     return run_out(request, _run(pk))
+
+
+@router.post(
+    "/runs/{pk}/cancel/",
+    tags=["runs"],
+    response={200: schemas.RunOut, **ERRORS},
+    summary="Cancel a run (what is answered stays)",
+)
+def cancel_run(request: HttpRequest, pk: int) -> dict[str, Any]:
+    """As the run page's Cancel: no new requests are sent (a batch is cancelled at the
+    provider); resume finishes it later. A run that is not going is left as it is."""
+    need(request, User.Role.REVIEWER)
+    run = _run(pk)
+    if run.is_active:
+        engine.cancel(run)
+    return run_out(request, Run.objects.get(pk=run.pk))
+
+
+def _optional_body[S: Schema](request: HttpRequest, schema: type[S]) -> S:
+    """A JSON body that may be left out altogether (a bare `curl -X POST`), which ninja's
+    body parameters refuse: read here, with the same 422 for a body that does not fit."""
+    if not request.body.strip():
+        return schema()
+    try:
+        return schema.model_validate_json(request.body)
+    except ValidationError as exc:
+        fields = {".".join(map(str, e["loc"])) or "body": [e["msg"]] for e in exc.errors()}
+        raise ApiError(422, "; ".join(f"{k}: {v[0]}" for k, v in fields.items()), fields) from None
+
+
+def _optional(schema: type[Schema]) -> dict[str, Any]:
+    """The OpenAPI entry of a body `_optional_body` reads."""
+    content = {"application/json": {"schema": schema.model_json_schema()}}
+    return {"requestBody": {"required": False, "content": content}}
+
+
+@router.post(
+    "/runs/{pk}/resume/",
+    tags=["runs"],
+    response={200: schemas.RunOut, **ERRORS},
+    summary="Resume a run, retry its failed items or run it again",
+    openapi_extra=_optional(schemas.RelaunchIn),
+)
+def resume_run(request: HttpRequest, pk: int) -> dict[str, Any]:
+    """As the run page's buttons, with the same refusals; a `budget_usd` replaces the budget
+    first (a run stopped by its budget goes on once it is raised). The body may be left out."""
+    need(request, User.Role.REVIEWER)
+    body = _optional_body(request, schemas.RelaunchIn)
+    run = _run(pk)
+    if body.mode not in Run.Mode.values:
+        choices = ", ".join(Run.Mode.values)
+        raise ApiError(400, f"Unknown mode {body.mode!r}: use {choices}.", {"mode": [choices]})
+    try:
+        with transaction.atomic():
+            if body.budget_usd is not None:
+                run.set_budget(check_budget(body.budget_usd, run.endpoint))
+            engine.launch(run, body.mode)
+    except (engine.LaunchError, ValueError) as exc:
+        raise ApiError(400, str(exc)) from None
+    return run_out(request, Run.objects.get(pk=run.pk))
 
 
 class FailedQuery(Schema):
