@@ -42,11 +42,12 @@ def parse_responses(value: str) -> tuple[Run | None, Dataset, str]:
             raise JudgeRunError(f"No dataset with id {name}.")
         return None, dataset, column
     latest = {}
-    # A draft (a generated dataset not yet reviewed) is never the latest version to judge.
+    # A draft (a generated dataset not yet reviewed, or discarded) is never the latest
+    # version to judge.
     named = (
         Dataset.objects.select_related("task")
         .filter(name=name)
-        .exclude(status=Dataset.Status.DRAFT)
+        .exclude(status__in=[Dataset.Status.DRAFT, Dataset.Status.DISCARDED])
     )
     for dataset in named.order_by("version"):
         latest[dataset.task_id] = dataset

@@ -246,8 +246,9 @@ class DatasetGenerationPlugin(RunPlugin):
     @staticmethod
     def _check_draft(run: Run) -> None:
         if run.dataset.status != Dataset.Status.DRAFT:
+            state = run.dataset.get_status_display().lower()
             raise LaunchError(
-                f"{run.dataset} is published: its generation run cannot run again. "
+                f"{run.dataset} is {state}: its generation run cannot run again. "
                 "Generate a new draft instead."
             )
 
@@ -472,8 +473,8 @@ def create_dataset_generation_run(
 
 
 # ---- publishing ---------------------------------------------------------------------------------
-class PublishError(Exception):
-    """The draft cannot be published now; the message says why."""
+class DraftError(Exception):
+    """The draft cannot be published (or discarded) now; the message says why."""
 
 
 def generation_run(dataset: Dataset) -> Run | None:
@@ -492,20 +493,20 @@ def publish(dataset: Dataset) -> Dataset:
     with transaction.atomic():
         locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
         if locked.status != Dataset.Status.DRAFT:
-            raise PublishError(f"{locked} is not a draft (it is {locked.get_status_display()}).")
+            raise DraftError(f"{locked} is not a draft (it is {locked.get_status_display()}).")
         run = generation_run(locked)
         if run is not None and run.is_active and not run.is_stalled:
-            raise PublishError("Its generation run is still going: wait for it to end.")
+            raise DraftError("Its generation run is still going: wait for it to end.")
         drafts = DraftItem.objects.filter(dataset=locked)
         undecided = drafts.undecided().count()
         if undecided:
-            raise PublishError(
+            raise DraftError(
                 f"{undecided} item{'s are' if undecided != 1 else ' is'} still to review: "
                 "approve, edit or reject every item first."
             )
         kept = list(drafts.kept().select_related("unit").order_by("unit__index", "number"))
         if not kept:
-            raise PublishError("No item was approved or edited: there is nothing to publish.")
+            raise DraftError("No item was approved or edited: there is nothing to publish.")
         rows = [
             {
                 "id": draft.key,
@@ -531,6 +532,23 @@ def publish(dataset: Dataset) -> Dataset:
         locked.fingerprint = locked.compute_fingerprint()
         locked.save()
         transaction.on_commit(lambda: announce_imported(locked))
+    return locked
+
+
+def discard(dataset: Dataset) -> Dataset:
+    """Give up a draft nobody wants (questions too general, a prompt to fix first): it is
+    used by no run and listed as discarded, and its decisions so far still count in the
+    generator's rates (its items left undecided do not count as waiting). Its generation run
+    must have ended: cancel it first."""
+    with transaction.atomic():
+        locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+        if locked.status != Dataset.Status.DRAFT:
+            raise DraftError(f"{locked} is not a draft (it is {locked.get_status_display()}).")
+        run = generation_run(locked)
+        if run is not None and run.is_active and not run.is_stalled:
+            raise DraftError("Its generation run is still going: cancel it first.")
+        locked.status = Dataset.Status.DISCARDED
+        locked.save(update_fields=["status"])
     return locked
 
 
@@ -569,10 +587,11 @@ class VersionRates:
 
 def rates_by_version(generator: Generator) -> list[VersionRates]:
     """Per version of the generator (newest first): its items approved, edited, rejected and
-    still to review; rates are shares of the decided items."""
+    still to review (in drafts not discarded); rates are shares of the decided items."""
     versions = {g.pk: VersionRates(g) for g in generator.versions().order_by("-version")}
     counts = (
         DraftItem.objects.filter(generator_id__in=versions)
+        .exclude(decision=DraftItem.Decision.PENDING, dataset__status=Dataset.Status.DISCARDED)
         .values_list("generator_id", "decision")
         .annotate(n=Count("pk"))
     )

@@ -16,8 +16,9 @@ from django.views.decorators.http import require_POST
 from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets.models import Dataset, Frozen, Task
 from apps.runs.drafting import (
-    PublishError,
+    DraftError,
     create_dataset_generation_run,
+    discard,
     generation_run,
     publish,
     rates_by_version,
@@ -74,7 +75,7 @@ def _generator_context(generator: Generator, form: DatasetGenerationForm) -> dic
     )
     pending = dict(
         DraftItem.objects.undecided()
-        .filter(dataset__in=[run.dataset_id for run in runs])
+        .filter(dataset__in=[run.dataset_id for run in runs], dataset__status=Dataset.Status.DRAFT)
         .values_list("dataset")
         .annotate(n=Count("pk"))
     )
@@ -197,7 +198,7 @@ def draft_publish(request: AppRequest, pk: int) -> HttpResponse:
     dataset = get_object_or_404(Dataset, pk=pk)
     try:
         published = publish(dataset)
-    except PublishError as exc:
+    except DraftError as exc:
         messages.error(request, str(exc))
         return redirect("runs:draft-review", pk=dataset.pk)
     messages.success(
@@ -205,3 +206,20 @@ def draft_publish(request: AppRequest, pk: int) -> HttpResponse:
         f"Published {published}: {published.row_count} items; runs and judges may use it now.",
     )
     return redirect(published)
+
+
+@require_POST
+@reviewer_required
+def draft_discard(request: AppRequest, pk: int) -> HttpResponse:
+    dataset = get_object_or_404(Dataset.objects.select_related("task"), pk=pk)
+    try:
+        discarded = discard(dataset)
+    except DraftError as exc:
+        messages.error(request, str(exc))
+        return redirect("runs:draft-review", pk=dataset.pk)
+    messages.success(
+        request,
+        f"Discarded {discarded}: no run will use it; its decisions still count in the "
+        "generator's rates.",
+    )
+    return redirect(dataset.task)

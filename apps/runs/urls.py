@@ -34,6 +34,7 @@ urlpatterns = [
     ),
     path("drafts/<int:pk>/", generator_views.draft_review, name="draft-review"),
     path("drafts/<int:pk>/publish/", generator_views.draft_publish, name="draft-publish"),
+    path("drafts/<int:pk>/discard/", generator_views.draft_discard, name="draft-discard"),
     path("drafts/items/<int:pk>/", generator_views.draft_decide, name="draft-decide"),
     path("system/", views.system, name="system"),
     path("system/check-worker/", views.check_worker, name="check-worker"),

@@ -20,11 +20,18 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.datasets.models import Dataset, Item
+from apps.datasets.models import Dataset, Frozen, Item
 from apps.datasets.signals import dataset_imported
 from apps.judges.launching import JudgeRunError, check_source
-from apps.runs.drafting import create_dataset_generation_run, publish, rates_by_version, split_list
-from apps.runs.engine import launch
+from apps.runs.drafting import (
+    DraftError,
+    create_dataset_generation_run,
+    discard,
+    publish,
+    rates_by_version,
+    split_list,
+)
+from apps.runs.engine import LaunchError, launch
 from apps.runs.forms import GenerationRunForm, GeneratorForm
 from apps.runs.models import (
     AttemptLog,
@@ -388,6 +395,51 @@ def test_publish_is_atomic(task):
     assert draft.status == Dataset.Status.DRAFT and draft.row_count == 0
     assert list(draft.items.values_list("key", flat=True)) == ["1-2"]
     assert not DraftItem.objects.filter(item__isnull=False).exists()
+
+
+@pytest.mark.django_db
+def test_a_discarded_draft_is_used_by_nothing_and_its_decisions_still_count(task, viewer_client):
+    reviewer_client = Client()
+    reviewer_client.force_login(make_user("reviewer", "decider"))
+    generator = make_generator(task)
+    draft = make_draft(
+        generator, [[("a?", "1"), ("b?", "2"), ("c?", "3")]], decisions=["approved", "rejected"]
+    )
+    url = reverse("runs:draft-discard", args=[draft.pk])
+    assert viewer_client.post(url).status_code == 403
+    run = Run.objects.get(dataset=draft)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, heartbeat_at=timezone.now())
+    going = reviewer_client.post(url, follow=True).content.decode()
+    assert "Its generation run is still going: cancel it first." in going
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.COMPLETED)
+
+    response = reviewer_client.post(url)
+    assert response.status_code == 302 and response.url == task.get_absolute_url()
+    draft.refresh_from_db()
+    assert draft.status == Dataset.Status.DISCARDED
+    # Its two decisions count; the item nobody decided is not waiting for anyone.
+    (rates,) = rates_by_version(generator)
+    assert (rates.approved, rates.rejected, rates.pending, rates.kept_rate) == (1, 1, 0, 0.5)
+    review = reviewer_client.get(reverse("runs:draft-review", args=[draft.pk])).content.decode()
+    assert 'id="discarded"' in review and 'id="publish"' not in review
+    assert 'id="discard"' not in review
+
+    # Nothing uses it, changes it or publishes it; the next draft is not its new version.
+    assert draft not in GenerationRunForm(task=task).fields["dataset"].queryset
+    with pytest.raises(DraftError, match="is not a draft"):
+        publish(draft)
+    with pytest.raises(DraftError, match="is not a draft"):
+        discard(draft)
+    with pytest.raises(Frozen, match="is discarded: its items no longer change"):
+        DraftItem.objects.get(dataset=draft, decision="pending").decide("approved", None)
+    with pytest.raises(LaunchError, match="is discarded: its generation run cannot run again"):
+        launch(run, Run.Mode.RESUME)
+    with pytest.raises(JudgeRunError, match="is not ready"):
+        check_source(make_judge(task), None, draft, "question")
+    upload = Dataset.objects.new_version(task, draft.name, format="csv", status="ready")
+    assert (upload.version, upload.previous_id) == (draft.version + 1, None)  # corrects nothing
+    page = viewer_client.get(draft.get_absolute_url()).content.decode()
+    assert "A discarded draft" in page
 
 
 # ---- rates per generator version ------------------------------------------------------------------
