@@ -11,6 +11,8 @@ its last: requests/min and tokens/min, the ratio to the binding limit (the large
 ratios; goal >= 0.95), and the share of requests answered 429 (goal < 1%).
 
     .venv-test/bin/python bench/bench_rate_limits.py [--items 2000] [--rpm 600] [--tpm 60000]
+        [--unstated]      the endpoint states no limits: only the server's headers tell them
+        [--no-headers]    the server sends no x-ratelimit-* headers (a 429 says retry-after)
 """
 
 import argparse
@@ -99,8 +101,14 @@ def main() -> None:
         action="store_true",
         help="the endpoint states no limits: the engine has only the provider's headers",
     )
+    parser.add_argument(
+        "--no-headers",
+        action="store_true",
+        help="the server states no limits in its headers (a 429 still says retry-after)",
+    )
     args = parser.parse_args()
     config = dict(
+        rate_headers=not args.no_headers,
         rpm=args.rpm,
         tpm=args.tpm,
         latency=0.3,

@@ -111,6 +111,9 @@ DEFAULTS: dict[str, Any] = {
     # is no limit, and then no x-ratelimit-* header is sent either.
     "rpm": None,
     "tpm": None,
+    # False: the limits are enforced without a word of them (no x-ratelimit-* header; a 429
+    # still says retry-after), as some gateways and self-hosted servers do.
+    "rate_headers": True,
 }
 COMPLETIONS_MODES = ("logprobs", "absent", "zero", "null")
 ACTIONS = ("reply", "status", "garbage", "hang")
@@ -488,6 +491,10 @@ class State:
                 if not isinstance(knobs[name], str):
                     raise ConfigError(f"{name} must be a string")
                 new[name] = knobs[name]
+        if "rate_headers" in knobs:
+            if not isinstance(knobs["rate_headers"], bool):
+                raise ConfigError(f"rate_headers must be a bool, got {knobs['rate_headers']!r}")
+            new["rate_headers"] = knobs["rate_headers"]
         if "echo_auth" in knobs:
             if not isinstance(knobs["echo_auth"], bool):
                 raise ConfigError("echo_auth must be true or false")
@@ -655,6 +662,8 @@ class State:
                 reserved = _max_tokens(body)
                 cost = sum(_words(_text(m.get("content"))) for m in messages) + (reserved or 0)
                 admitted, headers, wait = self.rate.admit(time.time(), cfg["rpm"], cfg["tpm"], cost)
+                if not cfg["rate_headers"]:
+                    headers = {}
                 entry["rate_tokens"] = cost
                 if admitted is None:
                     # Refused at once, as OpenAI does: no model time spent.

@@ -439,6 +439,14 @@ def test_rpm_refuses_the_request_over_the_minute_with_retry_after(llm_server: LL
     assert stats["rate"]["admitted"] == 3 and stats["rate"]["window_requests"] == 3
 
 
+def test_limits_can_be_kept_without_a_word_but_retry_after(llm_server: LLMServer) -> None:
+    llm_server.configure(rpm=2, rate_headers=False)
+    replies = _send(llm_server, ["a", "b", "c"])
+    assert [status for status, _ in replies] == [200, 200, 429]
+    assert not [name for _, h in replies for name in h if name.startswith("x-ratelimit")]
+    assert 55 < float(replies[2][1]["retry-after"]) <= 60
+
+
 def test_tpm_counts_the_prompt_plus_max_tokens_at_request_time(llm_server: LLMServer) -> None:
     llm_server.configure(tpm=30)
     # 5 words of prompt + max_tokens 10 = 15 tokens each, however short the reply.
