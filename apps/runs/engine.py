@@ -504,9 +504,10 @@ class LaunchError(Exception):
 def chunk_timeout(run: Run, lanes: int, units: int = 0) -> int:
     """RQ's limit for one chunk job: its `chunk_size` units in the worst case, with margin.
 
-    Under RPM/TPM limits (the endpoint's, or its provider's as last stated) a chunk shares the endpoint's pace with every other chunk, however
-    many run at once, so it may take as long as the launch's `units` at that pace (a request
-    each, of max_tokens + `RATE_PROMPT_TOKENS_GUESS` tokens): never less than that.
+    Under RPM/TPM limits (the endpoint's, or its provider's as last stated) a chunk shares
+    the endpoint's pace with every other chunk, however many run at once, so it may take as
+    long as the launch's `units` at that pace (a request each, of max_tokens +
+    `RATE_PROMPT_TOKENS_GUESS` tokens): never less than that.
     """
     endpoint = run.endpoint
     per_unit = UNIT_SECONDS_WITHOUT_ENDPOINT
