@@ -270,7 +270,7 @@ def test_limits_the_provider_states_pace_every_worker(endpoint, llm_server):
     assert seen == (True, (120, 6000), int(60_000_000 / 119), 2)
     assert stored == b"120 6000" and 590 < ttl <= 600
     assert other == (120, 6000)
-    assert waits[:2] == [0.0, 0.0] and 0.45 < waits[2] <= 60 / 119
+    assert waits[:2] == [0.0, 0.0] and 0.3 < waits[2] <= 60 / 119  # less the time spent asking
     assert lower == (60, 6000)
     assert lapsed == ((60, None), 0.0)
 
