@@ -486,17 +486,24 @@ def generation_run(dataset: Dataset) -> Run | None:
     )
 
 
+def _locked_draft(dataset: Dataset, while_going: str) -> Dataset:
+    """The draft, locked to be published or discarded (call inside a transaction); DraftError
+    when it is no longer a draft or its generation run is still going."""
+    locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+    if locked.status != Dataset.Status.DRAFT:
+        raise DraftError(f"{locked} is not a draft (it is {locked.get_status_display()}).")
+    run = generation_run(locked)
+    if run is not None and run.is_active and not run.is_stalled:
+        raise DraftError(f"Its generation run is still going: {while_going}.")
+    return locked
+
+
 def publish(dataset: Dataset) -> Dataset:
     """Make a reviewed draft a ready dataset of its approved and edited items, atomically, and
     send `dataset_imported` once that has committed. Every item must be decided first: a draft
     is published as a whole, so nobody publishes half a review by mistake."""
     with transaction.atomic():
-        locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
-        if locked.status != Dataset.Status.DRAFT:
-            raise DraftError(f"{locked} is not a draft (it is {locked.get_status_display()}).")
-        run = generation_run(locked)
-        if run is not None and run.is_active and not run.is_stalled:
-            raise DraftError("Its generation run is still going: wait for it to end.")
+        locked = _locked_draft(dataset, "wait for it to end")
         drafts = DraftItem.objects.filter(dataset=locked)
         undecided = drafts.undecided().count()
         if undecided:
@@ -541,12 +548,7 @@ def discard(dataset: Dataset) -> Dataset:
     generator's rates (its items left undecided do not count as waiting). Its generation run
     must have ended: cancel it first."""
     with transaction.atomic():
-        locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
-        if locked.status != Dataset.Status.DRAFT:
-            raise DraftError(f"{locked} is not a draft (it is {locked.get_status_display()}).")
-        run = generation_run(locked)
-        if run is not None and run.is_active and not run.is_stalled:
-            raise DraftError("Its generation run is still going: cancel it first.")
+        locked = _locked_draft(dataset, "cancel it first")
         locked.status = Dataset.Status.DISCARDED
         locked.save(update_fields=["status"])
     return locked
