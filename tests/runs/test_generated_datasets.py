@@ -406,6 +406,9 @@ def test_a_discarded_draft_is_used_by_nothing_and_its_decisions_still_count(task
         generator, [[("a?", "1"), ("b?", "2"), ("c?", "3")]], decisions=["approved", "rejected"]
     )
     url = reverse("runs:draft-discard", args=[draft.pk])
+    review_url = reverse("runs:draft-review", args=[draft.pk])
+    assert 'id="discard"' in reviewer_client.get(review_url).content.decode()
+    assert 'id="discard"' not in viewer_client.get(review_url).content.decode()
     assert viewer_client.post(url).status_code == 403
     run = Run.objects.get(dataset=draft)
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, heartbeat_at=timezone.now())
