@@ -270,6 +270,13 @@ class Dataset(models.Model):
         return self.status == self.Status.DRAFT
 
     @property
+    def draft_state(self) -> str:
+        """What became of a generated draft, in words: "published" once it is ready."""
+        if self.status == self.Status.READY:
+            return "published"
+        return self.get_status_display().lower()
+
+    @property
     def id_column(self) -> str | None:
         return self.mapping.get("id_column") or None
 

@@ -246,9 +246,8 @@ class DatasetGenerationPlugin(RunPlugin):
     @staticmethod
     def _check_draft(run: Run) -> None:
         if run.dataset.status != Dataset.Status.DRAFT:
-            state = run.dataset.get_status_display().lower()
             raise LaunchError(
-                f"{run.dataset} is {state}: its generation run cannot run again. "
+                f"{run.dataset} is {run.dataset.draft_state}: its generation run cannot run again. "
                 "Generate a new draft instead."
             )
 

@@ -1129,8 +1129,9 @@ class DraftItem(models.Model):
         """Approve, reject, or edit (texts: content/question/reference); an edit that changes
         nothing is an approval. Only while the dataset is a draft."""
         if self.dataset.status != Dataset.Status.DRAFT:
-            state = self.dataset.get_status_display().lower()
-            raise Frozen(f"{self.dataset} is {state}: its items no longer change.")
+            raise Frozen(
+                f"{self.dataset} is {self.dataset.draft_state}: its items no longer change."
+            )
         if decision not in self.Decision.values:
             raise ValueError(f"Unknown decision {decision!r}.")
         if decision != self.Decision.REJECTED:

@@ -378,6 +378,8 @@ def test_publish_needs_every_item_decided_keeps_approved_and_edited_and_announce
     assert decide(reviewer, items[1], "approved").status_code == 302
     items[1].refresh_from_db()
     assert items[1].decision == "rejected"
+    with pytest.raises(Frozen, match=r"v\d+ is published: its items no longer change"):
+        items[1].decide("approved", None)
     # A run may use it now (its inputs are the content and the question).
     assert list(GenerationRunForm(task=task).fields["dataset"].queryset) == [draft]
 
