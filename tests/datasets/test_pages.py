@@ -257,6 +257,7 @@ def test_upload_corrected_file_makes_a_linked_version(reviewer_client, task):
     Run.objects.create(task=task, kind=Run.Kind.GENERATION, dataset=first)
     page = text(reviewer_client.get(first.get_absolute_url()))
     assert 'id="frozen"' in page and "Delete</button>" not in page
+    assert "A corrected file becomes a new version" in page
     corrected_link = reverse("datasets:dataset-upload", args=[task.slug]) + "?name=mmlu"
     assert corrected_link in page
     form_page = reviewer_client.get(corrected_link)

@@ -445,6 +445,7 @@ def test_a_discarded_draft_is_used_by_nothing_and_its_decisions_still_count(task
     assert (upload.version, upload.previous_id) == (draft.version + 1, None)  # corrects nothing
     page = viewer_client.get(draft.get_absolute_url()).content.decode()
     assert "A discarded draft" in page
+    assert "A corrected file becomes a new version" not in page  # its own run froze it
 
 
 # ---- rates per generator version ------------------------------------------------------------------
