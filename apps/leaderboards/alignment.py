@@ -107,12 +107,13 @@ def metrics(judged: np.ndarray, people: np.ndarray, low: float, high: float) -> 
     picks = rng.integers(0, n, size=(RESAMPLES, n))
     same = (j == p).astype(float)
     diff = np.abs(judged - people)
-    kappas = np.array(
-        [
-            weighted_kappa(confusion(j[pick], p[pick], categories), categories) or np.nan
-            for pick in picks[:500]  # the κ bootstrap is the slow one: 500 resamples
-        ]
+    # A resample whose κ is exactly 0 (no better than chance) is a value like any other; only
+    # an undefined κ (None: one category used throughout) is left out of the interval.
+    found = (
+        weighted_kappa(confusion(j[pick], p[pick], categories), categories)
+        for pick in picks[:500]  # the κ bootstrap is the slow one: 500 resamples
     )
+    kappas = np.array([np.nan if kappa is None else kappa for kappa in found])
     return Metrics(
         accuracy=float(same.mean()),
         accuracy_ci=percentile_ci(same[picks].mean(axis=1)),

@@ -68,3 +68,37 @@ def test_judge_alignment_csv_neutralises_item_keys() -> None:
     assert [(r["values"], r["mad"]) for r in rows] == [("this_version", "0.0"), ("reviewed", "1.5")]
     assert rows[0]["held_out_items"] == "'=cmd|' /C calc'!A0|q2"
     assert (rows[0]["kappa"], rows[0]["weighted_kappa_low"], rows[0]["seed"]) == ("", "", "3")
+
+
+def test_weighted_kappa_interval_keeps_resamples_whose_kappa_is_zero() -> None:
+    """#29.9: a resample where the judge used one category has κ = 0 exactly (no better than
+    chance); it belongs in the interval. Pinned to statsmodels' quadratic-weighted κ over the
+    same seeded resamples (the report's own draw)."""
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    from apps.leaderboards import alignment
+
+    judged = np.array([3, 3, 3, 3, 3, 3, 3, 4, 3, 3], dtype=float)
+    people = np.array([3, 4, 2, 3, 5, 3, 1, 4, 2, 3], dtype=float)
+    found = metrics(judged, people, 1, 5)
+    categories = [1.0, 2.0, 3.0, 4.0, 5.0]
+    picks = np.random.default_rng(alignment.SEED).integers(
+        0, len(judged), size=(alignment.RESAMPLES, len(judged))
+    )[:500]
+    kappas = []
+    for pick in picks:
+        matrix = confusion(judged[pick], people[pick], categories)
+        if (matrix.sum(axis=1) == matrix.sum()).any() and (
+            matrix.sum(axis=0) == matrix.sum()
+        ).any():
+            kappas.append(np.nan)  # both raters used one category: κ undefined
+        else:
+            kappas.append(cohens_kappa(matrix, wt="quadratic", return_results=False))
+    kappas_array = np.array(kappas, dtype=float)
+    zero = int((kappas_array == 0).sum())
+    assert zero > 100  # the case the old `or np.nan` dropped
+    low, high = np.nanpercentile(kappas_array, [2.5, 97.5])
+    assert found.weighted_kappa_ci is not None
+    assert (found.weighted_kappa_ci.low, found.weighted_kappa_ci.high) == pytest.approx(
+        (low, high), abs=1e-9
+    )
