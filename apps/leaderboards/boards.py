@@ -8,7 +8,7 @@ and the `leaderboard` command all read the same `Board` and print the same numbe
 import dataclasses
 import functools
 import math
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +19,8 @@ from apps.datasets.models import Dataset, Task
 from apps.judges.models import Judge
 from apps.leaderboards import items, summaries
 from apps.leaderboards.epochs import Reduction
-from apps.leaderboards.items import doubtful_count, flaky_count, remember
+from apps.leaderboards.items import doubtful_count, flaky_count
+from apps.leaderboards.memo import Memo, review_state
 from apps.leaderboards.stats import (
     Dist,
     Interval,
@@ -29,7 +30,6 @@ from apps.leaderboards.stats import (
     resampled_column_means,
 )
 from apps.leaderboards.subjects import SubjectInfo, as_number, subject_infos
-from apps.review.queue import last_event_id
 from apps.runs.models import Run
 
 MODES = ("human", "judge")
@@ -275,7 +275,7 @@ class Board:
     @functools.cached_property
     def last_event(self) -> int:
         """The last review event, read once per board: it keys the cached human values."""
-        return last_event_id()
+        return review_state()
 
     @property
     def modes_shown(self) -> list[str]:
@@ -420,15 +420,14 @@ def build(task: Task, params: Params) -> Board:
             board.params.tag_subject,
             tuple(board.tags),
         )
-        if key in _epoch_tags:
-            _epoch_tags.move_to_end(key)
+        if (tag_rows := _epoch_tags.get(key)) is not None:
             board.tag_subject = board.subject(board.params.tag_subject or "") or (
                 board.subjects[0] if board.subjects else None
             )
-            board.tag_rows = list(_epoch_tags[key])
+            board.tag_rows = list(tag_rows)
         else:
             array_tag_table(board, common=False)
-            remember(_epoch_tags, key, list(board.tag_rows))
+            _epoch_tags.put(key, list(board.tag_rows))
     else:
         tag_table(board, scores)
     return board
@@ -440,8 +439,8 @@ def values_of(board: Board, run: Run, mode: str) -> dict[str, np.ndarray]:
     return items.item_values(run, mode, board.last_event, board.reduction)
 
 
-_epoch_cells: "OrderedDict[tuple, tuple]" = OrderedDict()
-_epoch_tags: "OrderedDict[tuple, list]" = OrderedDict()
+_epoch_cells: Memo[tuple] = Memo("reduced cells")
+_epoch_tags: Memo[list] = Memo("reduced tag tables")
 
 
 def _reduced_key(board: Board, run: Run, mode: str) -> tuple:
@@ -466,9 +465,8 @@ def epoch_cells(board: Board, tag: str | None) -> None:
     for mode in MODES:
         for row in board.rows:
             key = (*_reduced_key(board, row.run, mode), tag, weights)
-            if key in _epoch_cells:
-                _epoch_cells.move_to_end(key)
-                cells, overall, overall_ci = _epoch_cells[key]
+            if (found_cells := _epoch_cells.get(key)) is not None:
+                cells, overall, overall_ci = found_cells
                 row.cells[mode], row.overall[mode], row.overall_ci[mode] = (
                     dict(cells),
                     overall,
@@ -498,9 +496,7 @@ def epoch_cells(board: Board, tag: str | None) -> None:
                 if row.overall[mode] is not None
                 else None
             )
-            remember(
-                _epoch_cells, key, (dict(row.cells[mode]), row.overall[mode], row.overall_ci[mode])
-            )
+            _epoch_cells.put(key, (dict(row.cells[mode]), row.overall[mode], row.overall_ci[mode]))
 
 
 # ---- the same items ---------------------------------------------------------------------

@@ -1,13 +1,12 @@
 """Each model's value per item, as numpy arrays in its dataset's item order, and the items that
 several models have in common: what "every pair" and "common items only" are computed from.
 
-Cached per process, least recently used first out. A dataset's items never change once a run
+Memoised per process (apps.leaderboards.memo), least recently used first out. A dataset's items never change once a run
 used it (Frozen), so they are cached by the dataset; a run's values by the state of its results
 (and, for human-corrected values, by the last review event: the judge's values are kept and the
 current overrides laid over them, one small query).
 """
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,15 +15,9 @@ import numpy as np
 from apps.datasets.models import Dataset, Item
 from apps.judges.models import RunItemQuerySet, Score, ScoreEvent, judge_of
 from apps.leaderboards.epochs import Reduction, override_value, reduce
+from apps.leaderboards.memo import Memo, review_state, run_state
 from apps.leaderboards.subjects import subject_infos
-from apps.leaderboards.summaries import fingerprint
-from apps.review.queue import last_event_id
 from apps.runs.models import Run
-
-CACHE_SIZE = 64
-_datasets: "OrderedDict[tuple, DatasetItems]" = OrderedDict()
-_values: "OrderedDict[tuple, dict[str, np.ndarray]]" = OrderedDict()
-_common: "OrderedDict[tuple, list[np.ndarray]]" = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -34,23 +27,22 @@ class DatasetItems:
     index: dict[int, int]  # item id → position in the arrays
 
 
-def remember(cache: OrderedDict, key: object, value: object) -> None:
-    """Keep `value` in a least-recently-used cache of CACHE_SIZE entries."""
-    cache[key] = value
-    while len(cache) > CACHE_SIZE:
-        cache.popitem(last=False)
-
-
 def _dataset_key(dataset: Dataset) -> tuple:
     # created_at keeps a reused primary key (a new database, a rolled-back test) apart.
     return (dataset.pk, dataset.created_at)
 
 
+_datasets: Memo["DatasetItems"] = Memo("dataset items")
+_values: Memo[dict[str, np.ndarray]] = Memo("item values")
+_common: Memo[list[np.ndarray]] = Memo("common positions")
+_flaky: Memo[int] = Memo("flaky counts")
+_doubtful: Memo[int] = Memo("doubtful counts")
+
+
 def dataset_items(dataset: Dataset) -> DatasetItems:
     key = _dataset_key(dataset)
-    if key in _datasets:
-        _datasets.move_to_end(key)
-        return _datasets[key]
+    if (cached := _datasets.get(key)) is not None:
+        return cached
     rows = list(
         Item.objects.filter(dataset_id=dataset.pk)
         .order_by("position")
@@ -61,8 +53,7 @@ def dataset_items(dataset: Dataset) -> DatasetItems:
         tags=np.array([t or "" for _, _, t in rows], dtype=object),
         index={pk: i for i, (pk, _, _) in enumerate(rows)},
     )
-    remember(_datasets, key, found)
-    return found
+    return _datasets.put(key, found)
 
 
 def tag_mask(tags: np.ndarray, tag: str | None) -> np.ndarray:
@@ -84,11 +75,9 @@ def item_values(
     how an item's epochs make its value (the mean unless asked: apps.leaderboards.epochs)."""
     if not reduction.is_mean:
         return _reduced_values(run, mode, last_event, reduction)
-    judge_key = (run.pk, fingerprint(run), "judge")
-    if judge_key in _values:
-        _values.move_to_end(judge_key)
-        judged = _values[judge_key]
-    else:
+    judge_key = (run.pk, run_state(run), "judge")
+    judged = _values.get(judge_key)
+    if judged is None:
         items = dataset_items(run.dataset)
         judged = {}
         rows = Score.objects.filter(run_id=run.pk).values_list(
@@ -100,15 +89,14 @@ def item_values(
                 column = judged[subject] = np.full(len(items.keys), np.nan)
             if status == Score.Status.OK and value is not None and item_id in items.index:
                 column[items.index[item_id]] = value
-        remember(_values, judge_key, judged)
+        _values.put(judge_key, judged)
     if mode != "human":
         return judged
     if last_event is None:
-        last_event = last_event_id()
-    human_key = (run.pk, fingerprint(run), "human", last_event)
-    if human_key in _values:
-        _values.move_to_end(human_key)
-        return _values[human_key]
+        last_event = review_state()
+    human_key = (run.pk, run_state(run), "human", last_event)
+    if (cached := _values.get(human_key)) is not None:
+        return cached
     index = dataset_items(run.dataset).index
     human = {subject: column.copy() for subject, column in judged.items()}
     # As summaries.human_overlay: only scores with a value-setting event can differ now.
@@ -120,8 +108,7 @@ def item_values(
     for subject, item_id, value in overridden:
         if subject in human and item_id in index:
             human[subject][index[item_id]] = value
-    remember(_values, human_key, human)
-    return human
+    return _values.put(human_key, human)
 
 
 def _reduced_values(
@@ -130,11 +117,10 @@ def _reduced_values(
     """item_values under majority vote or pass@k, from each score's epoch values (a run of
     one epoch has its judge value as the only one) and, for human values, the overrides."""
     if mode == "human" and last_event is None:
-        last_event = last_event_id()
-    key = (run.pk, fingerprint(run), mode, reduction, last_event if mode == "human" else None)
-    if key in _values:
-        _values.move_to_end(key)
-        return _values[key]
+        last_event = review_state()
+    key = (run.pk, run_state(run), mode, reduction, last_event if mode == "human" else None)
+    if (cached := _values.get(key)) is not None:
+        return cached
     items = dataset_items(run.dataset)
     scales = {info.name: (info.worst, info.best) for info in subject_infos(judge_of(run))}
     out: dict[str, np.ndarray] = {}
@@ -153,45 +139,34 @@ def _reduced_values(
             column[at] = override_value(override, reduction, worst, best)
         elif status == Score.Status.OK and value is not None:
             column[at] = reduce(epochs or [value], reduction, worst, best)
-    remember(_values, key, out)
-    return out
-
-
-_flaky: "OrderedDict[tuple, int]" = OrderedDict()
+    return _values.put(key, out)
 
 
 def flaky_count(run: Run) -> int:
     """Items whose epochs disagree on some subject (by the judge), per state of the results."""
-    key = (run.pk, fingerprint(run))
-    if key not in _flaky:
-        flaky = Score.objects.filter(run_id=run.pk, epoch_spread__gt=0)
-        remember(_flaky, key, flaky.values("item_id").distinct().count())
-    _flaky.move_to_end(key)
-    return _flaky[key]
-
-
-_doubtful: "OrderedDict[tuple, int]" = OrderedDict()
+    flaky = Score.objects.filter(run_id=run.pk, epoch_spread__gt=0)
+    return _flaky.get_or_compute(
+        (run.pk, run_state(run)), lambda: flaky.values("item_id").distinct().count()
+    )
 
 
 def doubtful_count(run: Run, last_event: int) -> int:
     """Items the task's rule sends to people that nobody has reviewed yet (#14.4), per state
-    of the results, the reviews (`last_event_id`) and the rule."""
+    of the results, the reviews (`review_state`) and the rule."""
     task = run.task
     rule = (task.doubt_spread, task.doubt_repaired, task.doubt_confidence)
-    key = (run.pk, fingerprint(run), last_event, *rule)
-    if key not in _doubtful:
-        remember(_doubtful, key, RunItemQuerySet.of(run).doubtful().unreviewed().count())
-    _doubtful.move_to_end(key)
-    return _doubtful[key]
+    return _doubtful.get_or_compute(
+        (run.pk, run_state(run), last_event, *rule),
+        lambda: RunItemQuerySet.of(run).doubtful().unreviewed().count(),
+    )
 
 
 def common_positions(datasets: Sequence[Dataset]) -> list[np.ndarray]:
     """For each dataset, the positions of the item keys that every one of them has, in the
     first dataset's order: arrays taken at these positions line up item by item."""
     key = tuple(_dataset_key(d) for d in datasets)
-    if key in _common:
-        _common.move_to_end(key)
-        return _common[key]
+    if (cached := _common.get(key)) is not None:
+        return cached
     items = [dataset_items(d) for d in datasets]
     if all(k == key[0] for k in key):
         everything = np.arange(len(items[0].keys))
@@ -205,5 +180,4 @@ def common_positions(datasets: Sequence[Dataset]) -> list[np.ndarray]:
         for found in items:
             where = {k: i for i, k in enumerate(found.keys.tolist())}
             positions.append(np.array([where[k] for k in order], dtype=np.int64))
-    remember(_common, key, positions)
-    return positions
+    return _common.put(key, positions)

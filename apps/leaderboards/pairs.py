@@ -12,7 +12,6 @@ told apart.
 """
 
 import itertools
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,7 +25,8 @@ from apps.leaderboards.boards import (
     per_item_overall,
     values_of,
 )
-from apps.leaderboards.items import common_positions, dataset_items, remember, tag_mask
+from apps.leaderboards.items import common_positions, dataset_items, tag_mask
+from apps.leaderboards.memo import Memo
 from apps.leaderboards.stats import Interval, mean_ci, normal_ci
 from apps.leaderboards.summaries import fingerprint
 
@@ -125,7 +125,7 @@ def compare_pair(a: Row, b: Row, values_a: np.ndarray, values_b: np.ndarray) -> 
     return Pair(a, b, n, mean, ci, p)
 
 
-_compared_cache: "OrderedDict[tuple, list[tuple]]" = OrderedDict()
+_compared_cache: Memo[list[tuple]] = Memo("compared pairs")
 
 
 def _compared(board: Board, key: str) -> list[Pair]:
@@ -151,9 +151,7 @@ def _compared(board: Board, key: str) -> list[Pair]:
                 for a, b in itertools.combinations(board.rows, 2)
             )
         ]
-        remember(_compared_cache, state, cached)
-    else:
-        _compared_cache.move_to_end(state)
+        _compared_cache.put(state, cached)
     return [
         Pair(a, b, *numbers)
         for (a, b), numbers in zip(itertools.combinations(board.rows, 2), cached, strict=True)

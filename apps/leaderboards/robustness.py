@@ -26,9 +26,9 @@ from apps.datasets.perturb import PERTURBATIONS
 from apps.judges.models import Judge
 from apps.leaderboards import items
 from apps.leaderboards.boards import board_runs, judges_with_runs, model_label, pick_judge
+from apps.leaderboards.memo import review_state
 from apps.leaderboards.stats import LEVEL, Interval
 from apps.leaderboards.subjects import SubjectInfo, subject_infos
-from apps.review.queue import last_event_id
 from apps.runs.models import Run
 
 MODES = ("human", "judge")
@@ -162,7 +162,7 @@ def build(
         .select_related("perturbed_from")
         .order_by("perturbed_from__name", "perturbed_from__version", "perturbation", "pk")
     )
-    last_event = last_event_id()
+    last_event = review_state()
     for copy in copies:
         assert copy.perturbed_from is not None
         entry = CopyDeltas(copy, copy.perturbed_from)
