@@ -60,6 +60,11 @@ class SubjectView:
         return self.score.subject
 
     @property
+    def history_count(self) -> int:
+        """Entries in the card's history: the reviews and the score's events."""
+        return len(self.reviews) + len(self.events)
+
+    @property
     def low(self) -> Any:
         return self.spec.get("min")
 

@@ -166,7 +166,9 @@ def test_improve_page_saves_a_version_with_the_checked_and_edited_examples(
     assert (new.user_prompt, new.subjects) == (judge.user_prompt, judge.subjects)
     shown = reviewer_client.get(new.get_absolute_url()).content.decode()
     assert (
-        'id="judge-examples"' in shown and f"{len(draft.held_out)} reviewed items held out" in shown
+        'id="judge-examples"' in shown
+        and f"{len(draft.held_out)} reviewed item{'' if len(draft.held_out) == 1 else 's'} held out"
+        in shown
     )
 
 

@@ -244,6 +244,9 @@ def test_a_score_with_all_its_reviews_is_shown_to_others_without_a_form(several,
     )
     assert "review-form" not in html and "This score has its 3 reviews." in html
     assert "carol OK" in html and 'class="judge-value"' in html
+    # The history counts what it lists: 3 reviews and the consensus event, per subject.
+    listed = html.count('class="event event-review"') + html.count('class="event event-consensus"')
+    assert listed == 8 and html.count("<summary>History (4)</summary>") == 2
 
 
 def test_the_run_page_shows_progress_overall_and_per_reviewer(several, people) -> None:

@@ -240,3 +240,17 @@ def test_model_output_is_escaped_and_tracebacks_are_for_admins(
     assert "<img src=x" not in page and "&lt;img src=x" in page and "SecretFrame" not in page
     client.force_login(admin_user)
     assert "SecretFrame" in client.get(detail).content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("k", "text"), [(1, "1 example from"), (3, "3 examples from")])
+def test_few_shot_counts_read_as_english(admin_client, k: int, text: str) -> None:
+    """'1 examples' read wrong on the template pages (#28.6)."""
+    from tests.factories import make_task
+
+    template = PromptTemplate.objects.create(
+        task=make_task(), name="fs", user_message="{{ question }}", fewshot_k=k
+    )
+    detail = admin_client.get(reverse("runs:template-detail", args=[template.pk])).content.decode()
+    listing = admin_client.get(reverse("runs:template-list")).content.decode()
+    assert text in detail and f">{text.removesuffix(' from')}<" in listing
