@@ -49,7 +49,9 @@ def _hammer(cache: Memo[tuple[int, int]], rounds: int) -> list[BaseException]:
     return errors
 
 
-def test_a_memo_hammered_by_eight_threads_a_thousand_times_stays_right(busy_switching: None) -> None:
+def test_a_memo_hammered_by_eight_threads_a_thousand_times_stays_right(
+    busy_switching: None,
+) -> None:
     cache: Memo[tuple[int, int]] = Memo("hammer", size=3)
     try:
         for _ in range(ROUNDS):
