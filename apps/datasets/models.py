@@ -457,5 +457,10 @@ class Item(models.Model):
             raise Frozen(f"Items of {self.dataset} are used by a run, so they are kept.")
         return super().delete(*args, **kwargs)
 
+    @property
+    def row(self) -> int:
+        """The item's row as people count it (from 1, as upload errors name rows)."""
+        return self.position + 1
+
     def field(self, name: str, default: Any = "") -> Any:
         return self.fields.get(name, default)

@@ -89,6 +89,7 @@ def rows(run: Run, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {
                 "pk": str(pk),
                 "position": str(item["position"]),
+                "row": str(item["position"] + 1),
                 "key": item["key"],
                 "tags": ", ".join(str(tag) for tag in item["tags"] or []),
                 "status_class": STATUS[status][0],

@@ -407,7 +407,9 @@ def _preview(
     dataset = dataset or _preview_dataset(template, datasets)
     if dataset is None:
         return {}
-    position = int(params["position"]) if params.get("position", "").isdigit() else 0
+    # Rows are counted from 1 on the page, as everywhere people see them.
+    row_asked = params.get("row", "")
+    position = max(int(row_asked) - 1, 0) if row_asked.isdigit() else 0
     row = (
         dataset.items.filter(position__gte=position)
         .order_by("position")

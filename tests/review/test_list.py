@@ -50,7 +50,8 @@ def run_with_states(db):
 
 
 def positions(html: str) -> list[int]:
-    return [int(p) for p in re.findall(r'<tr data-item="\d+">.*?<td>(\d+)</td>', html, re.S)]
+    # The list numbers rows from 1: the item's position + 1.
+    return [int(p) - 1 for p in re.findall(r'<tr data-item="\d+">.*?<td>(\d+)</td>', html, re.S)]
 
 
 def listed(client: Client, run, **params) -> str:

@@ -1,6 +1,8 @@
 """Several reviewers per item (#12): independent reviews, consensus, adjudication, the queue's
 claims, what a reviewer may see before submitting, and who may change what."""
 
+import re
+
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.test import Client
@@ -303,3 +305,24 @@ def test_lowering_the_target_settles_what_now_has_its_reviews(several, people) -
     )
     assert "1 waiting score settled." in answer.content.decode()
     assert score_of(run, items[0]).final_value == 5
+
+
+def test_rows_are_counted_from_one_wherever_people_read_them(several, people) -> None:
+    """Items showed their 0-based position as their row (#28.6); upload errors count rows
+    from 1, and so do the pages now."""
+    run, items = several
+    first = items[0]
+    assert first.position == 0
+    client = client_for(people["root"])
+    dataset_page = client.get(first.dataset.get_absolute_url()).content.decode()
+    assert re.search(
+        r'<td class="num">1</td><td><a href="[^"]+">' + re.escape(first.key), dataset_page
+    )
+    item_page = client.get(
+        reverse("datasets:item-detail", args=[first.dataset_id, first.position])
+    ).content.decode()
+    assert "row 1 of" in item_page
+    review_list = client.get(reverse("review:run", args=[run.pk])).content.decode()
+    assert re.search(r"<td>1</td>\s*<td><a [^>]+>" + re.escape(first.key), review_list)
+    review_item = client.get(reverse("review:item", args=[run.pk, first.pk])).content.decode()
+    assert '<span class="muted">row 1</span>' in review_item

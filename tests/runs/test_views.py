@@ -88,8 +88,8 @@ def test_templates_are_versioned_and_previewed_on_a_real_item(reviewer_client, t
     )
     assert response.status_code == 302
     v1 = PromptTemplate.objects.get()
-    page = reviewer_client.get(v1.get_absolute_url() + "?position=2").content.decode()
-    assert "Q: What is 2 + 2?" in page and "v1" in page
+    page = reviewer_client.get(v1.get_absolute_url() + "?row=3").content.decode()
+    assert "Q: What is 2 + 2?" in page and "v1" in page and "(row 3)" in page
     response = reviewer_client.post(
         reverse("runs:template-edit", args=[v1.pk]),
         {
