@@ -1,8 +1,9 @@
-"""Evaluate every model: with a default judge, each new response set in the task is judged by
+"""The default judge: with a default judge, each new response set in the task is judged by
 itself (a generation run that finishes, an uploaded dataset's response columns)."""
 
 import pytest
 from django.db import transaction
+from django.urls import reverse
 
 from apps.datasets.importing import import_dataset
 from apps.judges.auto import judge_new_response_sets
@@ -103,3 +104,17 @@ def test_nothing_is_judged_without_a_usable_default(task, endpoint):
     task.default_judge_endpoint = endpoint
     task.save()
     assert len(judge_new_response_sets(dataset=dataset)) == 2
+
+
+@pytest.mark.django_db
+def test_the_default_judge_is_not_named_like_evaluating_new_data(admin_client) -> None:
+    """'Evaluate every model' headed the default-judge card while the task page's 'Evaluate
+    every model on new data' is another feature (#28.6): one name per feature."""
+    from tests.factories import make_task
+
+    task = make_task()
+    judges_page = admin_client.get(reverse("judges:list") + f"?task={task.slug}").content.decode()
+    task_page = admin_client.get(task.get_absolute_url()).content.decode()
+    assert 'id="default-judge"' in judges_page and "Default judge: judge every new" in judges_page
+    assert "Evaluate every model" not in judges_page
+    assert "Evaluate every model on new data" in task_page
