@@ -254,3 +254,17 @@ def test_few_shot_counts_read_as_english(admin_client, k: int, text: str) -> Non
     detail = admin_client.get(reverse("runs:template-detail", args=[template.pk])).content.decode()
     listing = admin_client.get(reverse("runs:template-list")).content.decode()
     assert text in detail and f">{text.removesuffix(' from')}<" in listing
+
+
+@pytest.mark.django_db
+def test_a_running_run_with_items_done_does_not_say_no_responses(admin_client) -> None:
+    """'Done 113' stood above 'No responses yet.' while a chunk's answers were still being
+    written (#28.6): the table says what is done and that the answers follow."""
+    from tests.factories import make_generation_run, make_qa_dataset, make_task
+
+    run = make_generation_run(make_qa_dataset(make_task(), 5), {}, status=Run.Status.RUNNING)
+    Run.objects.filter(pk=run.pk).update(done=3)
+    page = admin_client.get(run.get_absolute_url()).content.decode()
+    assert "3 items done: answers are written here" in page and "No responses yet" not in page
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.COMPLETED)
+    assert "No responses yet." in admin_client.get(run.get_absolute_url()).content.decode()
