@@ -268,3 +268,18 @@ def test_a_running_run_with_items_done_does_not_say_no_responses(admin_client) -
     assert "3 items done: answers are written here" in page and "No responses yet" not in page
     Run.objects.filter(pk=run.pk).update(status=Run.Status.COMPLETED)
     assert "No responses yet." in admin_client.get(run.get_absolute_url()).content.decode()
+
+
+@pytest.mark.django_db
+def test_a_batch_left_behind_by_a_failed_run_does_not_read_as_preparing(admin_client) -> None:
+    """The batch table said 'preparing' and 'waiting' after the run had failed (#28.6)."""
+    from apps.runs.models import RunBatch
+    from tests.factories import make_generation_run, make_qa_dataset, make_task
+
+    run = make_generation_run(make_qa_dataset(make_task(), 4), {}, status=Run.Status.FAILED)
+    Run.objects.filter(pk=run.pk).update(batch=True)
+    RunBatch.objects.create(run=run, launch=1, part=0, requests=4)
+    RunBatch.objects.create(run=run, launch=1, part=1, requests=4, status="in_progress")
+    table = admin_client.get(run.get_absolute_url()).content.decode().split('id="batch-table"')[1]
+    assert "never sent" in table and "in_progress when the run ended" in table
+    assert ">preparing<" not in table and "waiting" not in table and "not written" in table
