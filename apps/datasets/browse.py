@@ -54,7 +54,13 @@ def item_page(
         "total": total,
         "next_after": page[-1].position if page and has_next else None,
         "previous_before": page[0].position if page and has_previous else None,
-        "preview_columns": _preview_columns(dataset),
+        "preview_columns": (shown := _preview_columns(dataset)),
+        # Named under the table: columns left out of it with no note read as lost (#28.6).
+        "more_columns": [
+            c
+            for c in dataset.columns
+            if c not in shown and c not in (dataset.id_column, dataset.tags_column)
+        ],
     }
 
 

@@ -546,3 +546,16 @@ def test_response_columns_are_shown_and_offered_for_judging(reviewer_client, tas
     assert saved.status_code == 302, text(saved)[:3000]
     form = reviewer_client.get(saved["Location"]).context["form"]
     assert form["responses"].value() == source
+
+
+def test_columns_left_out_of_the_item_table_are_named_under_it(task, reviewer_client) -> None:
+    """Option columns B–D were hidden from the dataset page with no note (#28.6)."""
+    dataset = import_dataset(task, "mmlu", samples.MMLU_CSV, {"reference_column": "answer"})
+    page = text(reviewer_client.get(dataset.get_absolute_url()))
+    shown = re.search(r'<table id="item-table"><thead><tr>(.*?)</tr>', page, re.S)[1]
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", shown)
+    assert headers[:4] == ["#", "Key", "question", "A"] and "B" not in headers
+    note = re.search(r'<p class="muted small" id="more-columns">(.*?)</p>', page, re.S)[1]
+    assert "4 more (B, C, D, response) are on each item&#x27;s page" in note or (
+        "4 more (B, C, D, response) are on each item's page" in note
+    )
