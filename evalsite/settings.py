@@ -269,6 +269,19 @@ RQ_QUEUES = {
 }
 RQ_SHOW_ADMIN_LINK = True
 
+# The registry of run kinds: Run.Kind value -> dotted path of its plug-in (apps.runs.engine's
+# RunPlugin). The one list of kinds: the engine looks a run's kind up here and names no kind's
+# module, and no kind registers itself on import. Here, not in the runs app, because kinds live
+# in later apps too (judges): a runs module naming them would point against the flow.
+RUN_KINDS = {
+    "generation": "apps.runs.generation.GENERATION",
+    "choice": "apps.runs.choices.CHOICE",
+    "gen_dataset": "apps.runs.drafting.DATASET_GENERATION",
+    "judge": "apps.judges.judging.JUDGE",
+    "check": "apps.judges.judging.CHECK",
+    "pairwise": "apps.judges.pairwise.PAIRWISE",
+}
+
 # Defaults for endpoints that do not say otherwise.
 OPENAI_API_KEY = env("OPENAI_API_KEY")
 OPENAI_BASE_URL = env("OPENAI_BASE_URL")

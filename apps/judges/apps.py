@@ -6,9 +6,8 @@ class JudgesConfig(AppConfig):
     label = "judges"
 
     def ready(self) -> None:
-        # The judge run plug-in registers itself with the runs engine on import.
         from apps.datasets.signals import dataset_imported
-        from apps.judges import auto, judging, pairwise  # noqa: F401
+        from apps.judges import auto
         from apps.runs.signals import run_finished
 
         # Evaluate everything: the task's default judge judges each new response set.

@@ -77,7 +77,6 @@ from apps.runs.engine import (
     Result,
     RunPlugin,
     add_batch_argument,
-    register,
 )
 from apps.runs.estimate import evenly_spaced
 from apps.runs.llm import RAW_LIMIT, Attempt, LLMError
@@ -849,7 +848,7 @@ class JudgePlugin(RunPlugin):
             raise CommandError(str(exc)) from None
 
 
-register(JudgePlugin())
+JUDGE = JudgePlugin()  # named in settings.RUN_KINDS
 
 
 class CheckPlugin(JudgePlugin):
@@ -863,4 +862,4 @@ class CheckPlugin(JudgePlugin):
         return super().items(run).filter(id__in=JudgeCheck.objects.get(run=run).items)
 
 
-register(CheckPlugin())
+CHECK = CheckPlugin()  # named in settings.RUN_KINDS

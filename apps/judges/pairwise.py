@@ -35,7 +35,6 @@ from apps.runs.engine import (
     RunPlugin,
     add_batch_argument,
     launch,
-    register,
 )
 from apps.runs.estimate import Estimate, estimate, evenly_spaced
 from apps.runs.llm import RAW_LIMIT, Attempt, LLMError
@@ -669,4 +668,4 @@ def consistency(judge: Judge) -> Consistency:
     return Consistency(pairs, consistent, said["first"], said["decided"])
 
 
-register(PairwisePlugin())
+PAIRWISE = PairwisePlugin()  # named in settings.RUN_KINDS

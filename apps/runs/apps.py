@@ -11,9 +11,8 @@ class RunsConfig(AppConfig):
     label = "runs"
 
     def ready(self) -> None:
-        # Run kinds register themselves on import; the engine finds them by Run.kind.
         from apps.datasets.signals import dataset_imported
-        from apps.runs import choices, drafting, generation, new_data  # noqa: F401
+        from apps.runs import new_data
 
         # Evaluate every model on new data (a task option): new datasets get generation runs.
         dataset_imported.connect(new_data.on_dataset_imported, dispatch_uid="runs-new-data")

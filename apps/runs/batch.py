@@ -61,7 +61,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.runs import cache, engine
-from apps.runs.engine import Call, Result, RunPlugin, plugin_for
+from apps.runs.engine import Call, Result, RunExecutor, executor_for
 from apps.runs.llm import (
     NO_KEY,
     RAW_LIMIT,
@@ -400,7 +400,7 @@ class Provider:
 
 # ---- doing units without the network --------------------------------------------------------------
 async def _perform_all(
-    plugin: RunPlugin, run: Run, ctx: Any, units: list[Any], calls: list[Call]
+    plugin: RunExecutor, run: Run, ctx: Any, units: list[Any], calls: list[Call]
 ) -> list[Result | None]:
     return list(
         await asyncio.gather(
@@ -409,7 +409,7 @@ async def _perform_all(
     )
 
 
-async def _perform(plugin: RunPlugin, run: Run, ctx: Any, unit: Any, call: Call) -> Result | None:
+async def _perform(plugin: RunExecutor, run: Run, ctx: Any, unit: Any, call: Call) -> Result | None:
     """As a chunk performs a unit (engine.ChunkRunner.perform); None leaves it pending."""
     try:
         result = await plugin.perform(run, ctx, unit, call)
@@ -440,7 +440,7 @@ def _key_of(unit: Any) -> str:
 
 
 def render(
-    run: Run, plugin: RunPlugin, keys: list[str], *, read_cache: bool = False
+    run: Run, plugin: RunExecutor, keys: list[str], *, read_cache: bool = False
 ) -> Iterator[tuple[str, list[bytes]]]:
     """(unit key, its request lines) for every unit of `keys` that asks the model; a unit that
     asks nothing, or (`read_cache`) whose every request the cache answers, has its result
@@ -512,7 +512,7 @@ def poll_seconds() -> float:
 
 def submit(run: Run) -> int:
     """Split, record and send the launch's files; returns how many batches were sent."""
-    plugin = plugin_for(run)
+    plugin = executor_for(run)
     renew(run)
     held = {k for keys in run.batches.unapplied().values_list("keys", flat=True) for k in keys}
     if not run.batches.filter(launch=run.launch).exists():
@@ -528,7 +528,7 @@ def submit(run: Run) -> int:
     return sent
 
 
-def _record_parts(run: Run, plugin: RunPlugin, keys: list[str]) -> None:
+def _record_parts(run: Run, plugin: RunExecutor, keys: list[str]) -> None:
     """Cut the launch's units into files within the provider's limits, as RunBatch rows."""
     limit_lines = max(1, settings.BATCH_MAX_REQUESTS)
     limit_bytes = max(1, settings.BATCH_MAX_BYTES)
@@ -555,7 +555,7 @@ def _record_parts(run: Run, plugin: RunPlugin, keys: list[str]) -> None:
         )
 
 
-def send(run: Run, plugin: RunPlugin, row: RunBatch) -> None:
+def send(run: Run, plugin: RunExecutor, row: RunBatch) -> None:
     """Upload the row's file and create its batch, each at most once (found again by name
     and by file id when a job died after the provider had it)."""
     assert run.endpoint is not None
@@ -639,7 +639,7 @@ def poll_job(run_id: int, launch: int) -> str:
 def poll(run: Run) -> int:
     """One look at every unfinished batch of the run; returns how many are still going."""
     assert run.endpoint is not None
-    plugin = plugin_for(run)
+    plugin = executor_for(run)
     provider = Provider(run.endpoint)
     left = 0
     try:
@@ -682,7 +682,7 @@ def _cancel_at_provider(run: Run) -> None:
         provider.close()
 
 
-def _unsent(run: Run, plugin: RunPlugin, provider: Provider, row: RunBatch) -> int:
+def _unsent(run: Run, plugin: RunExecutor, provider: Provider, row: RunBatch) -> int:
     """A row whose submit job died before the batch id was saved: send it (found again if the
     provider has it), or, once the run is cancelled, drop it unless the provider has it."""
     if not run.cancel_requested:
@@ -698,7 +698,7 @@ def _unsent(run: Run, plugin: RunPlugin, provider: Provider, row: RunBatch) -> i
     return 1
 
 
-def apply(run: Run, plugin: RunPlugin, provider: Provider, row: RunBatch) -> None:
+def apply(run: Run, plugin: RunExecutor, provider: Provider, row: RunBatch) -> None:
     """Write the results of a batch that is over through the plug-in, exactly once."""
     assert run.endpoint is not None
     lines: dict[str, dict[str, Any]] = {}

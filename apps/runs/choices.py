@@ -43,7 +43,7 @@ from apps.datasets.options import (
     item_options,
     labels_for,
 )
-from apps.runs.engine import Call, Result, launch, register
+from apps.runs.engine import Call, Result, launch
 from apps.runs.generation import Failure, GenerationPlugin, GenerationUnit
 from apps.runs.llm import Echo, PromptLogprobs, check_prompt_logprobs
 from apps.runs.models import (
@@ -398,4 +398,4 @@ def create_choice_run(
     return run
 
 
-register(ChoicePlugin())
+CHOICE = ChoicePlugin()  # named in settings.RUN_KINDS

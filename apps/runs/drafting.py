@@ -38,7 +38,7 @@ from django.template.base import Template
 from apps.datasets.importing import Mapping, announce_imported, build_item_rows, write_items
 from apps.datasets.models import Dataset, Item
 from apps.datasets.readers import Table
-from apps.runs.engine import Call, LaunchError, Progress, Result, RunPlugin, launch, register
+from apps.runs.engine import Call, LaunchError, Progress, Result, RunPlugin, launch
 from apps.runs.models import (
     DraftItem,
     DraftUnit,
@@ -423,7 +423,7 @@ class DatasetGenerationPlugin(RunPlugin):
         return None
 
 
-register(DatasetGenerationPlugin())
+DATASET_GENERATION = DatasetGenerationPlugin()  # named in settings.RUN_KINDS
 
 
 # ---- starting ----------------------------------------------------------------------------------

@@ -40,7 +40,8 @@ A dead chunk (its work horse or whole worker SIGKILLed, its machine gone)
     run is marked interrupted, shown as stalled, and resume finishes it. With no worker left
     at all, the run shows as stalled after `Run.STALL_AFTER` and resume finishes it too.
 
-The `RunPlugin` interface (register an instance with `register(plugin)`)
+A kind's plug-in (`RunPlugin`) has two sides. `RunExecutor`, what executes its runs (the
+engine and batch mode call only these):
     kind: str                                           Run.Kind value it serves
     total(run) -> int                                   progress units of the run (items)
     pending_keys(run, mode) -> list[str]                work of this launch (run.launch is set)
@@ -62,11 +63,15 @@ The `RunPlugin` interface (register an instance with `register(plugin)`)
     persist(run, ctx, results) -> Progress              DB thread, inside a transaction; write
                                                         domain rows exactly once (unique
                                                         constraints), return the progress deltas
+`RunStarter`, what starts them:
+    startable: bool                                     whether `start_run <kind>` offers it
     add_cli_arguments(parser), create_from_cli(options, user) -> Run   `start_run <kind> …`
     sample_keys(run, n), planned_requests(run, ctx, unit)  the start form's cost estimate
                                                         (apps.runs.estimate; default: none)
     The engine writes AttemptLog rows from `Result.attempts` per the run's logging mode.
-    Plug-ins register in their app's `ready()`; `start_run <kind>` finds them in `PLUGINS`.
+    Kinds are listed in one registry, settings.RUN_KINDS (kind -> dotted path of the plug-in),
+    read where a plug-in is needed (`executor_for`, `starter_of`): no kind registers itself on
+    import and no module of the engine names a kind's module.
     When a run completes, the `run_finished` signal (apps.runs.signals) tells later apps.
 
 Lifecycle: queued → running (the first chunk is ready to send) → completed / completed with
@@ -87,16 +92,16 @@ import math
 import threading
 import time
 import traceback
-from abc import ABC, abstractmethod
 from argparse import ArgumentParser
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, cast
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from apps.runs import cache
 from apps.runs.budget import RunBudget, start_spend
@@ -231,21 +236,19 @@ class Call:
         self.log.append(attempt)
 
 
-class RunPlugin(ABC):
-    kind: ClassVar[str]
-    # Whether `start_run <kind>` makes runs of this kind (some are made only by their page).
-    startable: ClassVar[bool] = True
+class RunExecutor(Protocol):
+    """What executes a kind's runs: the engine's side of a kind (chunks, batch mode, settling).
+    Methods with a body are defaults a kind may override."""
 
-    @abstractmethod
+    kind: ClassVar[str]
+
     def total(self, run: Run) -> int: ...
 
-    @abstractmethod
     def pending_keys(self, run: Run, mode: str) -> list[str]: ...
 
     def pending_count(self, run: Run, mode: str) -> int:
         return len(self.pending_keys(run, mode))
 
-    @abstractmethod
     def settled_counts(self, run: Run, mode: str) -> tuple[int, int]: ...
 
     def lanes(self, run: Run) -> int:
@@ -259,24 +262,34 @@ class RunPlugin(ABC):
     def prepare(self, run: Run) -> Any:
         return None
 
-    @abstractmethod
     def load_units(self, run: Run, ctx: Any, keys: list[str]) -> list[Any]: ...
 
-    @abstractmethod
     async def perform(self, run: Run, ctx: Any, unit: Any, call: Call) -> Result: ...
 
-    @abstractmethod
     def failed_result(
         self, run: Run, ctx: Any, unit: Any, error_kind: str, message: str
     ) -> Result: ...
 
-    @abstractmethod
     def persist(self, run: Run, ctx: Any, results: list[Result]) -> Progress: ...
+
+
+class RunStarter(Protocol):
+    """What starts a kind's runs: `start_run <kind>` and the start form's cost estimate
+    (apps.runs.estimate, which also renders units through the kind's `RunExecutor` side)."""
+
+    kind: ClassVar[str]
+    # Whether `start_run <kind>` makes runs of this kind (some are made only by their page).
+    startable: ClassVar[bool] = True
 
     def add_cli_arguments(self, parser: ArgumentParser) -> None:
         return None
 
-    # -- the cost estimate (apps.runs.estimate), on an unsaved run as a start form makes it --
+    def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
+        # Two statements: a lone `raise NotImplementedError` would make it abstract to mypy.
+        message = f"{self.kind} runs cannot be started from the command line"
+        raise NotImplementedError(message)
+
+    # -- the cost estimate, on an unsaved run as a start form makes it --
     def sample_keys(self, run: Run, n: int) -> tuple[list[str], int]:
         """Up to `n` unit keys spread over the run, and how many units it has in all."""
         return [], 0
@@ -285,11 +298,10 @@ class RunPlugin(ABC):
         """The requests performing `unit` would send."""
         return []
 
-    def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
-        raise NotImplementedError(f"{self.kind} runs cannot be started from the command line")
 
+class RunPlugin(RunExecutor, RunStarter, Protocol):
+    """A run kind's plug-in, as the registry (settings.RUN_KINDS) names it: both sides."""
 
-PLUGINS: dict[str, RunPlugin] = {}
 
 BATCH_HELP = (
     "send the requests through the provider's Batch API (endpoints marked as supporting it): "
@@ -302,15 +314,32 @@ def add_batch_argument(parser: ArgumentParser) -> None:
     parser.add_argument("--batch", action="store_true", help=BATCH_HELP)
 
 
-def register(plugin: RunPlugin) -> RunPlugin:
-    PLUGINS[plugin.kind] = plugin
-    return plugin
+def is_registered(kind: str) -> bool:
+    """Whether runs of `kind` are executed (a response column read from a file is not)."""
+    return kind in settings.RUN_KINDS
+
+
+def plugin_of(kind: str) -> RunPlugin:
+    """The plug-in of run kind `kind`, looked up in the registry of kinds, settings.RUN_KINDS
+    (kind -> dotted path): the engine names no kind's module, and nothing registers on import."""
+    return cast(RunPlugin, import_string(settings.RUN_KINDS[kind]))
 
 
 def plugin_for(run: Run) -> RunPlugin:
-    """The plug-in of `run.kind`. Plug-ins register when their module is imported, which their
-    app's `ready()` does, so every Django process has them all."""
-    return PLUGINS[run.kind]
+    """Both sides of `run`'s kind (the cost estimate renders units to price them)."""
+    return plugin_of(run.kind)
+
+
+def executor_for(run: Run) -> RunExecutor:
+    return plugin_of(run.kind)
+
+
+def starter_of(kind: str) -> RunStarter:
+    return plugin_of(kind)
+
+
+def registered_kinds() -> list[str]:
+    return sorted(settings.RUN_KINDS)
 
 
 # ---- Redis keys -----------------------------------------------------------------------------------
@@ -534,9 +563,9 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
     Call inside a transaction (or autocommit): the Redis list and the jobs appear only
     after commit, so no worker sees a half-made launch.
     """
-    if run.kind not in PLUGINS:
+    if not is_registered(run.kind):
         raise LaunchError(f"{run} is read from a file: there is nothing to run.")
-    plugin = plugin_for(run)
+    plugin = executor_for(run)
     if run.batch and (refusal := batch_refusal(run)):
         raise LaunchError(refusal)
     with transaction.atomic():
@@ -608,7 +637,7 @@ def _launch_batch(run: Run, keys: list[str]) -> int:
     }
     fresh = [key for key in keys if key not in held]
     if not fresh and not held:
-        _settle(run, plugin_for(run))
+        _settle(run, executor_for(run))
         return 0
     run_id, number = run.pk, run.launch
 
@@ -667,7 +696,7 @@ def finalize(run_id: int, launch: int) -> None:
     run = Run.objects.select_related("endpoint").get(pk=run_id)
     if run.launch != launch:
         return  # a newer launch owns the run now
-    _settle(run, plugin_for(run))
+    _settle(run, executor_for(run))
     with contextlib.suppress(Exception):
         conn = _redis()
         conn.delete(
@@ -679,7 +708,7 @@ def finalize(run_id: int, launch: int) -> None:
         conn.hdel(LIVE_KEY, live_field(run_id, launch))
 
 
-def _settle(run: Run, plugin: RunPlugin) -> None:
+def _settle(run: Run, plugin: RunExecutor) -> None:
     done, failed = plugin.settled_counts(run, run.mode)
     if not run.is_active:
         Run.objects.filter(pk=run.pk).update(done=done, failed=failed)
@@ -729,7 +758,7 @@ def run_chunk(run_id: int, launch: int, n: int) -> str:
     )
     lease = LeaseKeeper(run_id, launch, me)
     try:
-        plugin = plugin_for(run)
+        plugin = executor_for(run)
         lanes = max(1, plugin.lanes(run))
         runner = ChunkRunner(
             run, plugin, me, lanes, budget=chunk_timeout(run, lanes) * CHUNK_BUDGET_SHARE
@@ -862,7 +891,7 @@ def reap(conn: Any = None) -> list[str]:
     horse was killed and its worker recorded the failure). Its held keys go to the launch's
     `again` list, which live chunks take before the todo list, and which the replacement
     chunk takes if no live chunk is left. Keys the dead chunk had already committed are
-    dropped there (`RunPlugin.unsettled_keys`); unique constraints keep a unit written once even
+    dropped there (`RunExecutor.unsettled_keys`); unique constraints keep a unit written once even
     if a chunk was wrongly given up for dead.
     """
     conn = conn if conn is not None else _redis()
@@ -918,7 +947,7 @@ def reap(conn: Any = None) -> list[str]:
 
 
 class ChunkRunner:
-    def __init__(self, run: Run, plugin: RunPlugin, me: str, lanes: int, budget: float) -> None:
+    def __init__(self, run: Run, plugin: RunExecutor, me: str, lanes: int, budget: float) -> None:
         self.run = run
         self.plugin = plugin
         self.me = me
@@ -1251,7 +1280,7 @@ class ChunkRunner:
 # ---- writing results ----------------------------------------------------------------------------
 def write_results(
     run: Run,
-    plugin: RunPlugin,
+    plugin: RunExecutor,
     ctx: Any,
     results: list[Result],
     stray_attempts: list[Attempt] | None = None,

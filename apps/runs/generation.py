@@ -17,7 +17,6 @@ from apps.runs.engine import (
     RunPlugin,
     add_batch_argument,
     launch,
-    register,
 )
 from apps.runs.estimate import evenly_spaced
 from apps.runs.llm import Reply
@@ -385,4 +384,4 @@ def create_generation_run(
     return run
 
 
-register(GenerationPlugin())
+GENERATION = GenerationPlugin()  # named in settings.RUN_KINDS

@@ -116,3 +116,15 @@ def test_the_readmes_layout_table_matches_the_tree():
                 assert (ROOT / folder / "management" / "commands" / f"{command}.py").exists(), (
                     f"the README puts {command} in {folder}"
                 )
+
+
+def test_only_a_lookup_in_the_registry_of_run_kinds_may_compute_its_name():
+    source = """
+def plugin_of(kind):
+    return import_string(settings.RUN_KINDS[kind])
+def anything(name):
+    return import_string(name)
+"""
+    visitor = graph.Imports("apps.runs.engine", False, {"apps.runs.engine": ROOT})
+    visitor.visit(graph.ast.parse(source))
+    assert [(e.target, e.line) for e in visitor.edges] == [("?", 5)]

@@ -8,6 +8,7 @@ logging mode, a failing unit recorded as failed (not lost), and the run settled 
 """
 
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -87,12 +88,17 @@ class FakePlugin(engine.RunPlugin):
         return engine.Progress(done=len(results) - failed, failed=failed)
 
 
+# The plug-in the registry names for generation runs while a test runs (see `fake_run`).
+FAKE: FakePlugin | None = None
+
+
 @pytest.fixture
-def fake_run(task, monkeypatch, django_capture_on_commit_callbacks):
+def fake_run(task, monkeypatch, settings, django_capture_on_commit_callbacks):
     dataset = make_qa_dataset(task, N)
     item_ids = {str(item.position): item.pk for item in dataset.items.all()}
     plugin = FakePlugin(item_ids)
-    monkeypatch.setitem(engine.PLUGINS, Run.Kind.GENERATION, plugin)
+    monkeypatch.setattr(sys.modules[__name__], "FAKE", plugin)
+    settings.RUN_KINDS = {**settings.RUN_KINDS, Run.Kind.GENERATION: f"{__name__}.FAKE"}
     run = Run.objects.create(
         task=dataset.task,
         kind=Run.Kind.GENERATION,

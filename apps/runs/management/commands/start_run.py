@@ -7,8 +7,9 @@
 Every kind takes --cache/--no-cache (reuse replies to identical requests; see
 apps.runs.cache) and --budget USD (stop before the run could spend more; apps.runs.budget).
 
-Each run kind adds its own subcommand through its plug-in's add_cli_arguments/create_from_cli
-(apps.runs.engine), so `start_run judge …` comes with the judge kind. With --wait the command
+Each run kind in the registry (settings.RUN_KINDS) adds its own subcommand through its
+plug-in's add_cli_arguments/create_from_cli (engine.RunStarter), so `start_run judge …` comes
+with the judge kind. With --wait the command
 prints progress until the run ends and exits 0 only if every item was answered.
 """
 
@@ -32,7 +33,8 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(
             dest="what", required=True, parser_class=_sub_parser_class(self)
         )
-        for name, plugin in sorted(engine.PLUGINS.items()):
+        for name in engine.registered_kinds():
+            plugin = engine.starter_of(name)
             if not plugin.startable:
                 continue
             kind_parser = sub.add_parser(name, help=f"start a {name} run")
@@ -80,7 +82,7 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from None
             self.stdout.write(f"Run #{run.pk}: {count} items to do.")
         else:
-            run = engine.PLUGINS[what].create_from_cli(options, user=None)
+            run = engine.starter_of(what).create_from_cli(options, user=None)
             # A judge run's title names its judge and what it judges (Run.title).
             size = f"{run.total} items"
             if run.kind == Run.Kind.GENERATION and run.epochs > 1:
