@@ -336,6 +336,8 @@ def template_create(request: AppRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         template = form.save(commit=False)
         template.task = task
+        if _wants_preview(request):
+            return _template_form(request, {"form": form, "task": task, "draft": template}, None)
         template.save_as_new_version(request.user)
         messages.success(request, f"Template {template} saved.")
         return _to_template_page(template, request.POST)
@@ -350,6 +352,9 @@ def template_edit(request: AppRequest, pk: int) -> HttpResponse:
     )
     if request.method == "POST" and form.is_valid():
         template = form.save(commit=False)
+        if _wants_preview(request):
+            context = {"form": form, "task": current.task, "template": current, "draft": template}
+            return _template_form(request, context, current)
         template.save_as_new_version(request.user)
         messages.success(request, f"Saved as {template}; runs keep the version they used.")
         return _to_template_page(template, request.POST)
@@ -373,9 +378,18 @@ def _template_form(
             else datasets.order_by("-created_at").first()
         )
     context.update(field_datasets=datasets.order_by("name", "-version"), fields_dataset=dataset)
+    if (draft := context.get("draft")) is not None and dataset is not None:
+        context.update(
+            _preview(draft, datasets, {"dataset": str(dataset.pk), **request.POST.dict()})
+        )
     if request.htmx and request.htmx.target == "template-fields":
         return render(request, "runs/template_form.html#fields", context)
     return render(request, "runs/template_form.html", context)
+
+
+def _wants_preview(request: AppRequest) -> bool:
+    """The editor's Preview button: render the unsaved wording, make no version (#28.6)."""
+    return request.POST.get("action") == "preview"
 
 
 def _to_template_page(template: PromptTemplate, data: Any) -> HttpResponse:

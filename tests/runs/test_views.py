@@ -2,6 +2,7 @@
 the live run page."""
 
 import logging
+import re
 
 import pytest
 from django.urls import reverse
@@ -283,3 +284,29 @@ def test_a_batch_left_behind_by_a_failed_run_does_not_read_as_preparing(admin_cl
     table = admin_client.get(run.get_absolute_url()).content.decode().split('id="batch-table"')[1]
     assert "never sent" in table and "in_progress when the run ended" in table
     assert ">preparing<" not in table and "waiting" not in table and "not written" in table
+
+
+def test_a_wording_is_previewed_before_it_is_saved(reviewer_client, task, dataset) -> None:
+    """Every wording try made a version, since only a saved template could be previewed
+    (#28.6): the editor's 'Preview without saving' renders it and saves nothing."""
+    fields = {
+        "name": "qa",
+        "user_message": "Try: {{ question }}",
+        "fewshot_k": 0,
+        "fewshot_seed": 0,
+    }
+    url = reverse("runs:template-create") + "?task=qa"
+    page = reviewer_client.post(url, {**fields, "action": "preview"}).content.decode()
+    assert 'id="draft-preview"' in page, re.findall(
+        r'class="(?:error|msg msg-error)"[^>]*>(.*?)<', page
+    )
+    assert "Try: What is 0 + 0?" in page
+    assert not PromptTemplate.objects.exists()
+    reviewer_client.post(url, fields)
+    v1 = PromptTemplate.objects.get()
+    edit = reverse("runs:template-edit", args=[v1.pk])
+    changed = {**fields, "user_message": "Answer: {{ question }}", "action": "preview"}
+    page = reviewer_client.post(edit, changed).content.decode()
+    assert "Answer: What is 0 + 0?" in page and PromptTemplate.objects.count() == 1
+    v1.refresh_from_db()
+    assert v1.user_message == "Try: {{ question }}"
