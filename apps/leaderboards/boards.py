@@ -24,6 +24,7 @@ from apps.leaderboards.memo import Memo, review_state
 from apps.leaderboards.stats import (
     Dist,
     Interval,
+    bounded_ci,
     clustered_ci,
     mean_ci,
     percentile_ci,
@@ -147,7 +148,7 @@ def score_cell(
     total = dist.n + unanswered
     return Cell(
         mean=chosen.mean,
-        ci=chosen.ci() if with_ci else None,
+        ci=(chosen.ci(info.low, info.high) if info.has_range else chosen.ci()) if with_ci else None,
         n=chosen.n,
         failed=failed,
         missing=missing,
@@ -640,7 +641,9 @@ def _per_item_overall_ci(
     if per_item is None:
         return None
     per_item = per_item[~np.isnan(per_item)]
-    return mean_ci(per_item) if per_item.size else None
+    if not per_item.size:
+        return None
+    return mean_ci(per_item, 0.0, 100.0) if board.normalised else mean_ci(per_item)
 
 
 def cluster_of(tags_text: str, key: str, prefix: str) -> str:
@@ -854,10 +857,20 @@ def resampled_overall(
     """The bootstrap behind `overall_interval`. Pure and seeded, so it is cached: a board
     shown again, or another sort of it, does not redo a run whose vectors did not change."""
     values = np.array([[np.nan if v is None else v for v in vector] for vector in vectors])
-    means = resampled_column_means(values, np.array(counts, dtype=np.int64))
-    by_name = {name: means[:, i] for i, name in enumerate(columns)}
     chosen = dict(weights)
     active = [s for s in subjects if chosen.get(s.name, 1.0) != 0]
+    used = [columns.index(s.name) for s in active]
+    if all(s.has_range for s in subjects) and not np.isnan(values[:, used]).any():
+        # Every item has every weighted subject (strict scoring): the overall is the mean of
+        # the items' own overalls, each on 0–100, and gets the bounded interval like a cell.
+        per_vector = combine(
+            {s.name: values[:, columns.index(s.name)] for s in active}, list(subjects), chosen
+        )
+        distinct, at = np.unique(np.asarray(per_vector, dtype=float), return_inverse=True)
+        counted = np.bincount(at, weights=np.array(counts, dtype=float)).astype(np.int64)
+        return bounded_ci(distinct, counted, 0.0, 100.0)
+    means = resampled_column_means(values, np.array(counts, dtype=np.int64))
+    by_name = {name: means[:, i] for i, name in enumerate(columns)}
     return percentile_ci(combine({s.name: by_name[s.name] for s in active}, list(subjects), chosen))
 
 

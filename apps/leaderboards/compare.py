@@ -9,6 +9,7 @@ from django.urls import NoReverseMatch, reverse
 
 from apps.judges.models import Score
 from apps.leaderboards.stats import Paired, items_needed, paired
+from apps.leaderboards.subjects import SubjectInfo, subject_infos
 from apps.runs.models import Run
 
 TOP = 10
@@ -43,6 +44,13 @@ def item_values(run: Run, mode: str) -> dict[str, dict[str, tuple[int, float | N
             value = override
         out.setdefault(subject, {})[key] = (item_id, value)
     return out
+
+
+def span_of(info: SubjectInfo | None) -> float | None:
+    """The width of a subject's declared range (None without one)."""
+    if info is None or not info.has_range:
+        return None
+    return float(info.high) - float(info.low)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,8 @@ def compare(
     share keys) compare item by item."""
     values_a, values_b = item_values(run_a, mode), item_values(run_b, mode)
     names = subjects or [s for s in values_a if s in values_b]
+    # A subject's declared range bounds the differences (for the interval at the edges).
+    infos = {info.name: info for info in subject_infos(run_a.judge)} if run_a.judge else {}
     out = []
     for subject in names:
         a, b = values_a.get(subject, {}), values_b.get(subject, {})
@@ -92,7 +102,7 @@ def compare(
         ys = np.array([b[k][1] for k in both], dtype=float)
         comparison = SubjectComparison(
             subject=subject,
-            result=paired(xs, ys),
+            result=paired(xs, ys, span_of(infos.get(subject))),
             only_a=sum(1 for k in a if a[k][1] is not None and (k not in b or b[k][1] is None)),
             only_b=sum(1 for k in b if b[k][1] is not None and (k not in a or a[k][1] is None)),
             neither=sum(

@@ -113,7 +113,7 @@ def shown(board: Board, row: Row, column: Column) -> Shown:
             cell.coverage != other.coverage,
         )
     if column.stat == "ci":
-        method = cell.ci.method if cell.ci else "no values"
+        method = cell.ci.method_label if cell.ci else "no values"
         return Shown(column, interval(cell.ci), f"95% CI, {method}", cell.ci != other.ci)
     value = getattr(cell, column.stat)
     title = {

@@ -3,9 +3,10 @@
 For the board's leading number (the overall score, or the subject it is sorted by), each
 model gets one value per item, scored the board's way (strict: a failed or missing item at
 the worst value; answered: only items with a value). Each pair of models is compared on the
-items both have: the mean difference, its paired bootstrap CI and a paired t-test (the
-differences of many items are near normal, and the test is O(n) where Wilcoxon's ranks are
-not). The p-values are adjusted for the number of pairs, Holm's step-down by default
+items both have: the mean difference, its paired CI and a p-value from the test
+`stats.paired_p` picks (an exact sign test or a sign-flip permutation test on few items or
+differences of one size, else a paired t-test: the differences of many items are near normal,
+and the test is O(n) where Wilcoxon's ranks are not); each pair says which test it used. The p-values are adjusted for the number of pairs, Holm's step-down by default
 (family-wise error) or Benjamini–Hochberg (false discovery rate). A model's tied rank is 1 +
 the number of models significantly better than it, so "1, 1, 3" says the first two are not
 told apart.
@@ -27,7 +28,7 @@ from apps.leaderboards.boards import (
 )
 from apps.leaderboards.items import common_positions, dataset_items, tag_mask
 from apps.leaderboards.memo import Memo
-from apps.leaderboards.stats import Interval, mean_ci, normal_ci
+from apps.leaderboards.stats import TESTS, Interval, clipped, mean_ci, normal_ci, paired_p
 from apps.leaderboards.summaries import fingerprint
 
 ALPHA = 0.05
@@ -42,9 +43,14 @@ class Pair:
     n: int  # items both models have a value for
     mean_diff: float | None  # mean of a − b, in the board's units
     ci: Interval | None
-    p: float | None  # paired t-test, two-sided
+    p: float | None  # two-sided, by `test`
+    test: str | None  # the test behind p: a key of stats.TESTS (None: no p)
     p_adjusted: float | None = None
     better: Row | None = None  # the significantly better of the two, after adjustment
+
+    @property
+    def test_label(self) -> str:
+        return TESTS.get(self.test or "", "")
 
 
 @dataclass
@@ -102,8 +108,11 @@ def adjust(p_values: list[float], correction: str) -> list[float]:
 
 
 # ---- the matrix ------------------------------------------------------------------------------
-def compare_pair(a: Row, b: Row, values_a: np.ndarray, values_b: np.ndarray) -> Pair:
-    """a − b on the items both have a value for (paired by item key across datasets)."""
+def compare_pair(
+    a: Row, b: Row, values_a: np.ndarray, values_b: np.ndarray, span: float | None = None
+) -> Pair:
+    """a − b on the items both have a value for (paired by item key across datasets); `span`
+    is the width of the values' range, which bounds the differences' interval."""
     if a.run.dataset_id != b.run.dataset_id:
         at_a, at_b = common_positions([a.run.dataset, b.run.dataset])
         values_a, values_b = values_a[at_a], values_b[at_b]
@@ -111,18 +120,29 @@ def compare_pair(a: Row, b: Row, values_a: np.ndarray, values_b: np.ndarray) -> 
     diff = values_a[both] - values_b[both]
     n = int(diff.size)
     if n == 0:
-        return Pair(a, b, 0, None, None, None)
-    if n < 2:
-        p = None
-    elif not np.any(diff != diff[0]):  # every difference the same: no spread to test with
-        p = 1.0 if diff[0] == 0 else 0.0
-    else:
-        p = float(scipy_stats.ttest_1samp(diff, 0.0).pvalue)
+        return Pair(a, b, 0, None, None, None, None)
+    p, test = paired_p(diff)
     mean = float(diff.mean())
     # Up to BOOTSTRAP_LIMIT items the bootstrap; beyond, the normal interval it converges to
     # (the page marks it ≈): 45 pairs of 100k items stay within the board's time budget.
-    ci = mean_ci(diff) if n <= BOOTSTRAP_LIMIT else normal_ci(n, mean, float(diff.var(ddof=1)))
-    return Pair(a, b, n, mean, ci, p)
+    bounds = (-span, span) if span else (None, None)
+    ci = (
+        mean_ci(diff, *bounds)
+        if n <= BOOTSTRAP_LIMIT
+        else clipped(normal_ci(n, mean, float(diff.var(ddof=1))), *bounds)
+    )
+    return Pair(a, b, n, mean, ci, p, test)
+
+
+def span_of(board: Board, key: str) -> float | None:
+    """The width of the range the compared values lie in: the 0–100 overall when the board
+    normalises, a subject's declared range; None without one."""
+    if key == "overall":
+        return 100.0 if board.normalised else None
+    info = board.subject(key)
+    if info is None or not info.has_range:
+        return None
+    return float(info.high) - float(info.low)  # type: ignore[arg-type]
 
 
 _compared_cache: Memo[list[tuple]] = Memo("compared pairs")
@@ -145,9 +165,9 @@ def _compared(board: Board, key: str) -> list[Pair]:
     if cached is None:
         values = {row.run.pk: board_values(board, row, key) for row in board.rows}
         cached = [
-            (pair.n, pair.mean_diff, pair.ci, pair.p)
+            (pair.n, pair.mean_diff, pair.ci, pair.p, pair.test)
             for pair in (
-                compare_pair(a, b, values[a.run.pk], values[b.run.pk])
+                compare_pair(a, b, values[a.run.pk], values[b.run.pk], span_of(board, key))
                 for a, b in itertools.combinations(board.rows, 2)
             )
         ]
@@ -180,7 +200,7 @@ def build(board: Board, correction: str = "holm") -> Pairs:
             worse = pair.b if a_wins else pair.a
             better_count[worse.run.pk] += 1
         result.pairs.append(
-            Pair(pair.a, pair.b, pair.n, pair.mean_diff, pair.ci, pair.p, p_adj, better)
+            Pair(pair.a, pair.b, pair.n, pair.mean_diff, pair.ci, pair.p, pair.test, p_adj, better)
         )
     result.ranks = {run_id: 1 + count for run_id, count in better_count.items()}
     board.tied_ranks = result.ranks

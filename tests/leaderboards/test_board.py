@@ -38,14 +38,15 @@ def test_means_n_failed_and_missing_by_hand(board_data):
     assert [r.label for r in board.rows] == ["model-a", "model-b"]
 
 
-def test_cis_are_the_bootstrap_of_the_items(board_data):
+def test_cis_are_the_bounded_intervals_of_the_items(board_data):
+    """Accuracy declares 1–5: the interval of its items' values within that range (#29.1)."""
     board = build(board_data["task"])
     a = row_of(board, board_data["run_a"])
     ci = a.cells["human"]["accuracy"].ci
-    assert ci == stats.mean_ci([5, 4, 3, 5, 2])
-    assert ci.low <= 19 / 5 <= ci.high
+    assert ci == stats.mean_ci([5, 4, 3, 5, 2], 1, 5)
+    assert ci.method == "bounded" and 1 <= ci.low <= 19 / 5 <= ci.high <= 5
     b = row_of(board, board_data["run_b"])
-    assert b.cells["judge"]["accuracy"].ci == stats.mean_ci([3, 3, 2, 2, 4, 1])
+    assert b.cells["judge"]["accuracy"].ci == stats.mean_ci([3, 3, 2, 2, 4, 1], 1, 5)
 
 
 def test_override_changes_human_corrected_only(board_data, reviewer_user):
@@ -58,7 +59,7 @@ def test_override_changes_human_corrected_only(board_data, reviewer_user):
     assert (judge.mean, judge.n, judge.failed) == (pytest.approx(19 / 5), 5, 1)
     assert (human.mean, human.n, human.failed) == (pytest.approx((1 + 4 + 3 + 4 + 5 + 2) / 6), 6, 0)
     assert human.overridden == judge.overridden == 2
-    assert human.ci == stats.mean_ci([1, 4, 3, 4, 5, 2])
+    assert human.ci == stats.mean_ci([1, 4, 3, 4, 5, 2], 1, 5)
     # Overall: accuracy and clarity scaled by their 1–5 ranges, equal weights.
     expected = ((human.mean - 1) / 4 + (4 - 1) / 4) / 2 * 100
     assert a.overall["human"] == pytest.approx(expected)

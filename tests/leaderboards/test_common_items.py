@@ -74,7 +74,11 @@ def test_common_items_only_compares_like_with_like(two_versions) -> None:
     _, b = cell(board, "B")
     assert (a.mean, a.n, b.mean, b.n) == (5.0, 4, 4.0, 4)
     assert row_a.overall["human"] == pytest.approx(100.0)
-    assert row_a.overall_ci["human"].method == "exact"
+    # Every common item at the top: not a point but Clopper–Pearson's 4 of 4 (#29.1).
+    ci = row_a.overall_ci["human"]
+    assert ci.method == "clopper-pearson" and (ci.low, ci.high) == pytest.approx(
+        (100 * 0.025**0.25, 100.0)
+    )
     # The tag table follows: "easy" on common items is k0 k1 only.
     easy = next(t for t in board.tag_rows if t["tag"] == "easy")
     assert [(c["mean"], c["n"]) for c in easy["cells"]] == [(5.0, 2), (4.0, 2)]

@@ -29,7 +29,8 @@ def test_wins_losses_ties_and_tests(board_data):
     ) == (5, 5, 0, 0)
     assert accuracy.result.mean_diff == pytest.approx(6 / 5)
     diffs = [a - b for a, b in zip(PAIRED_A, PAIRED_B, strict=True)]
-    assert accuracy.result.ci == stats.mean_ci(diffs)
+    # Differences of 1–5 values lie in [−4, 4]: the bounded interval (#29.1).
+    assert accuracy.result.ci == stats.mean_ci(diffs, -4, 4)
     assert accuracy.result.sign_p == pytest.approx(2 / 2**5)  # 5 of 5 wins, two-sided
     assert accuracy.result.wilcoxon_p == pytest.approx(
         scipy_stats.wilcoxon(PAIRED_A, PAIRED_B).pvalue

@@ -1,7 +1,9 @@
 """The overall (weighted) score's 95% CI: items resampled with all their subjects together.
 
-Each case is checked against a plain item bootstrap written here with numpy (20,000 resamples
-of item indices), which shares no code with the board's multinomial-on-vectors bootstrap.
+Answered-only boards are checked against a plain item bootstrap written here with numpy
+(20,000 resamples of item indices), which shares no code with the board's
+multinomial-on-vectors bootstrap; strict boards (every item has every subject) against the
+bounded interval of the items' own overalls (#29.1), written here from the paper.
 """
 
 import csv
@@ -33,6 +35,20 @@ def direct_ci(rows: list[tuple[float | None, float | None]], weights=(1.0, 1.0))
     return tuple(np.percentile(overall, [2.5, 97.5]))
 
 
+def direct_bounded(rows: list[tuple[float, float]], weights=(1.0, 1.0)) -> tuple:
+    """Strict scoring: every item has both subjects, so the overall is the mean of the items'
+    own 0–100 overalls, and its interval is Learned-Miller & Thomas's bound as their paper
+    writes it: Dirichlet(1, …, 1) weights on the n items plus one point at 0 (lower end) or at
+    100 (upper end), 20,000 draws."""
+    values = np.array(rows, dtype=float)
+    scaled = (values - 1) / 4
+    per_item = (weights[0] * scaled[:, 0] + weights[1] * scaled[:, 1]) / sum(weights) * 100
+    u = np.random.default_rng(7).dirichlet(np.ones(len(rows) + 1), size=20_000)
+    low = np.percentile(u @ np.append(per_item, 0.0), 2.5)
+    high = np.percentile(u @ np.append(per_item, 100.0), 97.5)
+    return low, high
+
+
 def scenario(rows: list[tuple[float | None, float | None]], tags=None, status="completed"):
     task = f.make_task("overall")
     dataset = f.make_items(task, len(rows), tags=tags or [])
@@ -52,8 +68,8 @@ def overall(task, mode="human", **params):
     return row.overall[mode], row.overall_ci[mode]
 
 
-def assert_close(ci, expected: tuple) -> None:
-    assert ci is not None and ci.method == "bootstrap"
+def assert_close(ci, expected: tuple, method: str = "bootstrap") -> None:
+    assert ci is not None and ci.method == method
     tolerance = RELATIVE_TOLERANCE * (expected[1] - expected[0])
     assert ci.low == pytest.approx(expected[0], abs=tolerance)
     assert ci.high == pytest.approx(expected[1], abs=tolerance)
@@ -92,7 +108,7 @@ def test_the_strict_overall_ci_resamples_failed_items_at_the_worst_value(db):
     accuracy = np.mean([a for a, _ in strict_rows])
     clarity = np.mean([c for _, c in strict_rows])
     assert value == pytest.approx(((accuracy - 1) / 4 + (clarity - 1) / 4) / 2 * 100)
-    assert_close(ci, direct_ci(strict_rows))
+    assert_close(ci, direct_bounded(strict_rows), "bounded")
     assert ci.low < value < ci.high
 
 
@@ -106,7 +122,7 @@ def test_subjects_of_one_item_are_resampled_together(db):
     subject_ci = board.rows[0].cells["human"]["accuracy"].ci
     subject_width = (subject_ci.high - subject_ci.low) / 4 * 100
     assert ci.high - ci.low == pytest.approx(subject_width, rel=0.1)
-    assert_close(ci, direct_ci(rows))
+    assert_close(ci, direct_bounded(rows), "bounded")
 
 
 def test_one_weighted_subject_gives_its_own_ci_rescaled(db):
@@ -129,8 +145,8 @@ def test_human_corrected_resamples_the_corrected_items(db, reviewer_user):
     corrected = [(5, 2) if i < 5 else row for i, row in enumerate(rows)]
     _, judge_ci = overall(task, mode="judge")
     _, human_ci = overall(task, mode="human")
-    assert_close(judge_ci, direct_ci(rows))
-    assert_close(human_ci, direct_ci(corrected))
+    assert_close(judge_ci, direct_bounded(rows), "bounded")
+    assert_close(human_ci, direct_bounded(corrected), "bounded")
     # Five of forty accuracies up by 4 points of a 1–5 scale: the overall moves by 6.25.
     shift = (human_ci.low + human_ci.high - judge_ci.low - judge_ci.high) / 2
     assert shift == pytest.approx(6.25, abs=2)
@@ -141,7 +157,8 @@ def test_a_tag_narrows_the_items_resampled(db):
     tags = [["hard"] if i % 3 == 0 else ["easy"] for i in range(90)]
     task, _ = scenario(rows, tags=tags)
     _, ci = overall(task, tag="hard")
-    assert_close(ci, direct_ci([row for i, row in enumerate(rows) if i % 3 == 0]))
+    hard = [row for i, row in enumerate(rows) if i % 3 == 0]
+    assert_close(ci, direct_bounded([(1 if a is None else a, c) for a, c in hard]), "bounded")
 
 
 def test_a_running_run_gets_its_interval_once_it_has_ended(db):

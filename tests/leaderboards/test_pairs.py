@@ -59,7 +59,9 @@ def test_tied_ranks_say_who_is_told_apart(three_models) -> None:
     # Differences 1, 1 and 58 zeros, on the 0–100 overall (one subject on 1–5: × 25).
     diffs = np.array([25.0, 25.0] + [0.0] * (N - 2))
     assert top_close.n == N and top_close.mean_diff == pytest.approx(diffs.mean())
-    assert top_close.p == pytest.approx(scipy_stats.ttest_1samp(diffs, 0).pvalue)
+    # Every non-zero difference of one size: the permutation test is the exact sign test.
+    assert (top_close.p, top_close.test) == (scipy_stats.binomtest(2, 2).pvalue, "sign")
+    assert top_close.p == 0.5
     # Holm: the two other pairs have tiny p; the largest of three is multiplied by 1.
     assert top_close.p_adjusted == pytest.approx(top_close.p) and not top_close.better
     assert by_names[("top", "low")].better.label == "top"
@@ -154,3 +156,59 @@ def test_pairs_follow_the_boards_tag_filter(board_data) -> None:
     [pair] = pairs.build(boards.build(board_data["task"], Params(tag="hard"))).pairs
     [everything] = pairs.build(boards.build(board_data["task"], Params())).pairs
     assert (pair.n, everything.n) == (2, 6)
+
+
+def two_models(n: int, a_values, b_values, low: float = 1, high: float = 5):
+    task = f.make_task("small")
+    dataset = f.make_items(task, n)
+    judge = f.make_judge(
+        task, name="quality", subjects=[{"name": "score", "min": low, "max": high}]
+    )
+    for label, values in (("a", a_values), ("b", b_values)):
+        generation = f.make_generation_run(dataset, {}, label=label)
+        run = f.make_judge_run(dataset, judge, source_run=generation, label=label)
+        f.add_scores(run, {f"k{i}": {"score": float(v)} for i, v in enumerate(values)})
+    return task
+
+
+def test_two_equal_differences_do_not_separate_two_models(db, viewer_client) -> None:
+    """#29.2: a beats b by the same margin on both of two items. The old rule set p = 0 when
+    every difference was the same, so the tied ranks said 1, 2 after two items; the exact
+    sign test (scipy's binomtest) says p = 0.5."""
+    task = two_models(2, [5, 5], [4, 4])
+    board = boards.build(task, Params(sort="mean:score"))
+    table = pairs.build(board)
+    [pair] = table.pairs
+    assert pair.p == scipy_stats.binomtest(2, 2, 0.5).pvalue == 0.5
+    assert pair.test == "sign" and pair.better is None
+    assert sorted(table.ranks.values()) == [1, 1]
+    html = viewer_client.get(reverse("leaderboards:task", args=[task.slug])).content.decode()
+    assert 'data-stat="test">exact sign test<' in html
+    exported = viewer_client.get(
+        reverse("leaderboards:task-export", args=[task.slug]), {"format": "csv", "pairs": "1"}
+    ).content.decode()
+    [row] = list(csv.DictReader(io.StringIO(exported.lstrip("\ufeff"))))
+    assert (row["p"], row["test"]) == ("0.5", "exact sign test")
+
+
+def exact_sign_flip_p(diff: np.ndarray) -> float:
+    """Every one of the 2ⁿ sign patterns, counted by hand: P(|mean| ≥ |observed mean|)."""
+    n = len(diff)
+    signs = np.array(
+        [[1 if (mask >> i) & 1 else -1 for i in range(n)] for mask in range(2**n)], dtype=float
+    )
+    means = np.abs(signs @ diff) / n
+    return float(np.mean(means >= abs(diff.mean()) - 1e-12))
+
+
+def test_few_items_get_a_sign_flip_permutation_test(db) -> None:
+    """Under 30 items the p of a pair comes from the sign-flip permutation test, exact by
+    enumeration here (2⁸ patterns), where the t-test's normal theory does not hold."""
+    a_values = [5, 4, 5, 3, 5, 4, 5, 2]
+    b_values = [4, 4, 3, 3, 4, 1, 5, 1]
+    diff = np.array(a_values, dtype=float) - np.array(b_values, dtype=float)
+    task = two_models(8, a_values, b_values)
+    [pair] = pairs.build(boards.build(task, Params(sort="mean:score"))).pairs
+    assert pair.test == "permutation"
+    assert pair.p == pytest.approx(exact_sign_flip_p(diff), abs=1e-12)
+    assert pair.p != pytest.approx(scipy_stats.ttest_1samp(diff, 0).pvalue, abs=1e-3)
