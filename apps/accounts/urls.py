@@ -7,5 +7,6 @@ urlpatterns = [
     path("login/", views.login_view, name="login"),
     path("logout/", views.logout_view, name="logout"),
     path("tokens/", views.api_tokens, name="api-tokens"),
+    path("password/", views.password_change, name="password-change"),
     path("tokens/<int:pk>/revoke/", views.api_token_revoke, name="api-token-revoke"),
 ]

@@ -1,9 +1,12 @@
 from django.contrib import messages
+from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.forms import PasswordChangeForm
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
+from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_POST
 
 from apps.accounts.access import AppRequest, viewer_may_post
@@ -45,3 +48,18 @@ def api_token_revoke(request: AppRequest, pk: int) -> HttpResponse:
     token.revoke()
     messages.success(request, f"Revoked {token}: it no longer opens the API.")
     return redirect("accounts:api-tokens")
+
+
+# Everyone's own password, viewers' too: it changes nothing shared.
+@viewer_may_post
+@sensitive_post_parameters()
+@never_cache
+def password_change(request: AppRequest) -> HttpResponse:
+    """Change one's own password; the session stays signed in (its hash follows the password)."""
+    form = PasswordChangeForm(request.user, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        update_session_auth_hash(request, user)
+        messages.success(request, "Your password is changed.")
+        return redirect("accounts:password-change")
+    return render(request, "accounts/password_change.html", {"form": form})

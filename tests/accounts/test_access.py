@@ -15,7 +15,12 @@ ANONYMOUS_OK = {"accounts:login"}
 # Public redirects to a static file, and where they go (nothing behind them is private).
 PUBLIC_REDIRECTS = {"favicon": "/static/favicon.svg"}
 # POSTs that change nothing shared, so viewers may send them.
-VIEWER_MAY_POST = {"accounts:logout", "accounts:api-tokens", "accounts:api-token-revoke"}
+VIEWER_MAY_POST = {
+    "accounts:logout",
+    "accounts:api-tokens",
+    "accounts:api-token-revoke",
+    "accounts:password-change",
+}
 
 SAMPLE = {
     "int": "1",

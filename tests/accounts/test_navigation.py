@@ -58,3 +58,23 @@ def test_wrong_password_is_refused(page, live_server):
     page.click("button[type=submit]")
     assert "did not match" in page.content()
     assert "/accounts/login/" in page.url
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_account_menu_opens_by_click_and_by_keyboard(login, live_server):
+    """One account menu (tokens, password, log out), not a bare name link (#28.6)."""
+    user = make_user("viewer")
+    page = login(user)
+    items = page.locator("#account-menu .account-items")
+    assert not items.is_visible()
+    page.click("#account-menu summary")
+    assert items.is_visible()
+    assert items.locator("li").all_inner_texts() == ["API tokens", "Change password", "Log out"]
+    page.click("#menu-password")
+    page.wait_for_url("**/accounts/password/")
+    page.focus("#account-menu summary")
+    page.keyboard.press("Enter")
+    assert page.locator("#menu-log-out").is_visible()
+    page.click("#menu-log-out")
+    page.wait_for_url("**/login/**")

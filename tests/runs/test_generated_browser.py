@@ -34,7 +34,8 @@ def test_generate_review_publish_and_use_a_draft_in_the_browser(
     page.wait_for_url("**/runs/generators/*/")
     expect(page.locator("h1")).to_contain_text("world-facts v1")
     generator_url = page.url
-    page.click("button.link:has-text('Log out')")
+    page.click("#account-menu summary")
+    page.click("#menu-log-out")
 
     # A reviewer generates two units into a draft and follows the run to its end.
     login(reviewer_user, generator_url.removeprefix(live_server.url))
