@@ -49,3 +49,26 @@ document.addEventListener("change", (event) => {
   note.textContent = message;
   note.hidden = !message;
 });
+
+// Wide tables scroll sideways inside .table-wrap: mark the side that hides columns, so the
+// cut is visible (a faded edge, see evalsite.css) instead of columns silently missing.
+function markScroll(wrap) {
+  const hidden = wrap.scrollWidth - wrap.clientWidth;
+  wrap.classList.toggle("more-right", hidden > 1 && wrap.scrollLeft < hidden - 1);
+  wrap.classList.toggle("more-left", hidden > 1 && wrap.scrollLeft > 1);
+}
+function markAllScrolls() {
+  document.querySelectorAll(".table-wrap").forEach(markScroll);
+}
+document.addEventListener("DOMContentLoaded", markAllScrolls);
+document.addEventListener("htmx:afterSettle", markAllScrolls);
+window.addEventListener("resize", markAllScrolls);
+document.addEventListener(
+  "scroll",
+  (event) => {
+    if (event.target instanceof Element && event.target.classList.contains("table-wrap")) {
+      markScroll(event.target);
+    }
+  },
+  true,
+);
