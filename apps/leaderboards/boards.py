@@ -256,10 +256,13 @@ class Board:
     coverage: "Coverage | None" = None
     clusters: int | None = None  # with Params.cluster: how many clusters the CIs were built on
     # Epochs (repeated generations): the most and the fewest any model on the board has, and
-    # the reduction in force (Params.epochs, with pass@k's k capped at the fewest).
+    # the reduction in force (Params.epochs, with pass@k's k capped at the most any model
+    # has). Each model's pass@k comes from its own epochs (#29.10): a model with fewer than k
+    # has its own pass@n (n its epochs) and is listed in `short_epochs`, never silently.
     epochs: int = 1
     fewest_epochs: int = 1
     reduction: Reduction = field(default_factory=Reduction)
+    short_epochs: dict[int, Reduction] = field(default_factory=dict)  # run id → its reduction
     flaky: dict[int, int] = field(default_factory=dict)  # run id → items whose epochs disagree
     # run id → items the task's rule sends to people that nobody reviewed yet (#14.4)
     doubtful: dict[int, int] = field(default_factory=dict)
@@ -277,6 +280,27 @@ class Board:
     def last_event(self) -> int:
         """The last review event, read once per board: it keys the cached human values."""
         return review_state()
+
+    def reduction_for(self, run: Run) -> Reduction:
+        """The reduction of one model's epochs: the board's, or pass@n for a model with only
+        n < k epochs (marked on the board: `short_epochs`)."""
+        return self.short_epochs.get(run.pk, self.reduction)
+
+    @property
+    def short_epochs_text(self) -> str:
+        """Which models have fewer epochs than the board's pass@k needs, and what they show."""
+        if not self.short_epochs:
+            return ""
+        named = "; ".join(
+            f"{row.label} has {row.run.judged_epochs} epoch{'s' if row.run.judged_epochs != 1 else ''}"
+            f" and shows {self.short_epochs[row.run.pk].label}"
+            for row in self.rows
+            if row.run.pk in self.short_epochs
+        )
+        return (
+            f"{self.reduction.label} needs {self.reduction.k} epochs of an item: {named} "
+            f"(the most it can have, a lower bound of its {self.reduction.label}; marked †)."
+        )
 
     @property
     def modes_shown(self) -> list[str]:
@@ -393,7 +417,12 @@ def build(task: Task, params: Params) -> Board:
         )
     board.epochs = max((row.run.judged_epochs for row in board.rows), default=1)
     board.fewest_epochs = min((row.run.judged_epochs for row in board.rows), default=1)
-    board.reduction = params.epochs.capped(board.fewest_epochs)
+    board.reduction = params.epochs.capped(board.epochs)
+    board.short_epochs = {
+        row.run.pk: board.reduction.capped(row.run.judged_epochs)
+        for row in board.rows
+        if board.reduction.capped(row.run.judged_epochs) != board.reduction
+    }
     if board.epochs > 1:
         board.flaky = {row.run.pk: flaky_count(row.run) for row in board.rows}
     if task.doubts:
@@ -437,7 +466,7 @@ def build(task: Task, params: Params) -> Board:
 def values_of(board: Board, run: Run, mode: str) -> dict[str, np.ndarray]:
     """The run's per-item values as this board counts them (its mode's values, its epochs'
     reduction): what pairs, common items, clusters and reduced cells are computed from."""
-    return items.item_values(run, mode, board.last_event, board.reduction)
+    return items.item_values(run, mode, board.last_event, board.reduction_for(run))
 
 
 _epoch_cells: Memo[tuple] = Memo("reduced cells")
@@ -452,7 +481,7 @@ def _reduced_key(board: Board, run: Run, mode: str) -> tuple:
         summaries.fingerprint(run),
         mode,
         board.last_event if mode == "human" else 0,
-        board.reduction,
+        board.reduction_for(run),
         board.params.scoring,
     )
 

@@ -527,7 +527,7 @@ def board_header(board: Board) -> list[str]:
         for mode in modes:
             header += [f"{info.name}.{mode}.{stat}" for stat in STAT_COLUMNS]
         header.append(f"{info.name}.overridden")
-    header += ["epochs", "flaky_items"]
+    header += ["epochs", "model_epoch_reduction", "flaky_items"]
     header += ["judge", "scoring", "epoch_reduction", "items", "clustered_by", "tag", "sort"]
     header.append("overall.formula")
     for info in board.subjects:
@@ -572,6 +572,8 @@ def board_records(board: Board) -> Iterator[dict[str, Any]]:
             },
             "subjects": subjects,
             "epochs": row.run.judged_epochs,
+            # The model's own reduction: pass@n where it has only n < k epochs (#29.10).
+            "model_epoch_reduction": board.reduction_for(row.run).query,
             "flaky_items": board.flaky.get(row.run.pk) if board.epochs > 1 else None,
         }
 
@@ -643,7 +645,7 @@ def board_csv(board: Board) -> Iterable[str]:
                     for stat in STAT_COLUMNS
                 ]
             row.append(entry["overridden"])
-        row += [record["epochs"], record["flaky_items"]]
+        row += [record["epochs"], record["model_epoch_reduction"], record["flaky_items"]]
         writer.writerow(row + [cell(value) for value in built_with])
     return [buffer.getvalue()]
 
@@ -886,6 +888,8 @@ PAIRWISE_HEADER = [
     "ci_high",
     "battles",
     "win_rate",
+    "prior_sd",
+    "mle_exists",
     "judge",
     "source",
     "position_consistency",
@@ -912,6 +916,10 @@ def pairwise_records(board: PairwiseBoard) -> list[dict[str, Any]]:
             "ci_high": round(r.high, 1),
             "battles": r.battles,
             "win_rate": round(r.win_rate, 4),
+            # The declared prior (Elo points) and whether the ratings would be finite without
+            # it (#29.3): false when a model never lost or never won.
+            "prior_sd": board.ratings.prior_sd if board.ratings else None,
+            "mle_exists": board.ratings.mle_exists if board.ratings else None,
             "judge": judge,
             "source": board.source_label,
             "position_consistency": None if stats is None else _rounded(stats.rate, 4),

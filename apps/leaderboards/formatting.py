@@ -131,11 +131,11 @@ def table(board: Board) -> list[tuple[Row, list[Shown]]]:
 
 
 def epoch_views(board: Board) -> list[tuple[str, str]]:
-    """The epochs toggle: mean, majority and pass@k for every k the fewest epochs allow
+    """The epochs toggle: mean, majority and pass@k for every k the most epochs allow
     (`?epochs=`); empty when no model answered an item more than once."""
     if board.epochs == 1 and board.reduction.is_mean:
         return []
-    ks = range(1, board.fewest_epochs + 1)
+    ks = range(1, board.epochs + 1)  # each model's pass@k from its own epochs
     return [("mean", "Mean"), ("majority", "Majority vote")] + [
         (f"pass@{k}", f"pass@{k}") for k in ks
     ]

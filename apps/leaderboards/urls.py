@@ -13,6 +13,8 @@ urlpatterns = [
         views.alignment_threshold,
         name="alignment-threshold",
     ),
+    # Two segments, so no task slug can shadow it.
+    path("about/numbers/", views.methods, name="methods"),
     path("<slug:slug>/", views.board, name="task"),
     path("<slug:slug>/export/", views.board_export, name="task-export"),
     path("<slug:slug>/compare/", views.compare, name="compare"),

@@ -52,6 +52,13 @@ def index(request: AppRequest) -> HttpResponse:
 
 
 @require_GET
+def methods(request: AppRequest) -> HttpResponse:
+    """How evalsite computes its numbers: each estimator, test, interval and prior, with the
+    reference implementation the tests pin it to (linked from every board)."""
+    return render(request, "leaderboards/methods.html")
+
+
+@require_GET
 def board(request: AppRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     built = boards.build(task, boards.Params.from_query(request.GET))

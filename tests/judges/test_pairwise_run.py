@@ -207,10 +207,13 @@ def test_the_pairwise_board_ranks_a_true_preference_and_not_a_position(
     assert {r["rank"] for r in rows[1:]} == {"2"}  # bad and meh: only ties between them
     assert float(rows[0]["ci_low"]) > max(float(r["ci_high"]) for r in rows[1:])
     assert rows[0]["position_consistency"] == "1.0"
+    # good never lost: without the prior its rating would be infinite, and the board says so.
+    assert {r["mle_exists"] for r in rows} == {"False"} and rows[0]["prior_sd"] == "400.0"
     client = Client()
     client.force_login(make_user("viewer"))
     html = client.get(reverse("leaderboards:pairwise", args=[dataset.task.slug])).content.decode()
     assert 'id="pairwise-ratings"' in html and 'data-model="good"' in html and "nan" not in html
+    assert 'id="mle-missing"' in html and "good never lost a battle" in html
 
 
 def test_a_pairwise_judge_is_made_and_started_in_the_browser_forms(

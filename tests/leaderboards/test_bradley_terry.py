@@ -1,6 +1,9 @@
-"""Bradley–Terry ratings (#13.4), pinned: against a reference maximum-likelihood fit written
-here (a direct scipy minimisation of the same likelihood, battle by battle, first model
-anchored) to 1e-6; a hand case; seeded, stable bootstrap intervals; ranks by CI overlap."""
+"""Bradley–Terry ratings (#13.4, #29.3), pinned: the posterior mode under the declared prior
+against a reference written here (a direct scipy minimisation of the same penalised
+likelihood, battle by battle) to 1e-6, and without the prior against the maximum-likelihood
+fit; the Laplace intervals against a finite-difference Hessian; hand cases; ratings that stay
+finite (and intervals that stay wide) when a model is undefeated or winless; ranks by CI
+overlap."""
 
 import math
 import random
@@ -9,7 +12,16 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from apps.leaderboards.bradley_terry import SCALE, Battles, fit, length_controlled, ratings
+from apps.leaderboards.bradley_terry import (
+    PRIOR_PRECISION,
+    SCALE,
+    Battles,
+    covariance,
+    fit,
+    length_controlled,
+    mle_exists,
+    ratings,
+)
 
 
 def reference_fit(rows: list[tuple[str, str, float]], models: list[str]) -> np.ndarray:
@@ -43,38 +55,126 @@ def arena(seed: int, strengths: dict[str, float], n: int) -> list[tuple[str, str
     return rows
 
 
-def test_the_fit_matches_a_reference_maximum_likelihood_fit() -> None:
+def reference_posterior(
+    rows: list[tuple[str, str, float]], models: list[str], precision: float = PRIOR_PRECISION
+) -> tuple[np.ndarray, object]:
+    """β at the posterior mode: −Σ log-likelihood + Σ β² · precision / 2, battle by battle."""
+    index = {m: i for i, m in enumerate(models)}
+
+    def nll(beta: np.ndarray) -> float:
+        total = precision / 2 * float(beta @ beta)
+        for a, b, y in rows:
+            d = beta[index[a]] - beta[index[b]]
+            total -= y * -math.log1p(math.exp(-d)) + (1 - y) * -math.log1p(math.exp(d))
+        return total
+
+    found = optimize.minimize(nll, np.zeros(len(models)), method="BFGS", options={"gtol": 1e-10})
+    return found.x, nll
+
+
+def test_the_fit_matches_a_reference_posterior_mode() -> None:
     rows = arena(1, {"alpha": 1.0, "beta": 0.4, "gamma": 0.0, "delta": -0.7}, 400)
     found = Battles.of(rows)
-    ours = fit(found)
-    reference = reference_fit(rows, found.models)
-    # The ridge (1e-8) moves the optimum by far less than 1e-6.
-    assert np.allclose(ours, reference, atol=1e-6)
+    reference, _ = reference_posterior(rows, found.models)
+    # The prior centres the exact mode on a mean of 0; BFGS stops within 1e-4 of that.
+    assert abs(reference.mean()) < 1e-4
+    assert np.allclose(fit(found), reference - reference.mean(), atol=1e-6)
+
+
+def test_without_the_prior_it_is_the_maximum_likelihood_fit() -> None:
+    rows = arena(1, {"alpha": 1.0, "beta": 0.4, "gamma": 0.0, "delta": -0.7}, 400)
+    found = Battles.of(rows)
+    assert mle_exists(found)
+    assert np.allclose(fit(found, prior_precision=0), reference_fit(rows, found.models), atol=1e-6)
+
+
+def test_laplace_intervals_match_a_finite_difference_hessian() -> None:
+    rows = arena(2, {"a": 0.5, "b": 0.0, "c": -0.5}, 60)
+    found = Battles.of(rows)
+    beta, nll = reference_posterior(rows, found.models)
+    n, h = len(beta), 1e-4
+    hessian = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            shift_i, shift_j = np.eye(n)[i] * h, np.eye(n)[j] * h
+            hessian[i, j] = (
+                nll(beta + shift_i + shift_j)
+                - nll(beta + shift_i - shift_j)
+                - nll(beta - shift_i + shift_j)
+                + nll(beta - shift_i - shift_j)
+            ) / (4 * h * h)
+    centre = np.eye(n) - 1 / n
+    expected = centre @ np.linalg.inv(hessian) @ centre
+    assert np.allclose(covariance(found, fit(found)), expected, atol=1e-5)
+    board = ratings(rows)
+    by = {r.model: r for r in board.ratings}
+    for i, model in enumerate(found.models):
+        half = 1.959963984540054 * SCALE * math.sqrt(expected[i, i])
+        assert (by[model].high - by[model].low) / 2 == pytest.approx(half, rel=1e-4)
 
 
 def test_two_models_by_hand() -> None:
     # a beats b 3 times in 4 (a tie counts half): the MLE is σ(β_a − β_b) = 3/4.
     rows = [("a", "b", 1.0), ("a", "b", 1.0), ("b", "a", 1.0), ("a", "b", 1.0)]
     rows += [("a", "b", 0.5), ("a", "b", 0.5)]  # +1 win for each: 4 of 6
-    beta = fit(Battles.of(rows))
+    beta = fit(Battles.of(rows), prior_precision=0)
     assert beta[0] - beta[1] == pytest.approx(math.log(2), abs=1e-6)  # odds 4:2
-    board = ratings(rows, rounds=50)
+    # With the prior, β_a = −β_b = d/2 where the derivative of
+    # −4 log σ(d) − 2 log σ(−d) + λ d² / 4 vanishes: 6 σ(d) − 4 + λ d / 2 = 0.
+    d = optimize.brentq(lambda d: 6 / (1 + math.exp(-d)) - 4 + PRIOR_PRECISION * d / 2, 0, 5)
+    assert d < math.log(2)  # pulled towards 0
+    board = ratings(rows)
     top = board.ratings[0]
-    assert top.model == "a" and top.rating == pytest.approx(
-        1000 + SCALE * math.log(2) / 2, abs=1e-3
-    )
+    assert top.model == "a" and top.rating == pytest.approx(1000 + SCALE * d / 2, abs=1e-3)
     assert board.win_rates[0, 1] == pytest.approx(4 / 6) and board.win_rates[1, 0] == pytest.approx(
         2 / 6
     )
+    assert board.mle_exists
 
 
-def test_bootstrap_intervals_are_seeded_and_ranks_follow_their_overlap() -> None:
+def test_one_battle_stays_finite_and_says_little() -> None:
+    """One battle gave 2,361 vs −361 with zero-width intervals: now the prior holds the
+    ratings near 1000, the intervals span hundreds of points and overlap, and the board says
+    the maximum-likelihood fit does not exist."""
+    board = ratings([("a", "b", 1.0)])
+    # By hand: the mode solves −(1 − σ(d)) + λ d / 2 = 0 for d = β_a − β_b.
+    d = optimize.brentq(lambda d: -(1 - 1 / (1 + math.exp(-d))) + PRIOR_PRECISION * d / 2, 0, 10)
+    by = {r.model: r for r in board.ratings}
+    assert by["a"].rating == pytest.approx(1000 + SCALE * d / 2, abs=1e-3)
+    assert by["b"].rating == pytest.approx(1000 - SCALE * d / 2, abs=1e-3)
+    assert 100 < by["a"].rating - 1000 < 200
+    for r in board.ratings:
+        assert r.high - r.low > 600 and r.rank == 1
+    assert not board.mle_exists and board.undefeated == ["a"] and board.winless == ["b"]
+
+
+def test_a_chain_of_clean_sweeps_stays_finite() -> None:
+    """a 5–0 b, b 5–0 c gave 3,872 / 1,000 / −1,872."""
+    rows = [("a", "b", 1.0)] * 5 + [("b", "c", 1.0)] * 5
+    board = ratings(rows)
+    by = {r.model: r for r in board.ratings}
+    assert by["a"].rating > by["b"].rating > by["c"].rating
+    assert by["a"].rating - by["c"].rating < 1200
+    assert not board.mle_exists and board.undefeated == ["a"] and board.winless == ["c"]
+    # A single loss of a to c closes the cycle: the maximum-likelihood fit exists.
+    assert ratings([*rows, ("c", "a", 1.0)]).mle_exists
+
+
+def test_small_random_boards_keep_a_sane_spread() -> None:
+    """Random 30-battle boards among five equal models spread 3,000–14,000 Elo before."""
+    for seed in range(20):
+        rows = arena(100 + seed, dict.fromkeys("abcde", 0.0), 30)
+        board = ratings(rows)
+        spread = board.ratings[0].rating - board.ratings[-1].rating
+        assert spread < 700, (seed, spread)
+        assert all(r.high - r.low > 200 for r in board.ratings)
+
+
+def test_intervals_are_deterministic_and_ranks_follow_their_overlap() -> None:
     rows = arena(7, {"strong": 2.0, "mid": 0.0, "weak": -2.0, "mid2": 0.05}, 1500)
-    first, again = ratings(rows, rounds=200, seed=3), ratings(rows, rounds=200, seed=3)
+    first, again = ratings(rows), ratings(rows)
     assert first.ratings == again.ratings
     assert np.array_equal(first.win_rates, again.win_rates, equal_nan=True)
-    other = ratings(rows, rounds=200, seed=4)
-    assert [r.low for r in other.ratings] != [r.low for r in first.ratings]
     by = {r.model: r for r in first.ratings}
     assert (first.ratings[0].model, first.ratings[-1].model) == ("strong", "weak")
     for r in first.ratings:
@@ -83,6 +183,7 @@ def test_bootstrap_intervals_are_seeded_and_ranks_follow_their_overlap() -> None
     assert by["strong"].rank == 1 and by["weak"].rank == 4
     assert by["mid"].rank == by["mid2"].rank == 2  # overlapping: tied
     assert sum(r.battles for r in first.ratings) == 2 * 1500
+    assert first.mle_exists
 
 
 def test_bad_outcomes_are_refused() -> None:

@@ -206,9 +206,11 @@ def test_csv_and_cli_carry_the_reduction_the_epochs_and_the_flaky_count(board_ta
 
 
 @pytest.mark.django_db
-def test_scores_without_epochs_reduce_their_one_value(board_task) -> None:
-    """A model with one answer per item beside models with several: majority of one value is
-    the value, and pass@k beyond 1 is capped at the fewest epochs on the board."""
+def test_a_model_with_one_epoch_keeps_pass_at_k_for_the_others(board_task, capsys) -> None:
+    """#29.10: a model with one answer per item beside models with three. The board used to
+    fall back to pass@1 for every model; now A and B keep their own pass@2 (the hand values of
+    `test_each_reduction_gives_its_hand_computed_means`) and C, which cannot have pass@2,
+    shows its pass@1 marked as such on the page, in the CSV and the CLI."""
     task, runs = board_task
     dataset = runs["A"].dataset
     single = f.make_judge_run(
@@ -216,10 +218,32 @@ def test_scores_without_epochs_reduce_their_one_value(board_task) -> None:
     )
     f.add_scores(single, {"k0": {"correct": 100}, "k1": {"correct": 0}, "k2": {"correct": 100}})
     board = build(task, "pass@2")
-    assert board.fewest_epochs == 1 and board.reduction == Reduction("pass", 1)
+    assert board.fewest_epochs == 1 and board.reduction == Reduction("pass", 2)
+    assert cell(board, "A").mean == pytest.approx(100 * (1 + 2 / 3 + 0 + 1) / 4)
+    assert cell(board, "B").mean == pytest.approx(50)
+    assert board.short_epochs == {single.pk: Reduction("pass", 1)}
     # Strict: C's missing k3 counts at the worst value.
     assert cell(board, "C").mean == pytest.approx(50) and cell(board, "C").missing == 1
     assert Score.objects.filter(run=single, epoch_spread__gt=0).count() == 0
+    client = Client()
+    client.force_login(make_user("viewer"))
+    html = client.get(reverse("leaderboards:task", args=[task.slug]), {"epochs": "pass@2"})
+    page = html.content.decode()
+    assert f'class="short-epochs" data-run="{single.pk}"' in page
+    assert page.count('class="short-epochs"') == 1
+    assert 'id="short-epochs"' in page and "C has 1 epoch and shows pass@1" in page
+    call_command("leaderboard", task.slug, "--epochs", "pass@2", "--format", "csv")
+    rows = {
+        r["model"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out.lstrip("\ufeff")))
+    }
+    assert {m: r["model_epoch_reduction"] for m, r in rows.items()} == {
+        "A": "pass@2",
+        "B": "pass@2",
+        "C": "pass@1",
+    }
+    assert {r["epoch_reduction"] for r in rows.values()} == {"pass@2"}
+    call_command("leaderboard", task.slug, "--epochs", "pass@2")
+    assert "C has 1 epoch and shows pass@1" in capsys.readouterr().out
 
 
 @pytest.mark.django_db

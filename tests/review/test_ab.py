@@ -126,6 +126,7 @@ def test_the_pairwise_board_against_a_baseline_shows_length_controlled_win_rates
     url = reverse("leaderboards:pairwise", args=[dataset.task.slug])
     html = client.get(url, {"baseline": x.pk}).content.decode()
     assert 'id="length-controlled"' in html
+    assert f'href="{reverse("leaderboards:methods")}#bradley-terry" id="methods-link"' in html
     table = html[html.index('id="length-controlled"') :]
     row = re.search(r'<tr data-model="y">(.*?)</tr>', table, re.S)[1]
     cells = re.findall(r'<td class="num"[^>]*>([^<]*)</td>', row)

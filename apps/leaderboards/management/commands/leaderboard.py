@@ -243,9 +243,11 @@ def table(board: boards.Board) -> str:
     ]
     if board.params.epochs != board.reduction:
         notes.append(
-            f"{board.params.epochs.label} needs {board.params.epochs.k} epochs and a model here "
-            f"has {board.fewest_epochs}: showing {board.reduction.label}."
+            f"{board.params.epochs.label} needs {board.params.epochs.k} epochs and no model here "
+            f"has more than {board.epochs}: showing {board.reduction.label}."
         )
+    if board.short_epochs:
+        notes.append(board.short_epochs_text)
     if board.epochs > 1:
         flaky = ", ".join(f"{row.label} {board.flaky.get(row.run.pk, 0)}" for row in board.rows)
         notes.append(f"Flaky items (epochs disagree): {flaky}.")
