@@ -227,8 +227,10 @@ class CostFields(forms.Form):
         choices=CACHE_CHOICES,
         required=False,
         label="Response cache",
-        help_text="Default: on for judges; for generation, on unless the endpoint's "
-        "temperature is above 0 (a rerun is meant to sample anew). Cached requests cost $0.",
+        help_text="Default: on for judges; for generation, on only when the endpoint's "
+        "requests are deterministic as sent (temperature 0 set explicitly, or a seed). With "
+        "temperature unset the provider samples at its own default, so a rerun asks anew. "
+        "Cached requests cost $0.",
     )
     budget_usd = forms.DecimalField(
         required=False,

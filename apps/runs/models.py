@@ -154,6 +154,17 @@ class Endpoint(models.Model):
         }
         return {**params, **(self.extra_params or {})}
 
+    @property
+    def is_deterministic(self) -> bool:
+        """Whether a request says how to answer the same way again, by what is actually sent
+        (extra parameters included): temperature 0 set explicitly, or a seed. An unset
+        temperature is sent as nothing, and the provider then samples at its own default
+        (OpenAI's is 1), so it does not count (#29.11)."""
+        params = self.request_params()
+        temperature = params.get("temperature")
+        zero = isinstance(temperature, int | float) and not isinstance(temperature, bool)
+        return (zero and float(temperature) == 0) or params.get("seed") is not None
+
     def price_per_million(self) -> tuple[float, float]:
         prompt, completion = settings.PRICE_TABLE.get(self.model, (0.0, 0.0))
         return float(prompt), float(completion)
@@ -762,14 +773,14 @@ class Run(models.Model):
 
     @staticmethod
     def default_use_cache(kind: str, endpoint: "Endpoint | None") -> bool:
-        """Judges reuse cached replies; generation too, unless the endpoint samples
-        (temperature > 0: a rerun is meant to draw new answers). Unset temperature counts as
-        not sampling, like 0 (#16.4)."""
+        """Judges reuse cached replies; generation only when its requests are deterministic
+        as sent (`Endpoint.is_deterministic`): otherwise a rerun is meant to draw new answers,
+        and an unset temperature samples at the provider's default (#29.11)."""
         if kind == Run.Kind.GENERATE_DATASET:
             return False  # its units ask one prompt N times for N different drafts
         if kind != Run.Kind.GENERATION or endpoint is None:
             return True
-        return not (endpoint.temperature or 0) > 0
+        return endpoint.is_deterministic
 
     def request_cancel(self) -> None:
         Run.objects.filter(pk=self.pk).update(cancel_requested=True)

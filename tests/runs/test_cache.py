@@ -82,8 +82,10 @@ def test_a_judge_rerun_is_answered_from_the_cache_and_sends_nothing(task, endpoi
     assert logs.count() == 12 and all(log.cached and log.cost == 0 for log in logs)
 
 
-def test_generation_saved_cost_is_what_the_first_run_paid(start, llm_server):
-    first = generate(start)  # temperature unset: the cache is on
+def test_generation_saved_cost_is_what_the_first_run_paid(start, endpoint, llm_server):
+    endpoint.temperature = 0  # sent explicitly: deterministic, so the cache is on
+    endpoint.save()
+    first = generate(start)
     assert first.use_cache and first.status == Run.Status.COMPLETED
     assert first.cost == pytest.approx(30 * PER_REQUEST)
     llm_server.reset(stats_only=True)
@@ -124,6 +126,8 @@ def test_a_run_that_says_no_sends_everything_again(start, llm_server):
 
 
 def test_changing_a_parameter_a_message_or_the_epoch_misses(start, endpoint, template, llm_server):
+    endpoint.temperature = 0  # deterministic as sent: the cache is on by default
+    endpoint.save()
     generate(start)
     # A parameter: max_tokens changes the request.
     endpoint.max_tokens = 50
@@ -193,3 +197,21 @@ def test_overwrite_asks_again_and_replaces_the_stored_reply(start, llm_server):
     assert all(
         text.startswith("second:") for text in CachedReply.objects.values_list("content", flat=True)
     )
+
+
+@pytest.mark.parametrize(
+    ("temperature", "seed", "extra", "cached"),
+    [
+        (None, None, {}, False),  # unset: the provider samples at its default
+        (0, None, {}, True),
+        (0.7, None, {}, False),
+        (None, 7, {}, True),
+        (None, None, {"temperature": 0}, True),  # sent through extra parameters
+        (0, None, {"temperature": 1.0}, False),  # extra parameters win, as sent
+    ],
+)
+def test_generation_caches_by_what_is_sent(endpoint, temperature, seed, extra, cached) -> None:
+    """A rerun returned cached copies while the request omitted temperature (#29.11)."""
+    endpoint.temperature, endpoint.seed, endpoint.extra_params = temperature, seed, extra
+    assert Run.default_use_cache(Run.Kind.GENERATION, endpoint) is cached
+    assert Run.default_use_cache(Run.Kind.JUDGE, endpoint) is True
