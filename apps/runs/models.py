@@ -162,8 +162,12 @@ class Endpoint(models.Model):
         (OpenAI's is 1), so it does not count (#29.11)."""
         params = self.request_params()
         temperature = params.get("temperature")
-        zero = isinstance(temperature, int | float) and not isinstance(temperature, bool)
-        return (zero and float(temperature) == 0) or params.get("seed") is not None
+        zero = (
+            isinstance(temperature, int | float)
+            and not isinstance(temperature, bool)
+            and temperature == 0
+        )
+        return zero or params.get("seed") is not None
 
     def price_per_million(self) -> tuple[float, float]:
         prompt, completion = settings.PRICE_TABLE.get(self.model, (0.0, 0.0))
