@@ -109,6 +109,8 @@ class JudgeForm(forms.ModelForm):
             "n_iter": "Rounds per item",
             "use_structured_output": "Ask for structured output where the endpoint supports it",
             "ask_confidence": "Ask the judge how sure it is (a confidence from 0 to 1)",
+            "reply_format": "How the reply is read",
+            "reply_pattern": "Reply pattern (regular expression)",
         }
         help_texts = {
             "system_prompt": "Blank: the built-in prompt for the kind.",
@@ -120,11 +122,26 @@ class JudgeForm(forms.ModelForm):
             ),
             "n_iter": "LLM judges only; rule-based judges always do one round.",
             "aggregation": "How rounds combine. Mode ties go to the smallest most frequent value.",
+            "reply_format": (
+                "JSON: an object with every subject. [[N]]: MT-Bench's “Rating: [[8]]”. "
+                "[RESULT] N: Prometheus's feedback then “[RESULT] 4”. Score: N/M: “Score: 4/5” "
+                "(several subjects: “accuracy: 4/5” each). [[N]], [RESULT] and the last number "
+                "score one subject. Reasoning in <think> blocks is set aside and the last "
+                "verdict counts."
+            ),
+            "reply_pattern": (
+                "For the regular-expression format: one named group per subject, its name in "
+                "lower case with _ for other characters, e.g. Accuracy: (?P<accuracy>\\d+); "
+                "optionally (?P<reason>…). The last match counts. (?i) ignores case."
+            ),
         }
         field_classes = {"system_prompt": PromptTextField, "user_prompt": PromptTextField}
         widgets = {
             "system_prompt": forms.Textarea(attrs={"rows": 5}),
             "user_prompt": forms.Textarea(attrs={"rows": 5}),
+            "reply_pattern": forms.TextInput(
+                attrs={"placeholder": r"Accuracy: (?P<accuracy>\d+)", "spellcheck": "false"}
+            ),
         }
 
     def __init__(self, *args: Any, task: Task, editing: bool = False, **kwargs: Any) -> None:
@@ -143,6 +160,8 @@ class JudgeForm(forms.ModelForm):
         ]
         self.fields["n_iter"].validators += [MinValueValidator(1), MaxValueValidator(20)]
         self.fields["label_count"].validators.append(MinValueValidator(1))
+        # Blank is JSON, as before reply formats existed (older scripts post no format).
+        self.fields["reply_format"].required = False
         if self.instance.pk:
             self.initial.setdefault("subjects_text", subjects_text(self.instance.subjects or []))
         if editing:
@@ -208,8 +227,17 @@ class JudgeForm(forms.ModelForm):
             data["label_type"], data["label_count"] = Judge.LabelType.UPPER, 4
         if kind not in (Judge.Kind.RUBRIC, Judge.Kind.MCQ):
             data["n_iter"] = 1
+        data["reply_format"] = data.get("reply_format") or "json"
         if kind != Judge.Kind.RUBRIC:
             data["ask_confidence"] = False
+            data["reply_format"], data["reply_pattern"] = "json", ""
+        elif data.get("reply_format") != "json" and data.get("ask_confidence"):
+            self.add_error(
+                "ask_confidence",
+                "A confidence is read from JSON replies only: read the reply as JSON, or do not "
+                "ask for one.",
+            )
+            return data
         elif data.get("ask_confidence") and any(
             s["name"].strip().lower() == "confidence" for s in subjects
         ):
@@ -227,8 +255,14 @@ class JudgeForm(forms.ModelForm):
             return data
         try:
             data["subjects"] = self._subjects(kind, subjects, data)
+            if data.get("reply_format") != "regex":
+                data["reply_pattern"] = ""
+            if data.get("reply_format") not in (None, "json"):
+                data["use_structured_output"] = False  # a JSON schema would contradict it
             spec = JudgeSpec(
                 kind=kind,
+                reply_format=data.get("reply_format") or "json",
+                reply_pattern=data.get("reply_pattern") or "",
                 subjects=tuple(data["subjects"]),
                 label_type=data.get("label_type") or "upper",
                 label_count=int(data.get("label_count") or 0),

@@ -109,6 +109,25 @@ Score the response on each subject:
 Reply with one JSON object only, no other text, in exactly this form:
 {{ json_format }}"""
 
+# The default system prompt's last paragraph for the other reply formats (Judge.reply_format).
+_RUBRIC_SYSTEM_HEAD = DEFAULT_RUBRIC_SYSTEM.split("\n\nReply with")[0]
+_REPLY_INSTRUCTIONS = {
+    "brackets": "Explain your evaluation briefly, then give your score in exactly this format: "
+    '"Rating: [[N]]", for example "Rating: [[5]]".',
+    "result": 'Write your feedback, then end your reply with "[RESULT] N", where N is your score.',
+    "score": "Explain your evaluation briefly, then end your reply with {{ score_lines }}.",
+    "last_number": "Explain your evaluation briefly, then end your reply with your score as a "
+    "number.",
+    "regex": "Explain your evaluation briefly, then give your scores.",
+}
+
+
+def default_rubric_system(reply_format: str = "json") -> str:
+    """The built-in rubric system prompt, asking for replies in `reply_format`."""
+    if reply_format not in _REPLY_INSTRUCTIONS:
+        return DEFAULT_RUBRIC_SYSTEM
+    return f"{_RUBRIC_SYSTEM_HEAD}\n\n{_REPLY_INSTRUCTIONS[reply_format]}"
+
 
 def rubric_context(
     subjects: Sequence[Mapping[str, Any]],
@@ -128,6 +147,12 @@ def rubric_context(
         + (['"confidence": <number from 0 to 1: how sure you are>'] if confidence else [])
     )
     context["json_format"] = "{" + shape + "}"
+    if len(specs) == 1:
+        context["score_lines"] = f'a line "Score: N/{specs[0].max:g}"'
+    else:
+        context["score_lines"] = "one line per subject: " + ", ".join(
+            f'"{s.name}: N/{s.max:g}"' for s in specs
+        )
     return context
 
 
@@ -142,15 +167,17 @@ def build_rubric_messages(
     user_prompt: str = "",
     renderer: Renderer | None = None,
     confidence: bool = False,
+    reply_format: str = "json",
 ) -> list[Message]:
-    """Messages asking a rubric judge for JSON scores; blank prompts use the defaults.
+    """Messages asking a rubric judge for its scores; blank prompts use the defaults (the
+    system prompt asks for replies in `reply_format`).
 
     The default user message holds the task's inputs, the reference (when there is one) and
     the response, each in its own tag so the judge can tell data from instructions.
     """
     context = rubric_context(subjects, response, reference, fields, inputs, confidence)
     fill = renderer or render
-    system = fill(system_prompt or DEFAULT_RUBRIC_SYSTEM, context)
+    system = fill(system_prompt or default_rubric_system(reply_format), context)
     user = fill(user_prompt, context) if user_prompt else _sections(context, True)
     return _messages(system, user)
 

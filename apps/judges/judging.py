@@ -146,6 +146,7 @@ class RoundOutcome:
     error: str = ""
     repaired: bool = False
     confidence: float | None = None
+    reading: str = ""
 
 
 @dataclass(slots=True)
@@ -281,6 +282,7 @@ class JudgePlugin(RunPlugin):
         endpoint = run.endpoint
         if (
             spec.kind == Judge.Kind.RUBRIC
+            and judge.asks_json
             and judge.use_structured_output
             and endpoint is not None
             and endpoint.supports_structured_output
@@ -437,7 +439,10 @@ class JudgePlugin(RunPlugin):
             try:
                 if spec.kind == Judge.Kind.RUBRIC:
                     messages = build_rubric_messages(
-                        subjects=spec.subjects, confidence=spec.ask_confidence, **common
+                        subjects=spec.subjects,
+                        confidence=spec.ask_confidence,
+                        reply_format=spec.reply_format,
+                        **common,
                     )
                 else:
                     messages = build_mcq_judge_messages(
@@ -561,6 +566,7 @@ class JudgePlugin(RunPlugin):
         outcome = RoundOutcome(number, True, epoch, dict(result.values), result.reason, **usage)
         outcome.repaired = ctx.spec.kind == Judge.Kind.RUBRIC and result.repaired
         outcome.confidence = result.confidence
+        outcome.reading = result.reading
         return outcome
 
     @staticmethod
@@ -767,6 +773,7 @@ class JudgePlugin(RunPlugin):
                 launch=run.launch,
                 repaired=o.repaired,
                 confidence=o.confidence,
+                reading=o.reading,
             )
             for result in results
             for o in result.data.rounds

@@ -112,15 +112,40 @@ def stratified(candidates: list[Reviewed], subject: str, k: int, seed: int) -> l
     return chosen
 
 
-def reply_for(values: dict[str, float], reason: str, confidence: bool = False) -> str:
-    """The reply people would have wanted, in the rubric judge's JSON format (people's values
-    are certain: a judge asked for its confidence learns 1 for them)."""
+def reply_for(
+    values: dict[str, float],
+    reason: str,
+    confidence: bool = False,
+    reply_format: str = "json",
+    subjects: list[dict[str, Any]] | None = None,
+) -> str:
+    """The reply people would have wanted, in the rubric judge's own reply format (people's
+    values are certain: a judge asked for its confidence learns 1 for them)."""
     shown: dict[str, float] = {
         name: int(v) if float(v).is_integer() else round(v, 2) for name, v in values.items()
     }
-    if confidence:
-        shown["confidence"] = 1
-    return json.dumps({"reason": reason or "As the reviewers scored it.", **shown})
+    reason = reason or "As the reviewers scored it."
+    if reply_format == "json" or not shown:
+        if confidence:
+            shown["confidence"] = 1
+        return json.dumps({"reason": reason, **shown})
+    first = next(iter(shown.values()))
+    tops = {str(s["name"]): float(s["max"]) for s in subjects or [] if "max" in s}
+    if reply_format == "brackets":
+        return f"{reason}\n\nRating: [[{first}]]"
+    if reply_format == "result":
+        return f"Feedback: {reason} [RESULT] {first}"
+    if reply_format == "last_number":
+        return f"{reason}\n\n{first}"
+    if reply_format == "score":
+        if len(shown) == 1:
+            return f"{reason}\n\nScore: {first}/{tops.get(next(iter(shown)), 0):g}"
+        lines = [f"{name}: {value}/{tops.get(name, 0):g}" for name, value in shown.items()]
+        return reason + "\n\n" + "\n".join(lines)
+    raise LearningError(
+        "Examples cannot be written for a judge whose replies are read by a regular "
+        "expression: choose another reply format to learn from reviews."
+    )
 
 
 def render_example(judge: Judge, reviewed: Reviewed) -> dict[str, Any]:
@@ -152,6 +177,7 @@ def render_example(judge: Judge, reviewed: Reviewed) -> dict[str, Any]:
             system_prompt=judge.system_prompt,
             user_prompt=judge.user_prompt,
             confidence=judge.ask_confidence,
+            reply_format=judge.reply_format,
         )
     except PromptError as exc:
         raise LearningError(f"Item {item.key}: {exc}") from None
@@ -160,7 +186,13 @@ def render_example(judge: Judge, reviewed: Reviewed) -> dict[str, Any]:
         "key": item.key,
         "run": run.pk,
         "user": messages[-1]["content"],
-        "reply": reply_for(reviewed.values, reviewed.reason, judge.ask_confidence),
+        "reply": reply_for(
+            reviewed.values,
+            reviewed.reason,
+            judge.ask_confidence,
+            judge.reply_format,
+            judge.subjects,
+        ),
         "values": reviewed.values,
         "judge_values": reviewed.judge_values,
         "reason": reviewed.reason,
@@ -232,7 +264,12 @@ def save_version(judge: Judge, examples: list[dict[str, Any]], draft: Draft, use
                 "the held-out split: it cannot be an example."
             )
         try:
-            parse_rubric_reply(str(example["reply"]), judge.subjects)
+            parse_rubric_reply(
+                str(example["reply"]),
+                judge.subjects,
+                reply_format=judge.reply_format,
+                pattern=judge.reply_pattern,
+            )
         except JudgeReplyError as exc:
             raise LearningError(
                 f"The reply of example {example.get('key', '')} would not be read: {exc.message}"

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.datasets.models import Item, ItemQuerySet, Task, Versioned
+from apps.judges.parsing import REPLY_FORMATS
 from apps.runs.models import ErrorKind, Response, Run
 
 
@@ -67,6 +68,15 @@ class Judge(Versioned):
         max_length=8, choices=Aggregation.choices, default=Aggregation.MEAN
     )
     use_structured_output = models.BooleanField(default=True)
+    # Rubric judges: how the reply is read (apps/judges/parsing.py, parse_rubric_reply): a JSON
+    # object, MT-Bench's "[[8]]", Prometheus's "[RESULT] 4", "Score: 4/5", the last number, or
+    # `reply_pattern`, a regular expression with a named group per subject.
+    reply_format = models.CharField(
+        max_length=16,
+        choices=[(value, label) for value, label, _ in REPLY_FORMATS],
+        default="json",
+    )
+    reply_pattern = models.TextField(blank=True)
     # Rubric judges: ask for "confidence" (0–1) beside the scores; a low one can send the item
     # to people (Task.doubt_confidence).
     ask_confidence = models.BooleanField(default=False)
@@ -94,7 +104,10 @@ class Judge(Versioned):
     KIND_FIELDS = (
         ((Kind.RUBRIC, Kind.MCQ, Kind.PAIRWISE), ("system_prompt", "user_prompt")),
         ((Kind.RUBRIC, Kind.MCQ), ("n_iter", "aggregation")),
-        ((Kind.RUBRIC,), ("use_structured_output", "ask_confidence")),
+        (
+            (Kind.RUBRIC,),
+            ("reply_format", "reply_pattern", "use_structured_output", "ask_confidence"),
+        ),
         ((Kind.MCQ, Kind.MCQ_RULE), ("label_type", "label_count")),
         ((Kind.METRIC,), ("metric", "metric_options", "postprocess")),
     )
@@ -114,6 +127,8 @@ class Judge(Versioned):
         "use_structured_output",
         "ask_confidence",
         "examples",
+        "reply_format",
+        "reply_pattern",
     )
 
     @property
@@ -142,6 +157,16 @@ class Judge(Versioned):
     @property
     def subject_names(self) -> list[str]:
         return [s["name"] for s in self.subjects]
+
+    @property
+    def reply_example(self) -> str:
+        """What a reply in this judge's format looks like ("Rating: [[8]]")."""
+        return next(example for value, _, example in REPLY_FORMATS if value == self.reply_format)
+
+    @property
+    def asks_json(self) -> bool:
+        """Whether replies are JSON objects (structured output and confidence need them)."""
+        return self.reply_format == "json"
 
 
 # A log-likelihood choice judge's two values, always these (its form cannot change them).
@@ -193,6 +218,9 @@ class JudgeRound(models.Model):
     repaired = models.BooleanField(default=False)
     # The judge's stated confidence, 0–1, when its version asks for one (Judge.ask_confidence).
     confidence = models.FloatField(null=True, blank=True)
+    # How the verdict was picked from a reply that was not one clean verdict: the reasoning
+    # set aside, which of several candidates was taken (RubricResult.reading).
+    reading = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     # What judging writes into a round: rewritten when a launch redoes it, archived before that.
@@ -210,6 +238,7 @@ class JudgeRound(models.Model):
         "launch",
         "repaired",
         "confidence",
+        "reading",
     )
 
     class Meta:
@@ -245,6 +274,7 @@ class ArchivedRound(models.Model):
     launch = models.PositiveIntegerField(default=0)
     repaired = models.BooleanField(default=False)
     confidence = models.FloatField(null=True, blank=True)
+    reading = models.TextField(blank=True)
     judged_at = models.DateTimeField()  # when the replaced round was written
     archived_at = models.DateTimeField(auto_now_add=True)
 

@@ -101,7 +101,7 @@ def _balanced_end(text: str, start: int) -> int | None:
         if quote:
             if char == "\\":
                 pos += 1
-            elif char == quote:
+            elif char == quote and (quote == '"' or _closes_single(text, pos)):
                 quote = None
         elif char in "\"'":
             quote = char
@@ -111,6 +111,15 @@ def _balanced_end(text: str, start: int) -> int | None:
             depth -= 1
             if depth == 0:
                 return pos - 1
+
+
+_AFTER_CLOSING_QUOTE = re.compile(r"\s*(?:[:,}\]]|$)")
+
+
+def _closes_single(text: str, after: int) -> bool:
+    """Whether the ' just before `after` closes a single-quoted string: in a dict a closing
+    quote is followed by : , } or ], so the apostrophe of 'doesn't' stays inside the string."""
+    return _AFTER_CLOSING_QUOTE.match(text, after) is not None
 
 
 def _repair(candidate: str) -> str:
@@ -131,7 +140,7 @@ def _repair(candidate: str) -> str:
         elif char == "'":
             chunk: list[str] = []
             i += 1
-            while i < n and candidate[i] != "'":
+            while i < n and not (candidate[i] == "'" and _closes_single(candidate, i + 1)):
                 if candidate[i] == "\\" and i + 1 < n:
                     nxt = candidate[i + 1]
                     chunk.append("'" if nxt == "'" else "\\" + nxt)
@@ -240,6 +249,9 @@ class RubricResult:
     # The judge's own confidence, 0–1, when it was asked for one (Judge.ask_confidence); None
     # when not asked or not given as a number in range (the scores still count).
     confidence: float | None = field(default=None, compare=False)
+    # How the verdict was picked when the reply was not one clean verdict: the reasoning set
+    # aside, which of several candidates was taken ("" when there was nothing to choose).
+    reading: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -364,37 +376,324 @@ def _lookup(
     return raw_values, missing, given
 
 
-def parse_rubric_reply(
-    text: str, subjects: Sequence[Mapping[str, Any]], confidence: bool = False
-) -> RubricResult:
-    """Scores for every subject from a judge's reply; see the module docstring for the rules.
+# ---- reply formats ----------------------------------------------------------------------------
+# How a rubric judge's reply is read (Judge.reply_format). Each is (value, label, example).
+REPLY_FORMATS: tuple[tuple[str, str, str], ...] = (
+    ("json", "JSON object", '{"reason": "…", "accuracy": 4}'),
+    ("brackets", "Double brackets (MT-Bench)", "Rating: [[8]]"),
+    ("result", "[RESULT] N (Prometheus)", "Feedback: … [RESULT] 4"),
+    ("score", "Score: N/M", "Score: 4/5"),
+    ("last_number", "The last number", "… so I give it 4."),
+    ("regex", "A regular expression", r"Accuracy: (?P<accuracy>\d+)"),
+)
+REPLY_FORMAT_NAMES = tuple(value for value, _, _ in REPLY_FORMATS)
+# The formats that give one number: a judge using one of them scores a single subject.
+SINGLE_VALUE_FORMATS = ("brackets", "result", "last_number")
 
-    The first object in the reply (`iter_json_objects` order) that holds every subject is
-    used, so an aside such as {"note": ...} before the scores does not hide them.
-    Raises JudgeReplyError: `unparseable` (no JSON object, or a value that is not a number),
-    `missing_subject` (names every missing subject and the keys that were given, from the
-    object closest to complete), `out_of_range` (names each subject, its value and its range).
+# Reasoning that models put before their answer; what is inside is a draft, not the verdict.
+_REASONING_TAGS = r"think|thinking|thought|reasoning|reflection|scratchpad|analysis"
+_REASONING_BLOCK = re.compile(
+    rf"<\s*({_REASONING_TAGS})\b[^>]*>.*?<\s*/\s*\1\s*>", re.IGNORECASE | re.DOTALL
+)
+_REASONING_OPEN = re.compile(rf"<\s*({_REASONING_TAGS})\b[^>]*>", re.IGNORECASE)
+_REASONING_CLOSE = re.compile(rf"<\s*/\s*({_REASONING_TAGS})\s*>", re.IGNORECASE)
+
+
+def strip_reasoning(text: str) -> tuple[str, str]:
+    """(the reply without its reasoning blocks, a note saying what was set aside).
+
+    Closed blocks (<think>…</think>, <reasoning>…) go. A closing tag with no opening one (some
+    servers drop the opening "<think>") sets aside everything before it. A reply that opens a
+    block and never closes it stopped while still reasoning: it has no verdict, so a
+    JudgeReplyError says so rather than reading a draft as the score.
+    """
+    tags = [match.group(1).lower() for match in _REASONING_BLOCK.finditer(text)]
+    visible = _REASONING_BLOCK.sub("\n", text)
+    closes = list(_REASONING_CLOSE.finditer(visible))
+    if closes:
+        tags.append(closes[-1].group(1).lower())
+        visible = visible[closes[-1].end() :]
+    opened = _REASONING_OPEN.match(visible.lstrip())
+    if opened:
+        # Only at the start: a "<think>" further on is more likely quoted from the response.
+        raise JudgeReplyError(
+            UNPARSEABLE,
+            f"The reply ends inside an unclosed <{opened.group(1)}> block: it has no verdict "
+            "after its reasoning.",
+        )
+    if not tags:
+        return text, ""
+    if not visible.strip():
+        raise JudgeReplyError(
+            UNPARSEABLE, "The reply is only reasoning (<think>…): no verdict after it."
+        )
+    shown = ", ".join(f"<{tag}>" for tag in dict.fromkeys(tags))
+    return visible, f"set aside the reasoning ({shown})"
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """One verdict found in a reply: its raw values per subject, where it was, as written."""
+
+    raw: dict[str, Any]
+    start: int
+    shown: str
+    source: Mapping[str, Any] | None = None  # the JSON object, for the reason and confidence
+    reason: str = ""
+    # (subject, the scale's top "M" as written) for "N/M" verdicts: checked against the range.
+    scales: tuple[tuple[str, float], ...] = ()
+    # Closed by a quotation mark: an example echoed from the prompt ('for example: "Rating:
+    # [[5]]"'), a candidate only when the reply has no other.
+    quoted: bool = False
+
+
+_QUOTE_AFTER = re.compile(r"\s*(?:\*\*)?\s*[\"”'`」』]")
+_NUM = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"
+_BRACKETS = re.compile(rf"\[\[\s*(?:\*\*)?\s*({_NUM})\s*(?:/\s*({_NUM})\s*)?(?:\*\*)?\s*\]\]")
+# FastChat reads a single-bracketed "[8]" when there is no [[8]]; only after a rating label
+# here, so a citation "[1]" is never a score.
+_BRACKET_BACKUP = re.compile(
+    rf"\b(?:rating|score)\s*[:：]?\s*(?:\*\*)?\s*\[\s*({_NUM})\s*(?:/\s*({_NUM})\s*)?\]",
+    re.IGNORECASE,
+)
+_RESULT = re.compile(
+    rf"\[\s*RESULT\s*\]\s*[:：=]?\s*(?:\*\*)?\s*[(\[]?\s*({_NUM})\s*(?:(?:/|out\s+of)\s*({_NUM}))?",
+    re.IGNORECASE,
+)
+_ANY_NUMBER = re.compile(rf"({_NUM})(?:\s*(?:/|out\s+of)\s*({_NUM}))?", re.IGNORECASE)
+_SCORE_WORDS = r"score|rating|grade|评分|得分|分数|打分|評価|점수"
+
+
+def _score_pattern(label: str) -> re.Pattern[str]:
+    """'<label>: N', 'N/M' or 'N out of M', with Markdown emphasis anywhere around."""
+    return re.compile(
+        rf"(?<![A-Za-z0-9_])(?:{label})s?(?![A-Za-z0-9_])\s*(?:\*\*|__)?\s*(?:is|of|[:：=\-–—])?\s*(?:\*\*|__)?\s*"
+        rf"({_NUM})(?![\d.]*%)(?:\s*(?:\*\*|__)?\s*(?:/|out\s+of|of)\s*({_NUM}))?",
+        re.IGNORECASE,
+    )
+
+
+def _plain(text: str) -> str:
+    """NFKC (full-width digits and brackets), U+2212 minus as '-'."""
+    return unicodedata.normalize("NFKC", text).replace("\u2212", "-")
+
+
+def _pattern_candidates(pattern: re.Pattern[str], text: str, name: str) -> Iterator[_Candidate]:
+    for match in pattern.finditer(text):
+        scales = ((name, float(match.group(2))),) if match.group(2) else ()
+        quoted = _QUOTE_AFTER.match(text, match.end()) is not None
+        yield _Candidate(
+            {name: match.group(1)},
+            match.start(),
+            match.group(0).strip(),
+            scales=scales,
+            quoted=quoted,
+        )
+
+
+def _last_number_candidates(text: str, name: str) -> list[_Candidate]:
+    found = list(_pattern_candidates(_ANY_NUMBER, text, name))
+    return found[-1:]  # only the last number is a verdict: earlier ones are not candidates
+
+
+def _label_candidates(text: str, specs: Sequence[Subject]) -> list[_Candidate]:
+    """'Score: N/M' verdicts. One subject: labelled score, rating, grade… or its name; several:
+    each by its own name, and a verdict is the run of one label per subject in order."""
+    if len(specs) == 1:
+        label = f"{_SCORE_WORDS}|{re.escape(specs[0].name)}"
+        return list(_pattern_candidates(_score_pattern(label), text, specs[0].name))
+    # Every labelled value, in order; a verdict is complete once each subject has been given,
+    # and a later value of a subject starts a new verdict (a draft before the final one).
+    hits: list[tuple[int, Subject, re.Match[str]]] = []
+    for spec in specs:
+        for match in _score_pattern(re.escape(spec.name)).finditer(text):
+            hits.append((match.start(), spec, match))
+    hits.sort(key=lambda hit: hit[0])
+    verdicts: list[_Candidate] = []
+    current: dict[str, re.Match[str]] = {}
+    for _, spec, match in hits:
+        if spec.name in current:
+            current = {}
+        current[spec.name] = match
+        if len(current) == len(specs):
+            first = min(m.start() for m in current.values())
+            last = max(m.end() for m in current.values())
+            verdicts.append(
+                _Candidate(
+                    {name: m.group(1) for name, m in current.items()},
+                    first,
+                    " ".join(text[first:last].split()),
+                    scales=tuple(
+                        (name, float(m.group(2))) for name, m in current.items() if m.group(2)
+                    ),
+                )
+            )
+            current = {}
+    return verdicts
+
+
+def _group_name(subject: str) -> str:
+    """The named group a regex format uses for a subject: its name as a Python identifier."""
+    name = re.sub(r"\W", "_", subject.strip().casefold())
+    return name if name and not name[0].isdigit() else f"_{name}"
+
+
+def compile_reply_pattern(pattern: str, subjects: Sequence[Mapping[str, Any]]) -> re.Pattern[str]:
+    """A regex reply format, checked: it compiles and has one named group per subject (the
+    subject's name in lower case, other characters as _: "Task fit" → (?P<task_fit>…)); an
+    optional (?P<reason>…) gives the reason. Raises ValueError naming the problem."""
+    specs = validate_subjects(subjects)
+    if not pattern or not pattern.strip():
+        raise ValueError("A regular-expression reply format needs a pattern.")
+    try:
+        compiled = re.compile(pattern)
+    except re.error as error:
+        raise ValueError(f"The reply pattern does not compile: {error}.") from None
+    groups = {name.casefold() for name in compiled.groupindex}
+    missing = [spec.name for spec in specs if _group_name(spec.name) not in groups]
+    if missing:
+        wanted = ", ".join(f"(?P<{_group_name(name)}>…)" for name in missing)
+        raise ValueError(f"The reply pattern needs a named group per subject: add {wanted}.")
+    return compiled
+
+
+def _regex_candidates(text: str, pattern: str, specs: Sequence[Subject]) -> list[_Candidate]:
+    compiled = compile_reply_pattern(
+        pattern, [{"name": s.name, "min": s.min, "max": s.max} for s in specs]
+    )
+    lookup = {name.casefold(): name for name in compiled.groupindex}
+    found = []
+    for match in compiled.finditer(text):
+        raw = {spec.name: match.group(lookup[_group_name(spec.name)]) for spec in specs}
+        if any(value is None for value in raw.values()):
+            continue
+        reason = match.group(lookup["reason"]) if "reason" in lookup else None
+        found.append(
+            _Candidate(raw, match.start(), _clip(match.group(0), 80), reason=(reason or "").strip())
+        )
+    return found
+
+
+def _json_candidates(
+    text: str, specs: Sequence[Subject]
+) -> tuple[list[_Candidate], tuple[dict[str, Any], list[str], list[str]] | None]:
+    """Every top-level JSON object holding all subjects, in order, and the closest to complete
+    of the rest (for the missing-subject message). Raises when no object parses at all."""
+    complete: list[_Candidate] = []
+    closest: tuple[dict[str, Any], list[str], list[str]] | None = None
+    objects = 0
+    for start, end, obj in _objects_at(text):
+        objects += 1
+        raw_values, missing, given = _lookup(obj, specs)
+        if not missing:
+            complete.append(_Candidate(raw_values, start, _clip(text[start:end], 80), obj))
+        elif closest is None or len(missing) < len(closest[1]):
+            closest = (raw_values, missing, given)
+        if objects >= _MAX_OBJECTS:
+            break
+    if not objects:
+        list(iter_json_objects(text))  # raises the reason no object was found
+    return complete, closest
+
+
+def _objects_at(text: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(start, end, object) for each top-level object in text, left to right; a top-level
+    JSON list of objects ('[{...}]') counts its objects."""
+    start = text.find("{")
+    tried = 0
+    while start != -1 and tried < _MAX_OBJECT_STARTS:
+        found = _object_at(text, start, lenient=tried < _MAX_LENIENT_STARTS)
+        tried += 1
+        if found is not None:
+            yield start, found[1], found[0]
+            start = text.find("{", found[1])
+        else:
+            start = text.find("{", start + 1)
+
+
+def _missing_message(missing: list[str], given: list[str]) -> str:
+    got = ", ".join(_clip(name, 40) for name in given[:20]) or "no scores"
+    names = ", ".join(f"'{name}'" for name in missing)
+    if len(missing) == 1:
+        return f"Subject {names} is missing from the reply (got: {got})."
+    return f"Subjects {names} are missing from the reply (got: {got})."
+
+
+_NOT_FOUND = {
+    "brackets": "No rating in the MT-Bench format [[N]] (e.g. “Rating: [[8]]”) in the reply",
+    "result": "No “[RESULT] N” verdict in the reply",
+    "score": "No “Score: N” verdict in the reply",
+    "last_number": "No number in the reply",
+    "regex": "The reply pattern matches nowhere in the reply",
+}
+
+
+def parse_rubric_reply(
+    text: str,
+    subjects: Sequence[Mapping[str, Any]],
+    confidence: bool = False,
+    reply_format: str = "json",
+    pattern: str = "",
+) -> RubricResult:
+    """Scores for every subject from a judge's reply, read in its declared `reply_format`.
+
+    Reasoning blocks (<think>…</think> and the like) are set aside first (`strip_reasoning`).
+    Then every complete verdict in the rest is a candidate: a JSON object holding every subject
+    ("json"), "[[8]]" ("brackets", MT-Bench; "Rating: [8]" when there is no [[N]]), "[RESULT] 4"
+    ("result", Prometheus), "Score: 4/5" ("score"; with several subjects "Accuracy: 4/5" per
+    subject), the last number ("last_number"), or a match of `pattern` with a named group per
+    subject ("regex"). The last candidate wins, so a draft, a "Draft:" object or an echoed
+    format example before the final verdict is not the score; `RubricResult.reading` says
+    which candidate was taken and what was set aside, and `repaired` marks a reply that was not
+    one clean verdict (several that disagree, or JSON that needed repair).
+    Raises JudgeReplyError: `unparseable` (no verdict in the format, a reply that stops inside
+    its reasoning, a value that is not a number), `missing_subject` (JSON: names every missing
+    subject and the keys that were given, from the object closest to complete),
+    `out_of_range` (names each subject, its value and its range; or a "N/M" on another scale).
     """
     specs = validate_subjects(subjects)
-    best: tuple[dict[str, Any], dict[str, Any], list[str], list[str]] | None = None
-    for obj in iter_json_objects(text):
-        raw_values, missing, given = _lookup(obj, specs)
-        if best is None or len(missing) < len(best[2]):
-            best = (obj, raw_values, missing, given)
-        if not missing:
-            break
-    assert best is not None  # iter_json_objects raises rather than yield nothing
-    obj, raw_values, missing, given = best
-    if missing:
-        got = ", ".join(_clip(name, 40) for name in given[:20]) or "no scores"
-        names = ", ".join(f"'{name}'" for name in missing)
-        if len(missing) == 1:
-            message = f"Subject {names} is missing from the reply (got: {got})."
+    if reply_format not in REPLY_FORMAT_NAMES:
+        raise ValueError(
+            f"Reply format must be one of {', '.join(REPLY_FORMAT_NAMES)}, not {reply_format!r}."
+        )
+    if reply_format in SINGLE_VALUE_FORMATS and len(specs) != 1:
+        raise ValueError(f"The {reply_format} reply format gives one value: use one subject.")
+    if text is None or not text.strip():
+        raise JudgeReplyError(UNPARSEABLE, "The reply is empty.")
+    visible, note = strip_reasoning(text)
+    closest = None
+    if reply_format == "json":
+        candidates, closest = _json_candidates(visible, specs)
+    else:
+        plain = _plain(visible)
+        name = specs[0].name
+        if reply_format == "brackets":
+            candidates = list(_pattern_candidates(_BRACKETS, plain, name)) or list(
+                _pattern_candidates(_BRACKET_BACKUP, plain, name)
+            )
+        elif reply_format == "result":
+            candidates = list(_pattern_candidates(_RESULT, plain, name))
+        elif reply_format == "score":
+            candidates = _label_candidates(plain, specs)
+        elif reply_format == "last_number":
+            candidates = _last_number_candidates(plain, name)
         else:
-            message = f"Subjects {names} are missing from the reply (got: {got})."
-        raise JudgeReplyError(MISSING_SUBJECT, message)
-
-    values = {spec.name: _to_number(spec.name, raw_values[spec.name]) for spec in specs}
+            candidates = _regex_candidates(plain, pattern, specs)
+    if not candidates:
+        if closest is not None:
+            raise JudgeReplyError(MISSING_SUBJECT, _missing_message(closest[1], closest[2]))
+        where = " after its reasoning" if note else ""
+        raise JudgeReplyError(
+            UNPARSEABLE, f"{_NOT_FOUND[reply_format]}{where} ({_clip(visible)!r})."
+        )
+    examples = [c for c in candidates if c.quoted]
+    if examples and len(examples) < len(candidates):
+        candidates = [c for c in candidates if not c.quoted]
+    else:
+        examples = []
+    taken = candidates[-1]
+    values = {spec.name: _to_number(spec.name, taken.raw[spec.name]) for spec in specs}
+    _check_scales(taken, specs)
     outside = [
         f"'{spec.name}' = {_fmt(values[spec.name])} is outside {_fmt(spec.min)}–{_fmt(spec.max)}"
         for spec in specs
@@ -402,12 +701,41 @@ def parse_rubric_reply(
     ]
     if outside:
         raise JudgeReplyError(OUT_OF_RANGE, "; ".join(outside) + ".")
+    notes = [note] if note else []
+    if examples:
+        shown = "; ".join(_clip(c.shown, 40) for c in examples[-3:])
+        notes.append(f"skipped {len(examples)} quoted example(s) ({shown})")
+    earlier = [c.shown for c in candidates[:-1]]
+    if earlier:
+        shown = "; ".join(_clip(c, 40) for c in earlier[-3:])
+        notes.append(
+            f"took the last of {len(candidates)} verdicts, {taken.shown!r} (earlier: {shown})"
+        )
+    disagree = any(c.raw != taken.raw for c in candidates[:-1])
+    if taken.source is not None:
+        reason = _find_reason(taken.source, taken.raw)
+        repaired = disagree or not _is_clean_json(visible)
+        stated = _confidence(taken.source) if confidence else None
+    else:
+        reason = taken.reason or visible.strip()
+        repaired = disagree
+        stated = None
     return RubricResult(
-        values=values,
-        reason=_find_reason(obj, raw_values),
-        repaired=not _is_clean_json(text),
-        confidence=_confidence(obj) if confidence else None,
+        values=values, reason=reason, repaired=repaired, confidence=stated, reading="; ".join(notes)
     )
+
+
+def _check_scales(taken: _Candidate, specs: Sequence[Subject]) -> None:
+    """A verdict written "N/M" is on a 0–M scale: refused when M is not the subject's top."""
+    by_name = {spec.name: spec for spec in specs}
+    for name, top in taken.scales:
+        spec = by_name[name]
+        if top != spec.max:
+            raise JudgeReplyError(
+                OUT_OF_RANGE,
+                f"'{name}' is given out of {_fmt(top)} ({taken.shown!r}), but its range is "
+                f"{_fmt(spec.min)}–{_fmt(spec.max)}.",
+            )
 
 
 def _confidence(obj: Mapping[str, Any]) -> float | None:

@@ -17,7 +17,9 @@ from typing import Any
 
 from apps.judges.metrics import evaluate, get_metric, validate_options
 from apps.judges.parsing import (
+    SINGLE_VALUE_FORMATS,
     RubricResult,
+    compile_reply_pattern,
     format_labels,
     labels_for,
     parse_answer_key,
@@ -44,6 +46,8 @@ class JudgeSpec:
     metric_options: Mapping[str, Any] = field(default_factory=dict)
     postprocess: str = ""
     ask_confidence: bool = False
+    reply_format: str = "json"
+    reply_pattern: str = ""
 
     @classmethod
     def of(cls, judge: Any) -> JudgeSpec:
@@ -56,6 +60,8 @@ class JudgeSpec:
             metric_options=dict(judge.metric_options or {}),
             postprocess=judge.postprocess or "",
             ask_confidence=bool(getattr(judge, "ask_confidence", False)),
+            reply_format=str(getattr(judge, "reply_format", "") or "json"),
+            reply_pattern=str(getattr(judge, "reply_pattern", "") or ""),
         )
 
     @property
@@ -78,6 +84,13 @@ class JudgeSpec:
             raise ValueError(f"Judge kind must be one of {', '.join(KINDS)}, not {self.kind!r}.")
         if self.kind == "rubric":
             validate_subjects(self.subjects)
+            if self.reply_format in SINGLE_VALUE_FORMATS and len(self.subjects) != 1:
+                raise ValueError(
+                    "This reply format gives one number: list one subject, or read the reply "
+                    "as JSON, “Score: N/M” per subject or a regular expression."
+                )
+            if self.reply_format == "regex":
+                compile_reply_pattern(self.reply_pattern, self.subjects)
             return
         if self.kind == "choice":
             if self.subjects and self.subject_names != list(CHOICE_VALUES):
@@ -106,7 +119,13 @@ def score_text(spec: JudgeSpec, text: str, references: Sequence[str] = ()) -> Ru
     metric: `text` is the response, scored against `references` after post-processing.
     """
     if spec.kind == "rubric":
-        return parse_rubric_reply(text, spec.subjects, confidence=spec.ask_confidence)
+        return parse_rubric_reply(
+            text,
+            spec.subjects,
+            confidence=spec.ask_confidence,
+            reply_format=spec.reply_format,
+            pattern=spec.reply_pattern,
+        )
     name = spec.subject_names[0]
     if spec.kind in ("mcq", "mcq_rule"):
         if not references:

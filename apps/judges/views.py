@@ -15,7 +15,7 @@ from apps.judges.forms import DefaultJudgeForm, JudgeForm, JudgeRunForm, Pairwis
 from apps.judges.judge_prompts import (
     DEFAULT_MCQ_SYSTEM,
     DEFAULT_PAIRWISE_SYSTEM,
-    DEFAULT_RUBRIC_SYSTEM,
+    default_rubric_system,
 )
 from apps.judges.launching import (
     JudgeRunError,
@@ -117,7 +117,7 @@ def _judge_page(
     request: AppRequest, judge: Judge, form: JudgeRunForm | PairwiseRunForm, status: int = 200
 ) -> HttpResponse:
     default_system: dict[str, str] = {
-        Judge.Kind.RUBRIC: DEFAULT_RUBRIC_SYSTEM,
+        Judge.Kind.RUBRIC: default_rubric_system(judge.reply_format),
         Judge.Kind.MCQ: DEFAULT_MCQ_SYSTEM,
         Judge.Kind.PAIRWISE: DEFAULT_PAIRWISE_SYSTEM,
     }

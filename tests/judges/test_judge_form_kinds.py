@@ -42,7 +42,10 @@ def test_without_javascript_every_group_says_which_kinds_it_is_for(task, reviewe
             "For LLM rubric and multiple choice (LLM) judges",
             ["n_iter", "aggregation"],
         ),
-        "rubric": ("For LLM rubric judges only", ["use_structured_output", "ask_confidence"]),
+        "rubric": (
+            "For LLM rubric judges only",
+            ["reply_format", "reply_pattern", "use_structured_output", "ask_confidence"],
+        ),
         "mcq mcq_rule": (
             "For multiple choice (LLM) and multiple choice (rule-based) judges",
             ["label_type", "label_count"],
