@@ -830,7 +830,7 @@ _LEAD_END = set(").:,;、。!！-—")
 # "A and C", "A is correct" — whereas "A good answer", "I think".
 _ARTICLE_FOLLOWERS = {
     "and", "or", "is", "are", "was", "were", "seems", "appears", "looks", "would", "should",
-    "could", "might", "must", "also", "too",
+    "could", "might", "must", "also", "too", "fits", "works",
 }  # fmt: skip
 _PRONOUN_FOLLOWERS = {"and", "or", "is", "are"}
 _NONE_WORDS = {
@@ -839,11 +839,32 @@ _NONE_WORDS = {
 }  # fmt: skip
 _STRONG_MARKERS = re.compile(
     r"(?:\b(?:final|correct|right|best)\s+(?:answer|option|choice)s?\b|\banswers?\b)"
-    r"(?:\s+(?:is|are|was|were|would\s+be|should\s+be|will\s+be)\b)?"
+    r"(?:\s+(?:is|are|was|were|would\s+be|should\s+be|will\s+be|must\s+be)\b)?"
     r"(?:\s+(?:options?|choices?|letters?)\b)?"
-    r"|(?:正确)?答案(?:应该|应)?(?:是|为|選|选)?",
+    r"|(?:正确)?答案(?:应该|应)?(?:是|为|選|选)?|答え(?:は)?|正解(?:は)?|정답(?:은|는)?",
     re.IGNORECASE,
 )
+# A conclusion drawn in a chain of thought: "…, so A.", "Therefore C.", "so it must be B".
+_CONCLUSIONS = re.compile(
+    r"\b(?:so|therefore|thus|hence|consequently)\b,?"
+    r"(?:\s+(?:it|this|that)\s*(?:must\s+be|has\s+to\s+be|should\s+be|is|'s))?"
+    r"|\bmust\s+be\b|\b(?:that\s+)?(?:leaves|leaving)(?:\s+(?:only|us\s+with))?\b"
+    r"|\bit(?:'s|’s|\s+is)\b|所以(?:选择?|是)?|因此(?:选择?|是)?|故(?:选择?)?",
+    re.IGNORECASE,
+)
+# What follows an option stated as the right one: "C is correct", "A and C are correct",
+# "B is the best choice", "C fits best", "C) right", "选项 C 正确". A bare "correct" counts
+# only after a list mark ("C: correct", "C) right").
+_AFFIRMED = re.compile(
+    r"(?P<verb>\s*(?:is|are|seems|seem|looks|appears|would\s+be|must\s+be)\s+"
+    r"(?:both\s+|all\s+|also\s+|clearly\s+|definitely\s+)?(?:the\s+)?)?"
+    r"(?:correct|right|true|best|most\s+(?:accurate|appropriate|likely)"
+    r"|only\s+(?:one|option|choice)\s+(?:consistent|that|which|compatible))\b"
+    r"|\s*(?P<fits>fits|works)\s+best\b|\s*(?P<zh>(?<!不)(?:是)?正确|是对的)",
+    re.IGNORECASE,
+)
+_BOXED = re.compile(r"\\boxed\s*\{\s*(?:\\(?:text|mathrm|textbf)\s*\{)?\s*([^{}]{1,40}?)\s*\}")
+_BOLD = re.compile(r"\*\*([^*\n]{1,60}?)\*\*")
 _MEDIUM_MARKERS = re.compile(
     r"\b(?:choose|chose|chosen|select|selected|pick|picked|go\s+with|going\s+with|opt\s+for)\b"
     r"(?:\s+(?:options?|choices?|letters?|answers?)\b)?"
@@ -1030,9 +1051,101 @@ class _Reader:
         read = self.read_list(self.skip(0, _DECOR), any_case=False)
         if read is None:
             return None
-        nxt = self.tok(read[2])
+        after = read[2]
+        if (
+            (space := self.tok(after)) is not None
+            and space.kind == "space"
+            and "\n" not in space.text
+        ):
+            after += 1  # "C — the others…": a dash after a space closes it too
+            if (dash := self.tok(after)) is None or dash.text not in "-–—":
+                after -= 1
+        nxt = self.tok(after)
         if nxt is None or "\n" in nxt.text or nxt.text in _LEAD_END or nxt.text in _CLOSERS:
             return self.result(read[0], read[1])
+        return None
+
+    def valid_list(self, i: int, any_case: bool) -> tuple[list[str], int] | None:
+        """A label list at token i with every label in range (else None: a word, not a pick)."""
+        read = self.read_list(i, any_case)
+        if read is None or read[1] or not read[0]:
+            return None
+        return read[0], read[2]
+
+    def by_conclusion(self) -> frozenset[str] | None:
+        """Labels right after the last conclusion word: "…, so A.", "Therefore C", "所以选D"."""
+        for match in reversed(list(_CONCLUSIONS.finditer(self.text))):
+            i = self.skip(bisect_left(self.starts, match.end()), _LEAD_CHARS)
+            read = self.valid_list(i, any_case=False)
+            if read is None:
+                continue
+            nxt = self.tok(read[1])
+            # "so A." or "so A" at the end, not "so A lot": a word after it is prose.
+            if nxt is None or nxt.kind != "alnum" or self.is_separator(read[1]):
+                return frozenset(read[0])
+        return None
+
+    def back_list(self, j: int) -> list[str]:
+        """The labels written just before token j+1, read backwards: "A and C", "选项 C"."""
+        labels: list[str] = []
+        while j >= 0:
+            tok = self.toks[j]
+            if tok.kind == "space" or (tok.kind == "char" and tok.text in _DECOR):
+                j -= 1
+                continue
+            read = self.classify(j, any_case=False)
+            if read is None or read[1] or self.is_article(j):
+                break
+            labels = read[0] + labels
+            j -= 1
+            while j >= 0 and (self.toks[j].kind == "space" or self.toks[j].text in _DECOR):
+                j -= 1
+            if j >= 0 and self.is_separator(j):
+                j -= 1
+                continue
+            break
+        return labels
+
+    def by_affirmation(self) -> frozenset[str] | None:
+        """The last option stated to be the right one: "C is correct", "A and C are correct",
+        "B is the best choice", "C fits best", "C) right", "选项 C 正确"."""
+        for match in reversed(list(_AFFIRMED.finditer(self.text))):
+            j = bisect_left(self.starts, match.start()) - 1
+            marks = False
+            while j >= 0 and (
+                self.toks[j].kind == "space" or self.toks[j].text in _DECOR | set(":：)-–—.")
+            ):
+                marks = marks or self.toks[j].text in set(":：)-–—")
+                j -= 1
+            if not (match.group("verb") or match.group("fits") or match.group("zh") or marks):
+                continue  # a bare "correct" after a label that is not a list mark: prose
+            labels = self.back_list(j)
+            if labels:
+                return frozenset(labels)
+        return None
+
+    def by_boxed(self) -> frozenset[str] | None:
+        """The last \\boxed{C} (or \\boxed{\\text{C}}) holding only labels."""
+        for match in reversed(list(_BOXED.finditer(self.text))):
+            inner = _Reader(match.group(1), self.label_type, len(self.labels))
+            found = inner.whole_reply()
+            if found:
+                return found
+        return None
+
+    def by_bold(self) -> frozenset[str] | None:
+        """The last bold span opening with labels: "**C**", "**(B)**", "**D.** Paris"."""
+        for match in reversed(list(_BOLD.finditer(self.text))):
+            if _NEGATED_AFTER.match(self.text, match.end()):
+                continue
+            inner = _Reader(match.group(1), self.label_type, len(self.labels))
+            read = inner.valid_list(inner.skip(0, _DECOR), any_case=False)
+            if read is None:
+                continue
+            rest = inner.skip(read[1], _DECOR)
+            nxt = inner.tok(rest)
+            if nxt is None or nxt.text in _LEAD_END:
+                return frozenset(read[0])
         return None
 
     def scan(self) -> frozenset[str]:
@@ -1080,7 +1193,11 @@ def parse_mcq_choice(text: str, label_type: str, label_count: int) -> frozenset[
         return frozenset()
     for step in (
         reader.whole_reply,
+        reader.by_boxed,
         lambda: reader.by_markers(_STRONG_MARKERS),
+        reader.by_affirmation,
+        reader.by_conclusion,
+        reader.by_bold,
         reader.leading,
         lambda: reader.by_markers(_MEDIUM_MARKERS),
     ):
