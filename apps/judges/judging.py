@@ -52,7 +52,7 @@ from apps.judges.judge_prompts import (
     with_examples,
 )
 from apps.judges.launching import JudgeRunError, create_judge_run, find_judge, parse_responses
-from apps.judges.metrics import get_metric
+from apps.judges.metrics import MetricError, get_metric, usable_references
 from apps.judges.models import (
     ArchivedRound,
     Judge,
@@ -420,6 +420,11 @@ class JudgePlugin(RunPlugin):
                     raise AnswerKeyError(
                         f"The item has no reference answer, which {spec.metric} needs."
                     )
+                if spec.kind == Judge.Kind.METRIC and ctx.metric_needs_reference:
+                    try:
+                        unit.references = usable_references(unit.references)
+                    except MetricError as exc:
+                        raise AnswerKeyError(str(exc)) from None
         except AnswerKeyError as exc:
             unit.error_kind, unit.error = ErrorKind.INTERNAL, f"Bad item data: {exc}"
             return

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 import string
 import unicodedata
@@ -143,6 +144,21 @@ def validate_options(name: str, options: Mapping[str, Any] | None) -> dict[str, 
                 f"Option 'tokenize' of bleu must be one of {', '.join(_BLEU_TOKENIZERS)}, "
                 f"not {merged['tokenize']!r}."
             )
+    if name == "numeric_match":
+        if merged["extract"] not in ("last", "whole"):
+            raise MetricError(
+                f"Option 'extract' of numeric_match must be last or whole, not {merged['extract']!r}."
+            )
+        for key in ("tolerance", "rel_tolerance"):
+            value = merged[key]
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 0 <= value < 1e300
+            ):
+                raise MetricError(
+                    f"Option {key!r} of numeric_match must be a number ≥ 0, not {value!r}."
+                )
     if name == "accuracy" and merged["match"] not in ("exact", "contains"):
         raise MetricError(
             f"Option 'match' of accuracy must be exact or contains, not {merged['match']!r}."
@@ -188,11 +204,32 @@ def evaluate(
         refs = ["" if ref is None else str(ref) for ref in references]
     if metric.needs_reference and not refs:
         raise MetricError(f"{metric.display_name} needs at least one reference answer.")
+    if metric.needs_reference:
+        refs = usable_references(refs)
     text = "" if prediction is None else str(prediction)
     return float(metric.func(_postprocess(postprocess, text), refs, merged))
 
 
 _postprocess = postprocess  # `evaluate` takes a parameter of the same name
+
+
+def is_blank(reference: str | None) -> bool:
+    """Nothing but whitespace and punctuation (or None): not an answer anyone could give."""
+    return reference is None or not normalise(str(reference), ignore_articles=False)
+
+
+def usable_references(references: Sequence[str | None]) -> list[str]:
+    """The references that are answers: blank ones are dropped when others exist, as SQuAD
+    v2's evaluation script drops gold answers that normalise to nothing, so ["Paris", ""] does
+    not give 100 to an empty prediction. Only blank references raise MetricError: the item
+    cannot be scored, and says why."""
+    kept = [str(ref) for ref in references if not is_blank(ref)]
+    if references and not kept:
+        shown = ", ".join(repr(ref) for ref in list(references)[:3])
+        raise MetricError(
+            f"The reference answer is blank ({shown}): there is nothing to compare with."
+        )
+    return kept
 
 
 # ---- normalisation --------------------------------------------------------------------------
@@ -267,7 +304,7 @@ def acceptable_answers(references: Iterable[str], separator: str = "") -> list[s
             except ValueError:
                 items = None
             if isinstance(items, list):
-                answers += [str(item) for item in items]
+                answers += ["" if item is None else str(item) for item in items]
                 continue
         answers += ref.split(separator) if separator else [ref]
     return answers
@@ -284,7 +321,7 @@ def acceptable_answers(references: Iterable[str], separator: str = "") -> list[s
     ),
 )
 def accuracy(prediction: str, references: list[str], options: dict[str, Any]) -> float:
-    for answer in acceptable_answers(references, options["separator"]):
+    for answer in usable_references(acceptable_answers(references, options["separator"])):
         pred, ref = _normalise_pair(prediction, answer, options)
         if options["match"] == "contains":
             if ref and f" {ref} " in f" {pred} ":
@@ -392,6 +429,101 @@ def regex_match(prediction: str, references: list[str], options: dict[str, Any])
     return 100.0 if found else 0.0
 
 
+# ---- numbers ---------------------------------------------------------------------------------
+# A number as people and models write it: a sign (ASCII or U+2212, made ASCII before this runs),
+# thousands separated by commas or thin/no-break spaces ("1,000", "1 000"), decimals, a fraction "3/4", a
+# percentage, a currency sign before it. lm-evaluation-harness's gsm8k "flexible-extract" takes
+# the last such token; so does `extract: "last"` here.
+_NUMBER_TOKEN = re.compile(
+    r"(?<![\w.])(?P<sign>[-+])?\s?[$€£¥]?\s?(?P<int>\d{1,3}(?:,\d{3})+|\d+)?"
+    r"(?:\.(?P<frac>\d+))?(?(int)|(?(frac)|(?!)))(?:\s?/\s?(?P<den>\d+)(?![\d.]))?"
+    r"(?:[eE](?P<exp>[-+]?\d+))?(?P<pct>\s?%)?"
+)
+_LATEX_FRAC = re.compile(r"(?P<sign>-)?\\[dt]?frac\{\s*(?P<num>\d+)\s*\}\{\s*(?P<den>\d+)\s*\}")
+
+
+_NARROW_SPACE = re.compile(r"(?<=\d)[\u00a0\u202f\u2009](?=\d{3}(?!\d))")
+
+
+def _plain_numbers(text: str) -> str:
+    # "1 000" with a no-break or thin space (as French and SI write it) is one number; an
+    # ordinary space is not ("day 5 100 people").
+    text = unicodedata.normalize("NFKC", _NARROW_SPACE.sub("", text)).replace("\u2212", "-")
+    return _LATEX_FRAC.sub(lambda m: f"{m['sign'] or ''}{m['num']}/{m['den']}", text)
+
+
+def numbers_in(text: str) -> list[tuple[float, bool]]:
+    """Each number in text, left to right, as (value, written as a percentage): "−1,234.5" →
+    -1234.5, "3/4" → 0.75, "\\frac{1}{2}" → 0.5, "45%" → (45, True), "$1,000" → 1000."""
+    found = []
+    for match in _NUMBER_TOKEN.finditer(_plain_numbers(text)):
+        whole = (match["int"] or "0").replace(",", "").replace(" ", "")
+        value = float(f"{whole}.{match['frac'] or '0'}")
+        if match["exp"]:
+            value *= 10.0 ** int(match["exp"])
+        if match["den"]:
+            den = float(match["den"])
+            if den == 0:
+                continue
+            value /= den
+        if match["sign"] == "-":
+            value = -value
+        found.append((value, bool(match["pct"])))
+    return found
+
+
+def read_number(text: str, extract: str = "last") -> tuple[float, bool] | None:
+    """The number a text gives: the whole text as one number ("whole"), or the last number in
+    it ("last"; gsm8k's "…#### 72" gives 72). None when there is none."""
+    if extract == "whole":
+        plain = _plain_numbers(text).strip().rstrip(".")
+        match = _NUMBER_TOKEN.fullmatch(plain)
+        return numbers_in(plain)[0] if match and match.group(0) else None
+    numbers = numbers_in(text)
+    return numbers[-1] if numbers else None
+
+
+def numbers_equal(
+    a: tuple[float, bool], b: tuple[float, bool], tolerance: float, rel_tolerance: float
+) -> bool:
+    """Equal within the tolerances; a percentage matches as written or as a share ("45%" =
+    45 = 0.45), as math-verify reads it."""
+    options_a = [a[0], a[0] / 100] if a[1] else [a[0]]
+    options_b = [b[0], b[0] / 100] if b[1] else [b[0]]
+    return any(
+        math.isclose(x, y, rel_tol=rel_tolerance, abs_tol=tolerance)
+        for x in options_a
+        for y in options_b
+    )
+
+
+@register(
+    "numeric_match",
+    display_name="Numeric match",
+    unit="%",
+    options={"extract": "last", "tolerance": 0.0, "rel_tolerance": 1e-9},
+    description=(
+        "100 when the prediction's number equals a reference's number: signs (also U+2212), "
+        "decimals, thousands separators, fractions, percentages (45% = 0.45 = 45) and "
+        "currency signs are understood; `extract` is last (the last number in the response, "
+        "as lm-evaluation-harness's gsm8k flexible-extract) or whole; `tolerance` is "
+        "absolute, `rel_tolerance` relative."
+    ),
+)
+def numeric_match(prediction: str, references: list[str], options: dict[str, Any]) -> float:
+    predicted = read_number(prediction, options["extract"])
+    if predicted is None:
+        return 0.0
+    for reference in references:
+        # A reference is read whole when it is one number, else by its last number ("#### 72").
+        expected = read_number(reference, "whole") or read_number(reference, "last")
+        if expected is not None and numbers_equal(
+            predicted, expected, float(options["tolerance"]), float(options["rel_tolerance"])
+        ):
+            return 100.0
+    return 0.0
+
+
 # ---- post-processors ------------------------------------------------------------------------
 @register_postprocessor("extract_choice", display_name="Extract the chosen option (A–Z)")
 def extract_choice(text: str) -> str:
@@ -407,8 +539,9 @@ _NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+]?\.\d+")
 
 @register_postprocessor("last_number", display_name="Last number")
 def last_number(text: str) -> str:
-    """ "... so 42.5 apples" → "42.5"; thousands commas dropped; "" when there is none."""
-    numbers = _NUMBER.findall(unicodedata.normalize("NFKC", text))
+    """ "... so 42.5 apples" → "42.5", "−5" → "-5" (U+2212 minus); thousands commas dropped;
+    "" when there is none."""
+    numbers = _NUMBER.findall(unicodedata.normalize("NFKC", text).replace("\u2212", "-"))
     return numbers[-1].replace(",", "").lstrip("+") if numbers else ""
 
 
