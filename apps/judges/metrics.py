@@ -369,10 +369,33 @@ def token_f1(prediction: str, references: list[str], options: dict[str, Any]) ->
 
 
 _SMOOTHING = ("exp", "floor", "add-k", "none")
-# sacrebleu's tokenizers that need no extra package; "auto" picks "zh" (each CJK character a
-# token, 13a for the rest) when the prediction or a reference has CJK text, else "13a".
+# sacrebleu's tokenizers that need no extra package. "auto" chooses by script: Japanese (any
+# kana) and Korean (any Hangul) character by character ("char": sacrebleu's "zh" leaves kana
+# runs whole, so 「これはペンです」 against 「これはペンだ」 scored 0; its ja-mecab and ko-mecab
+# need MeCab, which evalsite does not install), Chinese (other CJK text) "zh", the rest "13a".
 _BLEU_TOKENIZERS = ("auto", "13a", "intl", "zh", "char", "none")
 _HAS_CJK = re.compile(rf"[{_CJK}]")
+_HAS_KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+_HAS_HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
+AUTO_BLEU_TOKENIZER = (
+    "by script: 13a; Chinese “zh” (a token per character); Japanese and Korean character by "
+    "character (“char”)"
+)
+
+
+def bleu_tokenizer(texts: Sequence[str], tokenize: str = "auto") -> str:
+    """The sacrebleu tokenizer BLEU uses for these texts (see _BLEU_TOKENIZERS)."""
+    if tokenize != "auto":
+        return tokenize
+    if any(_HAS_KANA.search(text) or _HAS_HANGUL.search(text) for text in texts):
+        return "char"
+    return "zh" if any(_HAS_CJK.search(text) for text in texts) else "13a"
+
+
+def describe_bleu_tokenizer(options: Mapping[str, Any] | None) -> str:
+    """What a BLEU judge's tokenizer option means, for boards and judge pages."""
+    tokenize = (options or {}).get("tokenize", "auto")
+    return AUTO_BLEU_TOKENIZER if tokenize == "auto" else f"sacrebleu's “{tokenize}”"
 
 
 @functools.lru_cache(maxsize=64)
@@ -392,15 +415,12 @@ def _bleu_scorer(lowercase: bool, max_n: int, smooth: str, tokenize: str) -> BLE
     unit="BLEU",
     options={"lowercase": False, "max_n": 4, "smooth": "exp", "tokenize": "auto"},
     description="Sentence BLEU (0–100) by sacrebleu: up to 4-grams, exponential smoothing, "
-    "13a tokens (CJK text by character).",
+    "13a tokens (Chinese, Japanese and Korean text by character).",
 )
 def bleu(prediction: str, references: list[str], options: dict[str, Any]) -> float:
     """sacrebleu's own sentence BLEU, so scores are the ones papers report (its tokeniser keeps
     "don't" and "3.5" whole where a word regex would split them)."""
-    tokenize = options["tokenize"]
-    if tokenize == "auto":
-        texts = [prediction, *references]
-        tokenize = "zh" if any(_HAS_CJK.search(text) for text in texts) else "13a"
+    tokenize = bleu_tokenizer([prediction, *references], options["tokenize"])
     scorer = _bleu_scorer(options["lowercase"], options["max_n"], options["smooth"], tokenize)
     return float(scorer.sentence_score(prediction, list(references)).score)
 

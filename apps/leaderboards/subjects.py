@@ -4,7 +4,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from apps.judges.metrics import METRICS
+from apps.judges.metrics import METRICS, describe_bleu_tokenizer
 from apps.judges.models import Judge
 
 
@@ -17,6 +17,8 @@ class SubjectInfo:
     low: float | None
     high: float | None
     higher_is_better: bool
+    # How the values were computed where a board should say it (BLEU's tokenizer).
+    note: str = ""
 
     @property
     def has_range(self) -> bool:
@@ -73,6 +75,11 @@ def subject_infos(judge: Judge) -> list[SubjectInfo]:
                 low=as_number(subject.get("min", bounds[0])),
                 high=as_number(subject.get("max", bounds[1])),
                 higher_is_better=bool(higher),
+                note=(
+                    f"tokenized {describe_bleu_tokenizer(judge.metric_options)}"
+                    if entry and entry.name == "bleu"
+                    else ""
+                ),
             )
         )
     return infos

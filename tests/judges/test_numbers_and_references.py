@@ -1,13 +1,15 @@
-"""Numeric answers (issue #29 point 5) and blank references (point 6), pinned to the reference
-implementations: lm-evaluation-harness's gsm8k filters, SQuAD v2's rule for blank gold
-answers."""
+"""Numeric answers (issue #29 point 5), blank references (point 6) and BLEU's tokenizer for
+Japanese and Korean (point 8), pinned to the reference implementations: lm-evaluation-
+harness's gsm8k filters, SQuAD v2's rule for blank gold answers, sacrebleu's own scores."""
 
 import re
 
 import pytest
+import sacrebleu
 
 from apps.judges.metrics import (
     MetricError,
+    bleu_tokenizer,
     evaluate,
     last_number,
     numbers_in,
@@ -157,6 +159,42 @@ def test_article_only_references_are_kept() -> None:
     assert usable_references(["A", ""]) == ["A"]
     assert evaluate("exact_match", "A", ["A", ""]) == 100
     assert evaluate("exact_match", "", ["A", ""]) == 0
+
+
+# ---- BLEU by script -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("texts", "tokenizer"),
+    [
+        (["これはペンです", "これはペンだ"], "char"),
+        (["我爱北京", "我爱上海"], "zh"),
+        (["東京に行きます"], "char"),  # kanji with kana: Japanese
+        (["나는 학교에 갑니다"], "char"),
+        (["the cat sat"], "13a"),
+    ],
+)
+def test_bleu_chooses_its_tokenizer_by_script(texts: list[str], tokenizer: str) -> None:
+    assert bleu_tokenizer(texts) == tokenizer
+
+
+@pytest.mark.parametrize(
+    ("hypothesis", "reference"),
+    [
+        ("これはペンです", "これはペンだ"),
+        ("나는 학교에 갑니다", "나는 학교에 간다"),
+        ("我爱北京", "我爱上海"),
+    ],
+)
+def test_bleu_on_japanese_and_korean_is_sacrebleus_by_character(hypothesis, reference) -> None:
+    tokenize = bleu_tokenizer([hypothesis, reference])
+    expected = sacrebleu.sentence_bleu(hypothesis, [reference], tokenize=tokenize).score
+    assert evaluate("bleu", hypothesis, [reference]) == pytest.approx(expected)
+    assert expected > 0
+
+
+def test_the_issues_japanese_pair_no_longer_scores_zero() -> None:
+    # sacrebleu's "zh" keeps the kana run whole: 0.00 (the issue's number).
+    assert sacrebleu.sentence_bleu("これはペンです", ["これはペンだ"], tokenize="zh").score == 0
+    assert round(evaluate("bleu", "これはペンです", ["これはペンだ"]), 2) == 61.48
 
 
 @pytest.mark.slow
