@@ -54,10 +54,15 @@ class Named(Schema):
     kind: str = ""
 
 
+class JudgeNamed(Named):
+    # How a rubric judge's reply is read (json, brackets, result, score, last_number, regex).
+    reply_format: str = ""
+
+
 class TaskDetailOut(TaskOut):
     datasets_list: list[DatasetOut]
     templates: list[Named]
-    judges: list[Named]
+    judges: list[JudgeNamed]
     default_judge: int | None
 
 

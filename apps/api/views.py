@@ -160,7 +160,14 @@ def task_detail(request: HttpRequest, slug: str) -> dict[str, Any]:
         "datasets_list": [dataset_out(request, d) for d in datasets],
         "templates": [{"id": t.pk, "name": t.name, "version": t.version} for t in templates],
         "judges": [
-            {"id": j.pk, "name": j.name, "version": j.version, "kind": j.kind} for j in judges
+            {
+                "id": j.pk,
+                "name": j.name,
+                "version": j.version,
+                "kind": j.kind,
+                "reply_format": j.reply_format if j.kind == Judge.Kind.RUBRIC else "",
+            }
+            for j in judges
         ],
         "default_judge": task.default_judge_id,
     }

@@ -85,7 +85,9 @@ def test_a_task_lists_the_ids_runs_are_started_with(token_client):
     assert [d["id"] for d in found["datasets_list"]] == [dataset.pk]
     assert found["templates"] == [{"id": new.pk, "name": "qa", "version": 2, "kind": ""}]
     assert old.pk != new.pk
-    assert found["judges"] == [{"id": judge.pk, "name": judge.name, "version": 1, "kind": "rubric"}]
+    assert found["judges"] == [
+        {"id": judge.pk, "name": judge.name, "version": 1, "kind": "rubric", "reply_format": "json"}
+    ]
     missing = token_client("viewer", "v2").get("/tasks/nope/")
     assert (missing.status_code, missing.json()) == (404, {"detail": "There is no task 'nope'."})
 
