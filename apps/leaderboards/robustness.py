@@ -27,7 +27,7 @@ from apps.judges.models import Judge
 from apps.leaderboards import items
 from apps.leaderboards.boards import board_runs, judges_with_runs, model_label, pick_judge
 from apps.leaderboards.memo import review_state
-from apps.leaderboards.stats import LEVEL, Interval
+from apps.leaderboards.stats import LEVEL, Interval, mean_ci
 from apps.leaderboards.subjects import SubjectInfo, subject_infos
 from apps.runs.models import Run
 
@@ -63,9 +63,15 @@ def delta(original: np.ndarray, perturbed: np.ndarray, span: float | None = None
     a, b = original[both], perturbed[both]
     if a.size == 0:
         return Delta(0, None, None, None, None)
-    ci = t_interval(b - a)
+    differences = b - a
+    ci = t_interval(differences)
     if ci is not None and span is not None:
-        ci = Interval(max(ci.low, -span), min(ci.high, span), ci.method)
+        if ci.low == ci.high:
+            # Every difference the same: the t-interval has no width to give (0 [0, 0] on
+            # three items); the bounded-mean bound on [−span, span] does (#29.1).
+            ci = mean_ci(differences, -span, span)
+        else:
+            ci = Interval(max(ci.low, -span), min(ci.high, span), ci.method)
     return Delta(int(a.size), float(a.mean()), float(b.mean()), float((b - a).mean()), ci)
 
 

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from apps.datasets.perturb import perturb_dataset
-from apps.leaderboards import robustness
+from apps.leaderboards import robustness, stats
 from apps.runs.models import Endpoint, PromptTemplate, Run
 from tests.base import make_user
 from tests.factories import (
@@ -119,7 +119,11 @@ def test_answered_only_pairs_items_with_both_values(world):
     task, _, _ = world
     found = robustness.build(task, mode="judge", scoring="answered")
     clarity = found.copies[0].models[0].subjects["clarity"]
-    assert (clarity.n, clarity.mean, clarity.ci.low, clarity.ci.high) == (3, 0.0, 0.0, 0.0)
+    assert (clarity.n, clarity.mean) == (3, 0.0)
+    # Three equal differences: not 0 [0, 0] (the t-interval's zero width) but the bounded
+    # interval on the 1–5 subject's [−4, 4] (#29.1), as wide as three items allow.
+    assert clarity.ci == stats.mean_ci([0.0, 0.0, 0.0], -4, 4)
+    assert clarity.ci.method == "bounded" and clarity.ci.low < -1 and clarity.ci.high > 1
     # One pair has no interval.
     single = robustness.delta(np.array([1.0]), np.array([2.0]))
     assert (single.n, single.mean, single.ci) == (1, 1.0, None)
