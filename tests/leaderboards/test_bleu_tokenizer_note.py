@@ -41,3 +41,17 @@ def test_a_bleu_board_names_its_tokenizer(board_data, viewer_client, options, no
 def test_other_boards_have_no_tokenizer_note(board_data, viewer_client):
     page = viewer_client.get(reverse("leaderboards:task", args=["demo"])).content.decode()
     assert "subject-note" not in page
+
+
+def test_the_methods_page_states_the_parsing_and_tokenizer_rules(viewer_client):
+    html = viewer_client.get(reverse("leaderboards:methods")).content.decode()
+    section = html[html.index('id="parsing"') :]
+    for text in (
+        "[RESULT] 4",
+        "the <strong>last</strong> counts",
+        "378 of 378",
+        "SQuAD v2 script drops",
+        "flexible-extract",
+        "character by character",
+    ):
+        assert text in section, text
