@@ -68,8 +68,8 @@ class TaskDetailOut(TaskOut):
 
 class UploadIn(Schema):
     """The upload page's two steps in one call: the file, then its column mapping. With no
-    mapping field at all, the mapping the page would suggest is used (the task's last one
-    where its columns exist, else a guess by column name)."""
+    mapping field at all, the mapping the page would suggest is used (what each column name
+    was in the task's earlier uploads, else a guess by its name)."""
 
     name: str = ""
     format: str = ""

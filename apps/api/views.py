@@ -24,7 +24,7 @@ from apps.accounts.models import User
 from apps.api import schemas
 from apps.api.errors import ApiError
 from apps.datasets.forms import MappingForm, UploadForm
-from apps.datasets.importing import Mapping
+from apps.datasets.importing import suggest_mapping
 from apps.datasets.jobs import import_staged
 from apps.datasets.models import Dataset, Task
 from apps.datasets.readers import DatasetError
@@ -208,10 +208,7 @@ def upload_dataset(
         key: request.POST.getlist(key) for key in MAPPING_FIELDS if key in request.POST
     }
     if not given:
-        # As the page: a new version of a dataset keeps its mapping, else the task's last.
-        named = Dataset.objects.latest_version(task, name)
-        last = named.mapping if named else task.last_mapping
-        given = Mapping.suggest(columns, last).to_dict()
+        given = suggest_mapping(task, name, columns).to_dict()
     if MappingForm(columns=columns).wide:
         # Too wide to tick: the page's form takes each list as names one per line.
         given = {k: "\n".join(v) if isinstance(v, list) else v for k, v in given.items()}

@@ -114,7 +114,8 @@ class MappingForm(forms.Form):
         required=False,
         widget=forms.CheckboxSelectMultiple,
         label="Input columns",
-        help_text="What a prompt may use. None ticked: every column not mapped below.",
+        help_text="What a prompt may use. None ticked: every column not mapped below, except "
+        "those named like a reference answer.",
     )
     reference_column = forms.ChoiceField(required=False, label="Reference answer column")
     tags_column = forms.ChoiceField(
@@ -151,7 +152,8 @@ class MappingForm(forms.Form):
             columns=columns,
             many=True,
             label="Input columns",
-            help_text=f"{many}, one per line. Empty: every column not mapped elsewhere.",
+            help_text=f"{many}, one per line. Empty: every column not mapped elsewhere, except "
+            "those named like a reference answer.",
         )
         self.fields["response_columns"] = ColumnNameField(
             columns=columns,

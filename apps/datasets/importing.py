@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from apps.datasets.models import Dataset, Item, Task, fingerprint_of, tags_text
+from apps.datasets.models import Dataset, Item, Task, fingerprint_of, mapping_roles, tags_text
 from apps.datasets.readers import DatasetError, Table, read_table
 from apps.datasets.signals import dataset_imported
 from apps.datasets.values import as_text
@@ -41,6 +41,28 @@ def sync_max_rows() -> int:
 
 # ---- mapping ------------------------------------------------------------------------------
 LISTED_COLUMNS = 30
+# Names of a reference answer beyond REFERENCE_NAMES (case, spaces and dashes aside): such a
+# column is never suggested as a prompt input, so a gold answer cannot leak into prompts.
+REFERENCE_LIKE_NAMES = frozenset(
+    {*REFERENCE_NAMES, "answers", "ref", "solution", "ground_truth", "correct", "answer_key"}
+)
+REFERENCE_LIKE_PREFIXES = ("gold_", "correct_", "expected_", "reference_", "ref_", "true_")
+REFERENCE_LIKE_SUFFIXES = ("_answer", "_label", "_reference", "_solution", "_target")
+CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+SEPARATORS = re.compile(r"[\s\-.]+")
+
+
+def reference_like(name: str) -> bool:
+    """Whether a column is named like a reference answer (answer, gold_label, expectedOutput…);
+    answers a model gave (response…, prediction…) are not."""
+    if name.lower().startswith(RESPONSE_PREFIXES):
+        return False
+    norm = SEPARATORS.sub("_", CAMEL.sub("_", name.strip())).lower()
+    return (
+        norm in REFERENCE_LIKE_NAMES
+        or norm.startswith(REFERENCE_LIKE_PREFIXES)
+        or norm.endswith(REFERENCE_LIKE_SUFFIXES)
+    )
 
 
 @dataclass
@@ -82,7 +104,7 @@ class Mapping:
 
     def validated(self, columns: list[str], sheet: str = "") -> "Mapping":
         """This mapping checked against the file's columns (those of `sheet`, for a workbook);
-        inputs default to the unmapped ones."""
+        inputs default to the unmapped ones, except those named like a reference answer."""
         known = set(columns)
         # A file may have thousands of columns: name enough of them to spot a typo.
         listing = ", ".join(columns[:LISTED_COLUMNS])
@@ -112,7 +134,7 @@ class Mapping:
                     )
         taken = {name for _, names in roles for name in names}
         inputs = list(dict.fromkeys(self.input_columns)) or [
-            name for name in columns if name not in taken
+            name for name in columns if name not in taken and not reference_like(name)
         ]
         return Mapping(
             self.id_column,
@@ -122,41 +144,95 @@ class Mapping:
             list(dict.fromkeys(self.response_columns)),
         )
 
+    def reference_like_inputs(self) -> list[str]:
+        """Input columns named like a reference answer: prompts show them, so people are told."""
+        return [name for name in self.input_columns if reference_like(name)]
+
     @classmethod
-    def suggest(cls, columns: list[str], last: dict[str, Any] | None = None) -> "Mapping":
-        """The task's last mapping where its columns exist in this file, else a guess by name."""
-        known = set(columns)
-        if last:
-            previous = cls.from_dict(last)
-            named = [
-                previous.id_column,
-                previous.reference_column,
-                previous.tags_column,
-                *previous.input_columns,
-                *previous.response_columns,
-            ]
-            if any(name in known for name in named if name):
-                return cls(
-                    previous.id_column if previous.id_column in known else None,
-                    [name for name in previous.input_columns if name in known],
-                    previous.reference_column if previous.reference_column in known else None,
-                    previous.tags_column if previous.tags_column in known else None,
-                    [name for name in previous.response_columns if name in known],
-                )
-        lower = {name.lower(): name for name in reversed(columns)}
+    def suggest(
+        cls, columns: list[str], remembered: "dict[str, list[str]] | None" = None
+    ) -> "Mapping":
+        """The roles `remembered` for these column names (see `remembered_roles`), a guess by
+        name for every other column, and the rest as inputs, except a column named like a
+        reference answer: that is never suggested as an input, even if it was one before."""
+        remembered = remembered or {}
+        single: dict[str, str | None] = {"id": None, "reference": None, "tags": None}
+        responses: list[str] = []
+        inputs: set[str] = set()
+        decided: set[str] = set()
+        for name in columns:
+            if name not in remembered:
+                continue
+            roles = [role for role in remembered[name] if role in ROLES]
+            if "input" in roles and reference_like(name):
+                roles.remove("input")
+                if not roles:
+                    continue  # the name decides instead
+            applied = not roles  # kept: no role, and none guessed
+            for role in roles:
+                if role in single and single[role] is None:
+                    single[role], applied = name, True
+                elif role == "response":
+                    responses.append(name)
+                    applied = True
+                elif role == "input":
+                    inputs.add(name)
+                    applied = True
+            if applied:
+                decided.add(name)
+        fresh = [name for name in columns if name not in decided]
+        lower = {name.lower(): name for name in reversed(fresh)}
+        for role, candidates in (
+            ("id", ID_NAMES),
+            ("reference", REFERENCE_NAMES),
+            ("tags", TAGS_NAMES),
+        ):
+            if single[role] is None:
+                found = next((lower[c] for c in candidates if c in lower), None)
+                if found is not None and found not in single.values():
+                    single[role] = found
+                    decided.add(found)
+        for name in fresh:
+            if name.lower().startswith(RESPONSE_PREFIXES) and name not in single.values():
+                responses.append(name)
+                decided.add(name)
+        inputs.update(name for name in fresh if name not in decided and not reference_like(name))
+        return cls(
+            single["id"],
+            [name for name in columns if name in inputs],
+            single["reference"],
+            single["tags"],
+            [name for name in columns if name in responses],
+        )
 
-        def first(candidates: tuple[str, ...]) -> str | None:
-            return next((lower[name] for name in candidates if name in lower), None)
 
-        id_column, reference, tags = first(ID_NAMES), first(REFERENCE_NAMES), first(TAGS_NAMES)
-        responses = [
-            name
-            for name in columns
-            if name.lower().startswith(RESPONSE_PREFIXES) and name not in (reference, id_column)
-        ]
-        taken = {id_column, reference, tags, *responses}
-        inputs = [name for name in columns if name not in taken]
-        return cls(id_column, inputs, reference, tags, responses)
+ROLES = ("id", "input", "reference", "tags", "response")
+
+
+def remembered_roles(task: Task, name: str) -> dict[str, list[str]]:
+    """What each column name was in earlier uploads: the task's memory, overlaid by the roles
+    in the latest version of dataset `name` (a corrected file keeps its dataset's mapping)."""
+    roles = task.remembered_roles()
+    named = Dataset.objects.latest_version(task, name) if name else None
+    if named is not None:
+        roles.update(mapping_roles(named.mapping, named.columns))
+    return roles
+
+
+def reference_inputs_warning(names: list[str]) -> str:
+    """What people are told when a column named like a reference answer is a prompt input."""
+    listed = ", ".join(repr(name) for name in names)
+    one = len(names) == 1
+    return (
+        f"Column{'' if one else 's'} {listed} {'is' if one else 'are'} named like a reference "
+        f"answer but mapped as {'an input' if one else 'inputs'}: prompts show "
+        f"{'it' if one else 'them'} to the model."
+    )
+
+
+def suggest_mapping(task: Task, name: str, columns: list[str]) -> Mapping:
+    """The mapping offered for a file: the same on the page, in the API and on the command line."""
+    return Mapping.suggest(columns, remembered_roles(task, name))
 
 
 # ---- item rows ----------------------------------------------------------------------------
@@ -356,7 +432,7 @@ def fill_dataset(
         dataset.error = ""
         dataset.upload_path = ""
         dataset.save()
-        dataset.task.remember_mapping(mapping.to_dict())
+        dataset.task.remember_mapping(mapping.to_dict(), table.columns)
         # Later apps react once the items are visible (auto-judging of response columns).
         transaction.on_commit(lambda: announce_imported(dataset))
     return dataset
@@ -377,12 +453,26 @@ def import_dataset(
 
     Raises DatasetError (nothing stored) for any problem with the file or the mapping.
     """
-    name = name.strip()
-    if not name:
+    if not name.strip():
         raise DatasetError("Give the dataset a name.")
     if isinstance(source, str | Path) and not file_name:
         file_name = Path(source).name
     table = read_table(source, fmt, file_name, sheet)
+    return import_table(task, name, table, mapping, user, file_name)
+
+
+def import_table(
+    task: Task,
+    name: str,
+    table: Table,
+    mapping: "dict[str, Any] | Mapping | None" = None,
+    user: Any = None,
+    file_name: str = "",
+) -> Dataset:
+    """Store a table already read as the next version of `name` (see `import_dataset`)."""
+    name = name.strip()
+    if not name:
+        raise DatasetError("Give the dataset a name.")
     checked = Mapping.from_dict(mapping).validated(table.columns, table.sheet)
     with transaction.atomic():
         dataset = Dataset.objects.new_version(

@@ -20,7 +20,9 @@ class Task(models.Model):
     slug = models.CharField(max_length=64, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
-    # The column mapping of the last upload, offered again for the next one.
+    # The column mapping of the last upload, and under "column_roles" what each column name
+    # was in every upload so far ({name: [roles]}, [] for a column kept but not used): the
+    # next upload's suggestion reads it per name (`apps.datasets.importing.suggest_mapping`).
     last_mapping = models.JSONField(default=dict, blank=True)
     # Judged items that go to people as "needs a person" (#14.4): rounds that disagree by more
     # than this spread (None: never), or a reply read only by tolerant parsing.
@@ -64,10 +66,22 @@ class Task(models.Model):
             or self.doubt_confidence is not None
         )
 
-    def remember_mapping(self, mapping: dict[str, Any]) -> None:
-        """Offer this mapping again for the task's next upload."""
-        self.last_mapping = mapping
+    def remember_mapping(self, mapping: dict[str, Any], columns: list[str]) -> None:
+        """Remember what each of `columns` was in this upload, for the task's next ones."""
+        roles = self.remembered_roles()
+        roles.update(mapping_roles(mapping, columns))
+        self.last_mapping = {**mapping, "column_roles": roles}
         self.save(update_fields=["last_mapping"])
+
+    def remembered_roles(self) -> dict[str, list[str]]:
+        """{column name: its roles in the task's uploads so far} (the latest upload wins)."""
+        stored = self.last_mapping.get("column_roles")
+        if isinstance(stored, dict):
+            return {str(name): list(roles) for name, roles in stored.items()}
+        # Remembered before per-name memory: only the last mapping's named columns are known.
+        return {
+            name: roles for name, roles in mapping_roles(self.last_mapping, []).items() if roles
+        }
 
 
 class Frozen(Exception):
@@ -286,17 +300,8 @@ class Dataset(models.Model):
 
     def column_roles(self) -> list[tuple[str, list[str]]]:
         """Each column with what the mapping made of it (id, input, reference, tags, response)."""
-        roles: dict[str, list[str] | list[str | None]] = {
-            "id": [self.id_column],
-            "input": self.input_columns,
-            "reference": [self.reference_column],
-            "tags": [self.tags_column],
-            "response": self.response_columns,
-        }
-        return [
-            (column, [role for role, names in roles.items() if column in names])
-            for column in self.columns
-        ]
+        roles = mapping_roles(self.mapping, self.columns)
+        return [(column, roles[column]) for column in self.columns]
 
     def compute_fingerprint(self) -> str:
         """The fingerprint of the stored items (see `fingerprint_of`)."""
@@ -371,6 +376,23 @@ class Dataset(models.Model):
     @property
     def input_columns(self) -> list[str]:
         return list(self.mapping.get("input_columns") or [])
+
+
+def mapping_roles(mapping: dict[str, Any], columns: list[str]) -> dict[str, list[str]]:
+    """{column: what `mapping` made of it} for every column of the file and every column the
+    mapping names; [] for a column that is kept but has no role."""
+    by_role: dict[str, list[Any]] = {
+        "id": [mapping.get("id_column")],
+        "input": list(mapping.get("input_columns") or []),
+        "reference": [mapping.get("reference_column")],
+        "tags": [mapping.get("tags_column")],
+        "response": list(mapping.get("response_columns") or []),
+    }
+    named = [name for names in by_role.values() for name in names if name]
+    return {
+        column: [role for role, names in by_role.items() if column in names]
+        for column in dict.fromkeys([*columns, *named])
+    }
 
 
 def fingerprint_of(mapping: dict[str, Any], rows: Iterable[tuple[str, Any, str, Any]]) -> str:

@@ -14,7 +14,13 @@ from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets import csvsafe
 from apps.datasets.browse import item_page, item_view_fields
 from apps.datasets.forms import FORMAT_CHOICES, MappingForm, PerturbForm, TaskForm, UploadForm
-from apps.datasets.importing import Mapping, import_progress, sync_max_rows
+from apps.datasets.importing import (
+    import_progress,
+    reference_inputs_warning,
+    reference_like,
+    suggest_mapping,
+    sync_max_rows,
+)
 from apps.datasets.jobs import import_job_lost, import_staged, start_background_perturb
 from apps.datasets.models import Dataset, Frozen, Item, Task
 from apps.datasets.perturb import (
@@ -31,6 +37,7 @@ from apps.datasets.values import as_text
 PREVIEW_ROWS = 10
 # A file may have thousands of columns; a preview of them all is unreadable and slow to build.
 PREVIEW_COLUMNS = 100
+LISTED_REFERENCE_LIKE = 10
 
 
 def task_list(request: AppRequest) -> HttpResponse:
@@ -140,6 +147,8 @@ def _import_staged(
         messages.success(request, f"Importing {dataset} in the background.")
         return redirect(dataset)
     messages.success(request, f"Imported {dataset.row_count} items into {dataset}.")
+    if shown := data["mapping"].reference_like_inputs():
+        messages.warning(request, reference_inputs_warning(shown))
     if (same := dataset.unchanged_from()) is not None:
         messages.info(request, f"{dataset} has the same items as {same}: nothing was started.")
     return redirect(dataset)
@@ -166,10 +175,7 @@ def _render_map(
         return render(request, "datasets/map.html", context)
     context["current_format"] = table.format
     if form is None:
-        # A corrected file of a dataset keeps that dataset's mapping, not the task's last one.
-        named = Dataset.objects.latest_version(task, staged.meta.get("name", ""))
-        last = named.mapping if named else task.last_mapping
-        suggested = Mapping.suggest(table.columns, last)
+        suggested = suggest_mapping(task, staged.meta.get("name", ""), table.columns)
         initial = MappingForm.initial_for(
             suggested, staged.meta.get("name", ""), table.format, table.sheet
         )
@@ -186,6 +192,10 @@ def _render_map(
         preview=[[as_text(row.get(c)) for c in columns] for row in table.rows[:PREVIEW_ROWS]],
         latest=Dataset.objects.latest_version(task, name) if name else None,
         background=staged.imports_in_background,
+        # Besides the reference itself: columns left out of the inputs for their name.
+        reference_like=[
+            c for c in table.columns if reference_like(c) and c != form["reference_column"].value()
+        ][:LISTED_REFERENCE_LIKE],
     )
     return render(request, "datasets/map.html", context)
 

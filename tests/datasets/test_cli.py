@@ -177,3 +177,39 @@ def test_cli_process_imports_excel_and_parquet(task, tmp_path):
         (item.dataset.format, item.fields["q"], item.fields.get("n")) for item in Item.objects.all()
     )
     assert fields == [("parquet", "x", None), ("parquet", "y", None), ("xlsx", "b", "3")]
+
+
+@pytest.mark.django_db
+def test_cli_maps_columns_as_the_page_suggests(task, tmp_path, capsys):
+    """#28.6: the command mapped nothing, so a file whose uid repeats imported as positions
+    while the page refused it."""
+    path = tmp_path / "repeats.csv"
+    path.write_bytes(samples.csv_bytes(["uid", "question", "answer"], [["a", "1?", "1"],
+                                                                      ["a", "2?", "2"]]))  # fmt: skip
+    with pytest.raises(CommandError, match="The id 'a' in column 'uid' appears 2 times"):
+        call_command("import_dataset", str(path), "--task", task.slug)
+    assert not Dataset.objects.exists() and not Item.objects.exists()
+    path.write_bytes(samples.csv_bytes(["uid", "question", "answer", "response_x"],
+                                       [["a", "1?", "1", "one"]]))  # fmt: skip
+    call_command("import_dataset", str(path), "--task", task.slug)
+    dataset = Dataset.objects.get()
+    assert (dataset.id_column, dataset.reference_column) == ("uid", "answer")
+    assert (dataset.input_columns, dataset.response_columns) == (["question"], ["response_x"])
+    out = capsys.readouterr().out
+    assert "Columns: id uid · inputs question · reference answer · tags none · " in out
+
+
+@pytest.mark.django_db
+def test_cli_options_replace_single_roles_of_the_suggestion(task, tmp_path, capsys):
+    path = tmp_path / "qa.csv"
+    path.write_bytes(samples.csv_bytes(["uid", "question", "answer"], [["a", "1?", "1"]]))
+    call_command(
+        "import_dataset", str(path), "--task", task.slug, "--id-column", "",
+        "--reference-column", "", "--input-column", "question", "--input-column", "answer",
+    )  # fmt: skip
+    dataset = Dataset.objects.get()
+    assert (dataset.id_column, dataset.reference_column) == (None, None)
+    assert dataset.input_columns == ["question", "answer"]
+    assert "Column 'answer' is named like a reference answer but mapped as an input" in (
+        capsys.readouterr().out
+    )

@@ -5,7 +5,13 @@ from django.db import IntegrityError, connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.datasets import importing
-from apps.datasets.importing import Mapping, import_dataset, split_tags
+from apps.datasets.importing import (
+    Mapping,
+    import_dataset,
+    reference_like,
+    split_tags,
+    suggest_mapping,
+)
 from apps.datasets.models import Dataset, Frozen, Item, Task
 from apps.datasets.readers import DatasetError
 from apps.runs.models import Run
@@ -168,21 +174,62 @@ def test_a_failure_while_writing_leaves_no_half_written_items(task, monkeypatch)
 
 
 # ---- mapping memory -----------------------------------------------------------------------
-def test_the_mapping_is_remembered_per_task_and_offered_where_columns_exist(task):
+def test_the_mapping_is_remembered_per_column_name_and_new_columns_are_guessed(task):
     mapping = {"id_column": "uid", "reference_column": "label", "tags_column": "tags"}
     import_dataset(task, "nli", samples.NLI_JSONL, mapping, file_name="nli.jsonl")
     task.refresh_from_db()
-    assert task.last_mapping == {
-        "id_column": "uid",
-        "input_columns": ["premise", "hypothesis"],
-        "reference_column": "label",
-        "tags_column": "tags",
-        "response_columns": [],
+    assert Mapping.from_dict(task.last_mapping) == Mapping(
+        "uid", ["premise", "hypothesis"], "label", "tags", []
+    )
+    assert task.remembered_roles() == {
+        "uid": ["id"],
+        "premise": ["input"],
+        "hypothesis": ["input"],
+        "label": ["reference"],
+        "tags": ["tags"],
     }
-    offered = Mapping.suggest(["uid", "premise", "label", "notes"], task.last_mapping)
-    assert offered == Mapping("uid", ["premise"], "label", None, [])
+    # "notes" is new: guessed by its name (an input), not dropped for the memory's sake.
+    offered = suggest_mapping(task, "other", ["uid", "premise", "label", "notes"])
+    assert offered == Mapping("uid", ["premise", "notes"], "label", None, [])
     other = Task.objects.create(slug="other", name="Other")
-    assert other.last_mapping == {}
+    assert other.last_mapping == {} and other.remembered_roles() == {}
+
+
+def test_a_reference_that_was_an_input_elsewhere_is_suggested_as_the_reference(task):
+    """#28.6: after a file where `answer` was an input, question/answer/response made `answer`
+    an input again (the reference leaked into prompts) and lost the response column."""
+    first = samples.csv_bytes(["input", "answer", "label"], [["2+2?", "four", "4"]])
+    import_dataset(task, "grading", first, {"input_columns": ["input", "answer"],
+                                            "reference_column": "label"}, fmt="csv")  # fmt: skip
+    task.refresh_from_db()
+    offered = suggest_mapping(task, "qa", ["question", "answer", "response"])
+    assert offered == Mapping(None, ["question"], "answer", None, ["response"])
+    # Per name, the memory still decides what names cannot: "input" was an input.
+    assert suggest_mapping(task, "qa", ["input", "answer"]).input_columns == ["input"]
+
+
+def test_memory_decides_per_name_and_a_kept_column_stays_out_of_the_inputs(task):
+    import_dataset(task, "nli", samples.NLI_JSONL, {"id_column": "uid",
+        "reference_column": "hypothesis", "input_columns": ["premise"]}, fmt="jsonl")  # fmt: skip
+    task.refresh_from_db()
+    # label was kept (no role): neither the reference its name suggests nor an input.
+    offered = suggest_mapping(task, "nli-2", ["uid", "premise", "hypothesis", "label", "extra"])
+    assert offered == Mapping("uid", ["premise", "extra"], "hypothesis", None, [])
+
+
+def test_columns_named_like_a_reference_are_never_suggested_or_defaulted_as_inputs():
+    guess = Mapping.suggest(["question", "answer", "gold_label", "expectedOutput", "answer_a"])
+    assert guess.reference_column == "answer"
+    assert guess.input_columns == ["question", "answer_a"]  # options stay inputs
+    checked = Mapping(reference_column="label").validated(["q", "Gold Answer", "label", "ctx"])
+    assert checked.input_columns == ["q", "ctx"]
+    chosen = Mapping(input_columns=["q", "Gold Answer"]).validated(["q", "Gold Answer"])
+    assert chosen.reference_like_inputs() == ["Gold Answer"]  # ticked: kept, and said
+    assert [reference_like(n) for n in ("response_gold", "prediction_answer", "uid")] == [
+        False,
+        False,
+        False,
+    ]
 
 
 def test_without_a_memory_the_mapping_is_guessed_from_column_names():

@@ -1,6 +1,7 @@
 """The upload → preview → mapping → dataset page flow, errors on the page, browsing, downloads."""
 
 import csv
+import html
 import io
 import json
 import re
@@ -250,6 +251,38 @@ def test_the_last_mapping_is_prefilled_for_the_next_upload(reviewer_client, task
     assert initial["id_column"] == "uid" and initial["reference_column"] == "hypothesis"
     assert initial["input_columns"] == ["premise"] and initial["tags_column"] is None
     assert re.search(r'<option value="hypothesis" selected>', text(page))
+
+
+def test_after_another_upload_a_named_reference_is_not_offered_as_an_input(reviewer_client, task):
+    """#28.6: question/answer/response after a file where `answer` was an input: the page
+    offered `answer` as an input (the reference leaked into prompts) and no response column."""
+    first = samples.csv_bytes(["input", "answer", "label"], [["2+2?", "four", "4"]])
+    url = staged_url(upload(reviewer_client, task, first, "grading.csv"))
+    reviewer_client.post(url, {"name": "grading", "format": "csv", "reference_column": "label",
+                               "input_columns": ["input", "answer"]})  # fmt: skip
+    data = samples.csv_bytes(["question", "answer", "response"], [["2+2?", "4", "four"]])
+    url = staged_url(upload(reviewer_client, task, data, "qa.csv"))
+    page = reviewer_client.get(url)
+    initial = page.context["form"].initial
+    assert (initial["reference_column"], initial["input_columns"]) == ("answer", ["question"])
+    assert initial["response_columns"] == ["response"]
+    # Ticked as an input anyway: imported as asked, and the page says what that means.
+    response = reviewer_client.post(
+        url, {"name": "qa", "format": "csv", "input_columns": ["question", "answer"]}, follow=True
+    )
+    assert Dataset.objects.get(name="qa").input_columns == ["question", "answer"]
+    assert (
+        "Column 'answer' is named like a reference answer but mapped as an input: prompts show "
+        "it to the model." in html.unescape(text(response))
+    )
+
+
+def test_the_page_names_columns_left_out_of_the_inputs_for_their_name(reviewer_client, task):
+    data = samples.csv_bytes(["question", "answer", "gold_label"], [["2+2?", "4", "4"]])
+    page = text(reviewer_client.get(staged_url(upload(reviewer_client, task, data, "g.csv"))))
+    note = re.search(r'<p class="note" id="reference-like-note">(.*?)</p>', page, re.S)
+    assert note and "<code>gold_label</code>" in note.group(1)
+    assert "<code>answer</code>" not in note.group(1)  # the reference itself is not listed
 
 
 def test_upload_corrected_file_makes_a_linked_version(reviewer_client, task):
