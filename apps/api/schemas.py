@@ -79,6 +79,7 @@ class UploadIn(Schema):
     reference_column: str = ""
     tags_column: str = ""
     response_columns: list[str] = []
+    conversation_column: str = ""
 
 
 class GenerationIn(Schema):

@@ -24,7 +24,7 @@ from apps.accounts.models import User
 from apps.api import schemas
 from apps.api.errors import ApiError
 from apps.datasets.forms import MappingForm, UploadForm
-from apps.datasets.importing import suggest_mapping
+from apps.datasets.importing import SNIFFED_ROWS, suggest_mapping
 from apps.datasets.jobs import import_staged
 from apps.datasets.models import Dataset, Task
 from apps.datasets.readers import DatasetError
@@ -49,6 +49,7 @@ MAPPING_FIELDS = (
     "reference_column",
     "tags_column",
     "response_columns",
+    "conversation_column",
 )
 
 
@@ -197,7 +198,9 @@ def upload_dataset(
     staged = None
     try:
         staged = StagedUpload.create(upload, task.slug, user.pk, name)
-        read_upload(task, staged, form.cleaned_data["format"], request.POST.get("sheet", ""))
+        table = read_upload(
+            task, staged, form.cleaned_data["format"], request.POST.get("sheet", "")
+        )
     except DatasetError as exc:
         if staged:
             staged.discard()
@@ -208,7 +211,7 @@ def upload_dataset(
         key: request.POST.getlist(key) for key in MAPPING_FIELDS if key in request.POST
     }
     if not given:
-        given = suggest_mapping(task, name, columns).to_dict()
+        given = suggest_mapping(task, name, columns, table.rows[:SNIFFED_ROWS]).to_dict()
     if MappingForm(columns=columns).wide:
         # Too wide to tick: the page's form takes each list as names one per line.
         given = {k: "\n".join(v) if isinstance(v, list) else v for k, v in given.items()}

@@ -100,3 +100,38 @@ def item_view_fields(dataset: Dataset, item: Item) -> list[FieldView]:
         summary = first_line[:SUMMARY_CHARS] + ("…" if folded else "")
         views.append(FieldView(name, roles.get(name, []), text, folded, summary, is_json))
     return views
+
+
+@dataclass
+class MessageView:
+    """One message of an item's conversation as the item page shows it: user messages
+    numbered as turns, with that turn's reference answer when the dataset has them."""
+
+    role: str
+    content: str
+    name: str
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str
+    turn: int | None
+    reference: str | None
+
+
+def conversation_view(item: Item) -> list[MessageView]:
+    views, turn = [], 0
+    references = list(item.turn_references)
+    for message in item.messages():
+        is_user = message["role"] == "user"
+        turn += is_user
+        reference = references[turn - 1] if is_user and turn <= len(references) else None
+        views.append(
+            MessageView(
+                role=message["role"],
+                content=message.get("content") or "",
+                name=message.get("name") or "",
+                tool_calls=message.get("tool_calls") or [],
+                tool_call_id=message.get("tool_call_id") or "",
+                turn=turn if is_user else None,
+                reference=reference,
+            )
+        )
+    return views

@@ -101,6 +101,9 @@ class ColumnNameField(forms.CharField):
         return names if self.many else (names[0] if names else "")
 
 
+SINGLE_FIELDS = ("id_column", "reference_column", "tags_column", "conversation_column")
+
+
 class MappingForm(forms.Form):
     """Which columns of the file are the id, inputs, reference, tags and responses."""
 
@@ -127,12 +130,18 @@ class MappingForm(forms.Form):
         label="Response columns",
         help_text="Answers some model already gave: each can be judged without generating.",
     )
+    conversation_column = forms.ChoiceField(
+        required=False,
+        label="Conversation column",
+        help_text="Chat messages (role/content), MT-Bench turns or ShareGPT from/value; with "
+        "it, a reference column may hold one reference per user turn.",
+    )
 
     def __init__(self, *args: Any, columns: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.columns = columns
         choices = [(name, name) for name in columns]
-        for name in ("id_column", "reference_column", "tags_column"):
+        for name in SINGLE_FIELDS:
             cast(forms.ChoiceField, self.fields[name]).choices = [("", "—"), *choices]
         widest = checkbox_columns()
         self.wide = widest is not None and len(columns) > widest
@@ -142,7 +151,7 @@ class MappingForm(forms.Form):
             return
         # Too wide to tick: every role is typed (the single ones with the file's column names
         # to pick from), and a select of thousands of options would make a slow page too.
-        for name in ("id_column", "reference_column", "tags_column"):
+        for name in SINGLE_FIELDS:
             old = self.fields[name]
             self.fields[name] = ColumnNameField(
                 columns=columns, label=old.label, help_text=old.help_text

@@ -17,6 +17,13 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from apps.datasets.conversations import (
+    CONVERSATION_NAMES,
+    ConversationError,
+    looks_like_conversation,
+    parse_conversation,
+    parse_turn_references,
+)
 from apps.datasets.models import Dataset, Item, Task, fingerprint_of, mapping_roles, tags_text
 from apps.datasets.readers import DatasetError, Table, read_table
 from apps.datasets.signals import dataset_imported
@@ -67,13 +74,15 @@ def reference_like(name: str) -> bool:
 
 @dataclass
 class Mapping:
-    """Which columns are the id, the inputs, the reference answer, the tags and the responses."""
+    """Which columns are the id, the inputs, the reference answer, the tags, the responses and
+    the conversation (a column of chat messages; see apps/datasets/conversations.py)."""
 
     id_column: str | None = None
     input_columns: list[str] = field(default_factory=list)
     reference_column: str | None = None
     tags_column: str | None = None
     response_columns: list[str] = field(default_factory=list)
+    conversation_column: str | None = None
 
     @classmethod
     def from_dict(cls, data: "dict[str, Any] | Mapping | None") -> "Mapping":
@@ -91,16 +100,21 @@ class Mapping:
             reference_column=data.get("reference_column") or None,
             tags_column=data.get("tags_column") or None,
             response_columns=names("response_columns"),
+            conversation_column=data.get("conversation_column") or None,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        mapping = {
             "id_column": self.id_column,
             "input_columns": list(self.input_columns),
             "reference_column": self.reference_column,
             "tags_column": self.tags_column,
             "response_columns": list(self.response_columns),
         }
+        # Only when set: a mapping without one stays as it was stored (and fingerprinted).
+        if self.conversation_column:
+            mapping["conversation_column"] = self.conversation_column
+        return mapping
 
     def validated(self, columns: list[str], sheet: str = "") -> "Mapping":
         """This mapping checked against the file's columns (those of `sheet`, for a workbook);
@@ -116,6 +130,7 @@ class Mapping:
             ("reference column", [self.reference_column] if self.reference_column else []),
             ("tags column", [self.tags_column] if self.tags_column else []),
             ("response column", self.response_columns),
+            ("conversation column", [self.conversation_column] if self.conversation_column else []),
         ]
         for role, names in roles:
             for name in names:
@@ -132,7 +147,14 @@ class Mapping:
                     raise DatasetError(
                         f"Column {name!r} cannot be both the {role} and a response column."
                     )
-        taken = {name for _, names in roles for name in names}
+        if (chat := self.conversation_column) is not None:
+            for role, names in roles:
+                if role not in ("input column", "conversation column") and chat in names:
+                    raise DatasetError(
+                        f"Column {chat!r} cannot be both the {role} and the conversation column."
+                    )
+        # The conversation column stays an input by default: single-turn templates may show it.
+        taken = {name for role, names in roles[:5] for name in names}
         inputs = list(dict.fromkeys(self.input_columns)) or [
             name for name in columns if name not in taken and not reference_like(name)
         ]
@@ -142,6 +164,7 @@ class Mapping:
             self.reference_column,
             self.tags_column,
             list(dict.fromkeys(self.response_columns)),
+            self.conversation_column,
         )
 
     def reference_like_inputs(self) -> list[str]:
@@ -150,13 +173,22 @@ class Mapping:
 
     @classmethod
     def suggest(
-        cls, columns: list[str], remembered: "dict[str, list[str]] | None" = None
+        cls,
+        columns: list[str],
+        remembered: "dict[str, list[str]] | None" = None,
+        rows: "list[dict[str, Any]] | None" = None,
     ) -> "Mapping":
         """The roles `remembered` for these column names (see `remembered_roles`), a guess by
         name for every other column, and the rest as inputs, except a column named like a
-        reference answer: that is never suggested as an input, even if it was one before."""
+        reference answer: that is never suggested as an input, even if it was one before.
+        A conversation column is guessed from its name and its first `rows`' values."""
         remembered = remembered or {}
-        single: dict[str, str | None] = {"id": None, "reference": None, "tags": None}
+        single: dict[str, str | None] = {
+            "id": None,
+            "reference": None,
+            "tags": None,
+            "conversation": None,
+        }
         responses: list[str] = []
         inputs: set[str] = set()
         decided: set[str] = set()
@@ -192,6 +224,21 @@ class Mapping:
                 if found is not None and found not in single.values():
                     single[role] = found
                     decided.add(found)
+        if single["conversation"] is None and rows:
+            named = [c for c in CONVERSATION_NAMES if c in lower]
+            sample = rows[:SNIFFED_ROWS]
+            found = next(
+                (
+                    lower[c]
+                    for c in named
+                    if looks_like_conversation([r.get(lower[c]) for r in sample])
+                ),
+                None,
+            )
+            if found is not None and found not in single.values():
+                single["conversation"] = found
+                decided.add(found)
+                inputs.add(found)  # and an input, as `validated` leaves it by default
         for name in fresh:
             if name.lower().startswith(RESPONSE_PREFIXES) and name not in single.values():
                 responses.append(name)
@@ -203,10 +250,12 @@ class Mapping:
             single["reference"],
             single["tags"],
             [name for name in columns if name in responses],
+            single["conversation"],
         )
 
 
-ROLES = ("id", "input", "reference", "tags", "response")
+ROLES = ("id", "input", "reference", "tags", "response", "conversation")
+SNIFFED_ROWS = 20
 
 
 def remembered_roles(task: Task, name: str) -> dict[str, list[str]]:
@@ -230,9 +279,12 @@ def reference_inputs_warning(names: list[str]) -> str:
     )
 
 
-def suggest_mapping(task: Task, name: str, columns: list[str]) -> Mapping:
-    """The mapping offered for a file: the same on the page, in the API and on the command line."""
-    return Mapping.suggest(columns, remembered_roles(task, name))
+def suggest_mapping(
+    task: Task, name: str, columns: list[str], rows: list[dict[str, Any]] | None = None
+) -> Mapping:
+    """The mapping offered for a file (its `rows` read so far, for a conversation column):
+    the same on the page, in the API and on the command line."""
+    return Mapping.suggest(columns, remembered_roles(task, name), rows)
 
 
 # ---- item rows ----------------------------------------------------------------------------
@@ -282,17 +334,55 @@ def _duplicate_error(table: Table, column: str, keys: list[str], key: str) -> Da
     )
 
 
+ItemRow = tuple[int, str, str, str, str, str, str, str, str]
+
+
 @dataclass
 class ItemRows:
     """Item rows ready for one INSERT each: (position, key, fields, reference, tags, tags_text,
-    search_text), with JSON already serialised."""
+    search_text, conversation, turn_references), with JSON already serialised."""
 
-    rows: list[tuple[int, str, str, str, str, str, str]]
+    rows: list[ItemRow]
     tag_counts: dict[str, int]
 
 
+def _conversation_error(
+    table: Table, index: int, column: str, exc: ConversationError
+) -> DatasetError:
+    """ "Row 12, message 3: role 'bot' is not one of … (column 'messages')." for a person."""
+    where = table.where(index, start=True)
+    if exc.message is not None:
+        return DatasetError(f"{where}, message {exc.message}: {exc.text} (column {column!r}).")
+    return DatasetError(f"{where}: {exc.text} (column {column!r}).")
+
+
+def conversation_of(
+    row: dict[str, Any], mapping: Mapping, table: Table, index: int
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The row's conversation in the canonical shape and its per-turn references (when the
+    reference column holds a list); DatasetError naming the row and message otherwise."""
+    column = mapping.conversation_column
+    if column is None:
+        return [], []
+    try:
+        messages = parse_conversation(row.get(column))
+    except ConversationError as exc:
+        raise _conversation_error(table, index, column, exc) from None
+    references: list[str] = []
+    if (reference := mapping.reference_column) is not None:
+        value = row.get(reference)
+        # A plain reference (one text for the whole conversation) stays Item.reference only.
+        if isinstance(value, list) or (isinstance(value, str) and value.lstrip()[:1] == "["):
+            turns = sum(1 for message in messages if message["role"] == "user")
+            try:
+                references = parse_turn_references(value, turns)
+            except ConversationError as exc:
+                raise _conversation_error(table, index, reference, exc) from None
+    return messages, references
+
+
 def build_item_rows(table: Table, mapping: Mapping) -> ItemRows:
-    """Every item of the table as insertable values; raises on the first bad id.
+    """Every item of the table as insertable values; raises on the first bad id or conversation.
 
     Hot loop of a 100k-row import: one JSON encoder, tag parsing cached per distinct text
     (tags repeat), and the search text joined directly when every value is a string.
@@ -304,7 +394,8 @@ def build_item_rows(table: Table, mapping: Mapping) -> ItemRows:
     tag_counter: Counter[str] = Counter()
     tag_cache: dict[Any, tuple[list[str], str, str]] = {}
     no_tags: tuple[list[str], str, str] = ([], "[]", "")
-    out: list[tuple[int, str, str, str, str, str, str]] = []
+    out: list[ItemRow] = []
+    conversations = mapping.conversation_column is not None
     append = out.append
     for position, row in enumerate(table.rows):
         if id_column is None:
@@ -327,6 +418,10 @@ def build_item_rows(table: Table, mapping: Mapping) -> ItemRows:
                     tag_cache[raw] = cached
             tags, tags_json, tags_joined = cached
             tag_counter.update(tags)
+        conversation, references = "[]", "[]"
+        if conversations:
+            messages, turn_references = conversation_of(row, mapping, table, position)
+            conversation, references = encode(messages), encode(turn_references)
         try:
             search = "\n".join(row.values())
         except TypeError:  # JSON rows hold numbers, lists and objects too
@@ -340,6 +435,8 @@ def build_item_rows(table: Table, mapping: Mapping) -> ItemRows:
                 tags_json,
                 tags_joined,
                 search.lower(),
+                conversation,
+                references,
             )
         )
     return ItemRows(out, dict(tag_counter.most_common()))
@@ -358,10 +455,13 @@ def _insert_sql() -> str:
         "tags",
         "tags_text",
         "search_text",
+        "conversation",
+        "turn_references",
     ]
     column_of = {field.name: str(field.column) for field in meta.concrete_fields}
     columns = [column_of[name] for name in names]
-    json_columns = {column_of["fields"], column_of["tags"]}
+    json_names = ("fields", "tags", "conversation", "turn_references")
+    json_columns = {column_of[name] for name in json_names}
     # PostgreSQL's jsonb wants a cast from the serialised text; SQLite stores the text as is.
     cast = "::jsonb" if connection.vendor == "postgresql" else ""
     placeholders = [f"%s{cast}" if column in json_columns else "%s" for column in columns]

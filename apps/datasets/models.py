@@ -8,6 +8,8 @@ from django.core.validators import RegexValidator
 from django.db import models, transaction
 from django.urls import reverse
 
+from apps.datasets.conversations import conversation_text
+
 slug_validator = RegexValidator(
     r"^[a-z0-9]+(?:-[a-z0-9]+)*$",
     "Use lowercase letters, digits and single dashes (for example support-qa).",
@@ -298,6 +300,11 @@ class Dataset(models.Model):
     def tags_column(self) -> str | None:
         return self.mapping.get("tags_column") or None
 
+    @property
+    def conversation_column(self) -> str | None:
+        """The column whose cells are conversations (`Item.conversation` holds them read)."""
+        return self.mapping.get("conversation_column") or None
+
     def column_roles(self) -> list[tuple[str, list[str]]]:
         """Each column with what the mapping made of it (id, input, reference, tags, response)."""
         roles = mapping_roles(self.mapping, self.columns)
@@ -387,6 +394,7 @@ def mapping_roles(mapping: dict[str, Any], columns: list[str]) -> dict[str, list
         "reference": [mapping.get("reference_column")],
         "tags": [mapping.get("tags_column")],
         "response": list(mapping.get("response_columns") or []),
+        "conversation": [mapping.get("conversation_column")],
     }
     named = [name for names in by_role.values() for name in names if name]
     return {
@@ -461,6 +469,12 @@ class Item(models.Model):
     # Denormalised for fast filtering at 100k+ items on SQLite and PostgreSQL alike.
     tags_text = models.TextField(blank=True)  # "|tag1|tag2|"
     search_text = models.TextField(blank=True)  # lowercased values of all fields
+    # The mapped conversation column's cell, checked and in the canonical shape (a list of
+    # OpenAI chat messages; apps/datasets/conversations.py); [] when none is mapped.
+    conversation = models.JSONField(default=list, blank=True)
+    # One reference answer per user turn of the conversation (MT-Bench's `reference`), when
+    # the reference column holds such a list; "" for a turn without one.
+    turn_references = models.JSONField(default=list, blank=True)
 
     objects = ItemQuerySet.as_manager()
 
@@ -486,3 +500,20 @@ class Item(models.Model):
 
     def field(self, name: str, default: Any = "") -> Any:
         return self.fields.get(name, default)
+
+    @property
+    def is_conversation(self) -> bool:
+        return bool(self.conversation)
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The item's conversation: canonical chat messages (role, content, tool_calls,
+        tool_call_id, name), a copy the caller may extend (turn-by-turn generation does)."""
+        return [dict(message) for message in self.conversation]
+
+    def user_turns(self) -> list[str]:
+        """The text of each user message, in order: what a multi-turn run asks."""
+        return [m["content"] for m in self.conversation if m.get("role") == "user"]
+
+    def conversation_text(self) -> str:
+        """The conversation as pages and prompts write it (`conversations.conversation_text`)."""
+        return conversation_text(self.conversation)

@@ -31,7 +31,7 @@ from typing import Any
 
 from django.db import transaction
 
-from apps.datasets.importing import ItemRows, announce_imported, write_items
+from apps.datasets.importing import ItemRow, ItemRows, announce_imported, write_items
 from apps.datasets.models import Dataset, Item, fingerprint_of, tags_text
 
 NAME_MAX = Dataset._meta.get_field("name").max_length or 200
@@ -356,9 +356,9 @@ def copy_name(original: Dataset, name: str, seed: int) -> str:
 
 
 def text_inputs(dataset: Dataset) -> list[str]:
-    """The columns a perturbation may change: the inputs, never the id, reference, tags or a
-    response column (a dataset mapped without inputs: every other column)."""
-    hidden = dataset.hidden_columns | {dataset.id_column}
+    """The columns a perturbation may change: the inputs, never the id, reference, tags, a
+    response column or the conversation (a dataset mapped without inputs: every other column)."""
+    hidden = dataset.hidden_columns | {dataset.id_column, dataset.conversation_column}
     inputs = dataset.input_columns or dataset.columns
     return [column for column in inputs if column not in hidden]
 
@@ -395,13 +395,15 @@ def perturb_dataset(original: Dataset, name: str, seed: int = 0, user: Any = Non
     reference_column = original.reference_column
     tag = f"perturbed:{name}"
     encode = json.JSONEncoder(ensure_ascii=False).encode
-    rows: list[tuple[int, str, str, str, str, str, str]] = []
+    rows: list[ItemRow] = []
     tag_counter: Counter[str] = Counter()
     prints: list[tuple[str, Any, str, Any]] = []
     items = original.items.order_by("position").values_list(
-        "position", "key", "fields", "reference", "tags"
+        "position", "key", "fields", "reference", "tags", "conversation", "turn_references"
     )
-    for position, key, fields, reference, tags in items.iterator(chunk_size=2000):
+    for position, key, fields, reference, tags, conversation, references in items.iterator(
+        chunk_size=2000
+    ):
         fields = {k: v for k, v in (fields or {}).items() if k not in dropped}
         inputs = {f: fields[f] for f in fields_to_change if isinstance(fields.get(f), str)}
         changed, new_reference = perturb_item(name, seed, key, inputs, reference or "")
@@ -424,6 +426,8 @@ def perturb_dataset(original: Dataset, name: str, seed: int = 0, user: Any = Non
                 encode(tags),
                 tags_text(tags),
                 search.lower(),
+                encode(conversation or []),  # conversations are copied as they are
+                encode(references or []),
             )
         )
         prints.append((key, fields, new_reference, tags))

@@ -157,15 +157,15 @@ class StagedUpload:
         self.path.with_suffix(".json").unlink(missing_ok=True)
 
 
-def read_upload(task: Task, staged: StagedUpload, fmt: str, sheet: str = "") -> None:
+def read_upload(task: Task, staged: StagedUpload, fmt: str, sheet: str = "") -> Table:
     """Read a new upload (the upload page, the API) on the `sheet` asked for; else a corrected
     workbook of an existing dataset opens on that dataset's sheet (when the workbook still has
     it). A sheet asked for is read first, so an unreadable first sheet does not stop it."""
     if sheet:
-        staged.read(fmt, sheet)
-        return
-    staged.read(fmt)
+        return staged.read(fmt, sheet)
+    table = staged.read(fmt)
     previous = Dataset.objects.latest_version(task, staged.meta.get("name", ""))
     sheet = previous.sheet if previous else ""
     if sheet and sheet != staged.sheet and sheet in staged.meta.get("sheets", []):
-        staged.read(fmt, sheet)
+        return staged.read(fmt, sheet)
+    return table

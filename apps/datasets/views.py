@@ -1,4 +1,5 @@
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,10 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets import csvsafe
-from apps.datasets.browse import item_page, item_view_fields
+from apps.datasets.browse import conversation_view, item_page, item_view_fields
 from apps.datasets.forms import FORMAT_CHOICES, MappingForm, PerturbForm, TaskForm, UploadForm
 from apps.datasets.importing import (
+    SNIFFED_ROWS,
     import_progress,
     reference_inputs_warning,
     reference_like,
@@ -175,7 +177,8 @@ def _render_map(
         return render(request, "datasets/map.html", context)
     context["current_format"] = table.format
     if form is None:
-        suggested = suggest_mapping(task, staged.meta.get("name", ""), table.columns)
+        name = staged.meta.get("name", "")
+        suggested = suggest_mapping(task, name, table.columns, table.rows[:SNIFFED_ROWS])
         initial = MappingForm.initial_for(
             suggested, staged.meta.get("name", ""), table.format, table.sheet
         )
@@ -280,10 +283,25 @@ def item_detail(request: AppRequest, pk: int, position: int) -> HttpResponse:
         "item": item,
         "dataset": dataset,
         "fields": item_view_fields(dataset, item),
+        "conversation": conversation_view(item),
         "previous": dataset.items.filter(position__lt=position).order_by("-position").first(),
         "next": dataset.items.filter(position__gt=position).order_by("position").first(),
     }
     return render(request, "datasets/item_detail.html", context)
+
+
+def download_rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
+    """Each item's fields in position order, its conversation column as stored: canonical chat
+    messages whatever shape the file had (the one shape exports write)."""
+    items = dataset.items.order_by("position")
+    column = dataset.conversation_column
+    if column is None:
+        yield from items.values_list("fields", flat=True).iterator(chunk_size=2000)
+        return
+    for fields, conversation in items.values_list("fields", "conversation").iterator(
+        chunk_size=2000
+    ):
+        yield {**fields, column: conversation}
 
 
 def dataset_download(request: AppRequest, pk: int, fmt: str) -> StreamingHttpResponse:
@@ -291,13 +309,12 @@ def dataset_download(request: AppRequest, pk: int, fmt: str) -> StreamingHttpRes
     dataset = get_object_or_404(Dataset.objects.select_related("task"), pk=pk)
     if fmt not in ("csv", "jsonl") or dataset.status != Dataset.Status.READY:
         raise Http404("No such download.")
-    fields = dataset.items.order_by("position").values_list("fields", flat=True)
     base = f"{dataset.task.slug}-{dataset.name}-v{dataset.version}"
     if fmt == "csv":
         columns = dataset.columns
-        rows = ([row.get(c) for c in columns] for row in fields.iterator(chunk_size=2000))
+        rows = ([row.get(c) for c in columns] for row in download_rows(dataset))
         return csvsafe.csv_response(f"{base}.csv", columns, rows)
-    lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in fields.iterator(chunk_size=2000))
+    lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in download_rows(dataset))
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = (
         f'attachment; filename="{csvsafe.attachment_name(base)}.jsonl"'

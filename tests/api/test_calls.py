@@ -122,6 +122,29 @@ def test_an_upload_without_a_mapping_takes_the_one_the_page_suggests(reviewer):
     assert again.json()["mapping"]["reference_column"] is None  # a mapping given is taken as is
 
 
+def test_an_upload_carries_conversations_and_refuses_a_bad_one_by_row_and_message(reviewer):
+    make_task("qa")
+    questions = Path(__file__).resolve().parent.parent / "fixtures" / "mt_bench" / "question.jsonl"
+    upload = SimpleUploadedFile("question.jsonl", questions.read_bytes())
+    response = reviewer.upload("/tasks/qa/datasets/", {"file": upload})
+    assert response.status_code == 201, response.content
+    assert response.json()["mapping"]["conversation_column"] == "turns"  # as the page suggests
+    item = Item.objects.get(key="101")
+    assert item.turn_references == ["You are in second place.", "Uncertain."]
+    bad = (
+        b'{"id": 1, "chat": [{"role": "user", "content": "q"}, {"role": "bot", "content": "a"}]}\n'
+    )
+    refused = reviewer.upload(
+        "/tasks/qa/datasets/",
+        {"file": SimpleUploadedFile("bad.jsonl", bad), "conversation_column": "chat"},
+    )
+    assert refused.status_code == 400
+    assert refused.json()["detail"].startswith(
+        "Line 1, message 2: role 'bot' is not one of system, user, assistant, tool"
+    )
+    assert Dataset.objects.count() == 1
+
+
 def test_a_mapping_naming_a_missing_column_is_refused_as_the_page_refuses_it(reviewer, page_client):
     task = make_task("qa")
     text = "id,question\nq1,2+2?\n"

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.datasets.importing import (
+    SNIFFED_ROWS,
     Mapping,
     import_table,
     reference_inputs_warning,
@@ -25,7 +26,7 @@ def previous_sheet(task: Task, name: str, path: Path, fmt: str | None) -> str | 
     return previous.sheet if previous.sheet in workbook_sheets(path) else None
 
 
-SINGLE_ROLES = ("id_column", "reference_column", "tags_column")
+SINGLE_ROLES = ("id_column", "reference_column", "tags_column", "conversation_column")
 
 
 def given_mapping(suggested: Mapping, options: dict[str, Any]) -> Mapping:
@@ -37,7 +38,8 @@ def given_mapping(suggested: Mapping, options: dict[str, Any]) -> Mapping:
     for key in SINGLE_ROLES:
         if options.get(key) is not None:
             setattr(mapping, key, options[key] or None)
-            named += [options[key]] if options[key] else []
+            if key != "conversation_column":  # a conversation stays an input too
+                named += [options[key]] if options[key] else []
     if options.get("response_column") is not None:
         mapping.response_columns = [name for name in options["response_column"] if name]
         named += mapping.response_columns
@@ -60,6 +62,7 @@ def described(mapping: Mapping) -> str:
         ("reference", mapping.reference_column or "none"),
         ("tags", mapping.tags_column or "none"),
         ("responses", ", ".join(mapping.response_columns) or "none"),
+        ("conversation", mapping.conversation_column or "none"),
     ]
     return " · ".join(f"{role} {value}" for role, value in parts)
 
@@ -90,6 +93,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--response-column", action="append", help="Repeat for each model.")
         parser.add_argument(
+            "--conversation-column",
+            help="Column of conversations: chat messages (role/content), MT-Bench turns or "
+            "ShareGPT from/value ('' for none).",
+        )
+        parser.add_argument(
             "--input-column",
             action="append",
             help="Repeat; default: as suggested (every unmapped column not named like a "
@@ -105,7 +113,8 @@ class Command(BaseCommand):
         try:
             sheet = options["sheet"] or previous_sheet(task, name, path, options["format"])
             table = read_table(path, options["format"], path.name, sheet)
-            mapping = given_mapping(suggest_mapping(task, name, table.columns), options)
+            suggested = suggest_mapping(task, name, table.columns, table.rows[:SNIFFED_ROWS])
+            mapping = given_mapping(suggested, options)
             dataset = import_table(task, name, table, mapping, file_name=path.name)
         except DatasetError as exc:
             raise CommandError(f"{path}: {exc}") from None
