@@ -207,7 +207,7 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 wait_for_port() {
     local port="$1" seconds="$2" pid="${3:-}" deadline=$((SECONDS + $2))
     until port_open "$port"; do
-        [ -n "$pid" ] && ! group_alive "$pid" && return 1
+        [ -n "$pid" ] && ! starting_or_alive "$pid" && return 1
         [ $SECONDS -ge $deadline ] && return 1
         sleep 0.1
     done
@@ -242,6 +242,15 @@ start_bg() {
 # True while any process of group $1 is alive (zombies do not count: nobody may reap them).
 group_alive() {
     ps -eo pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { found = 1 } END { exit !found }'
+}
+
+# True while process $1 lives or its group does. Right after `setsid cmd &` the child may not
+# have made its own group yet (a loaded machine schedules it late): its group is then empty
+# though it is starting, and "did not start" would be said of a server that was about to.
+starting_or_alive() {
+    group_alive "$1" && return 0
+    local state
+    state="$(ps -o stat= -p "$1" 2>/dev/null)" && [[ "$state" != Z* ]]
 }
 
 # Hooks run by cleanup before stopping processes (e.g. removing temp dirs comes after).

@@ -73,3 +73,25 @@ def test_bin_test_fails_when_no_test_ran(sample_tests):
     assert result.returncode != 0
     assert "no test ran" in result.stderr
     assert result.stdout.splitlines()[-1] == "sqlite: 0 passed, 0 failed"
+
+
+def test_wait_for_port_waits_for_a_server_that_has_not_made_its_group_yet() -> None:
+    """`setsid cmd &` returns before the child has its own process group; on a loaded machine
+    wait_for_port found the group empty and said "redis-server did not start" at once, with
+    nothing in its log. A process that is alive, in whatever group, is still starting."""
+    script = f"""
+        source {ROOT / "bin" / "_setup.sh"}
+        port="$(free_port)"
+        sleep 30 & starting=$!      # alive, but no group of its own (no setsid)
+        begun=$SECONDS
+        wait_for_port "$port" 2 "$starting"; waited=$?
+        echo "waited $waited after $((SECONDS - begun))"
+        kill "$starting"
+        (exit 3) & gone=$!; wait "$gone"  # dead and reaped: gives up at once
+        begun=$SECONDS
+        wait_for_port "$port" 20 "$gone"; echo "gone $? after $((SECONDS - begun))"
+    """
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    lines = done.stdout.split("\n")
+    assert lines[0] in ("waited 1 after 2", "waited 1 after 3"), done
+    assert lines[1] == "gone 1 after 0", done
