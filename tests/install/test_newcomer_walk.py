@@ -210,8 +210,10 @@ def walk(page: Page, url: str, llm_server: LLMServer) -> None:
     # Model a: judge 4, 4, 4; human 2, 4, 4 → 3.33; overall (3.33 − 1) / (5 − 1) × 100 = 58.33.
     # Model b, judged by the default judge: 4, 4, 4 → overall 75.00.
     # Cells: position, tied rank, model, overall, its CI, judge, human, CI, answered, cover., n…
-    assert board["a"][3:5] == ["58.33", "[25.00, 75.00]"], board
-    assert board["a"][5:11] == ["4.00", "3.33", "[2.00, 4.00]", "3.33", "100.0%", "3"], board
+    # The CI of 2, 4, 4 on the 1–5 range is the bounded-mean bound (#29.1): stats.mean_ci(
+    # [2, 4, 4], 1, 5) = [1.63, 4.58], rescaled for the overall to [15.86, 89.60].
+    assert board["a"][3:5] == ["58.33", "[15.86, 89.60]"], board
+    assert board["a"][5:11] == ["4.00", "3.33", "[1.63, 4.58]", "3.33", "100.0%", "3"], board
     assert board["b"][3] == "75.00" and board["b"][5:7] == ["4.00", "4.00"], board
     assert board["a"][1] == board["b"][1] == "1", board  # three items cannot tell them apart
 
