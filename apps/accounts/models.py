@@ -13,7 +13,14 @@ class User(AbstractUser):
         REVIEWER = "reviewer", "Reviewer"
         VIEWER = "viewer", "Viewer"
 
+    class TextView(models.TextChoices):
+        RENDERED = "rendered", "Rendered"
+        RAW = "raw", "Raw"
+        WHITESPACE = "whitespace", "Raw, whitespace shown"
+
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    # How this person reads model output on every page (apps/datasets/rendering.py).
+    text_view = models.CharField(max_length=16, choices=TextView.choices, default=TextView.RENDERED)
 
     # Roles are ordered: an admin may do what a reviewer may, a reviewer what a viewer may.
     RANK: dict[str, int] = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.ADMIN: 2}

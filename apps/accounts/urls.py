@@ -8,5 +8,6 @@ urlpatterns = [
     path("logout/", views.logout_view, name="logout"),
     path("tokens/", views.api_tokens, name="api-tokens"),
     path("password/", views.password_change, name="password-change"),
+    path("text-view/", views.text_view, name="text-view"),
     path("tokens/<int:pk>/revoke/", views.api_token_revoke, name="api-token-revoke"),
 ]

@@ -5,6 +5,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.forms import PasswordChangeForm
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_POST
@@ -63,3 +64,18 @@ def password_change(request: AppRequest) -> HttpResponse:
         messages.success(request, "Your password is changed.")
         return redirect("accounts:password-change")
     return render(request, "accounts/password_change.html", {"form": form})
+
+
+# How one reads model output is the reader's own business: viewers choose it too.
+@viewer_may_post
+@require_POST
+def text_view(request: AppRequest) -> HttpResponse:
+    """Rendered or raw model output, remembered for this user on every page and machine."""
+    choice = request.POST.get("text_view", "")
+    if choice in request.user.TextView.values:
+        request.user.text_view = choice
+        request.user.save(update_fields=["text_view"])
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure()):
+        back = "/"
+    return redirect(back)

@@ -5,12 +5,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.datasets.models import Dataset, Item
-from apps.datasets.values import as_text
 
 PAGE_SIZE = 50
-FOLD_CHARS = 300
-FOLD_LINES = 6
-SUMMARY_CHARS = 120
 
 
 def _int(value: str | None) -> int | None:
@@ -78,14 +74,12 @@ def _preview_columns(dataset: Dataset) -> list[str]:
 class FieldView:
     name: str
     roles: list[str]
-    text: str
-    folded: bool
-    summary: str
+    value: Any  # as stored; the page renders it ({% model_text %}), folding long text
     is_json: bool
 
 
 def item_view_fields(dataset: Dataset, item: Item) -> list[FieldView]:
-    """Every field of an item as text; long text folded behind a one-line summary."""
+    """Every field of an item, with the roles its column plays."""
     roles = dict(dataset.column_roles())
     names = list(dict.fromkeys([*dataset.columns, *item.fields]))
     views = []
@@ -93,12 +87,7 @@ def item_view_fields(dataset: Dataset, item: Item) -> list[FieldView]:
         if name not in item.fields:
             continue
         value = item.fields[name]
-        is_json = not isinstance(value, str)
-        text = as_text(value, indent=2)
-        folded = len(text) > FOLD_CHARS or text.count("\n") >= FOLD_LINES
-        first_line = text.strip().split("\n", 1)[0]
-        summary = first_line[:SUMMARY_CHARS] + ("…" if folded else "")
-        views.append(FieldView(name, roles.get(name, []), text, folded, summary, is_json))
+        views.append(FieldView(name, roles.get(name, []), value, not isinstance(value, str)))
     return views
 
 

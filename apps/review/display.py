@@ -251,13 +251,14 @@ def response_of(run: Run, item: Item) -> dict[str, Any]:
     if run.source_column:
         return {
             "source": f"column “{run.source_column}”",
-            "text": as_text(item.fields.get(run.source_column)),
+            "text": item.fields.get(run.source_column),  # as stored: a transcript stays one
         }
     return {"source": "", "missing": True}
 
 
-def inputs_of(run: Run, item: Item) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(inputs, other fields): the mapped input columns first, then everything else."""
+def inputs_of(run: Run, item: Item) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """(inputs, other fields): the mapped input columns first, then everything else, as
+    stored (the page shows a chat transcript as messages, other JSON as JSON)."""
     dataset = run.dataset
     inputs = dataset.input_columns
     mapping = dataset.mapping or {}
@@ -265,8 +266,8 @@ def inputs_of(run: Run, item: Item) -> tuple[list[tuple[str, str]], list[tuple[s
     # responses, which would be mistaken for the one under review.
     skip = {*inputs, *dataset.response_columns, dataset.reference_column, run.source_column}
     skip |= {mapping.get("id_column"), mapping.get("tags_column")}
-    shown = [(name, as_text(item.fields.get(name))) for name in inputs]
-    others = [(name, as_text(value)) for name, value in item.fields.items() if name not in skip]
+    shown = [(name, item.fields.get(name)) for name in inputs]
+    others = [(name, value) for name, value in item.fields.items() if name not in skip]
     return shown, others
 
 
@@ -328,8 +329,20 @@ def evidence_context(run: Run, item: Item, revealed: bool) -> dict[str, Any]:
     """The judge's rounds and the attempt logs: hidden while any subject is still blind."""
     if not revealed:
         return {"revealed": False}
+    rounds = rounds_of(run, item)
     return {
         "revealed": True,
-        "rounds": rounds_of(run, item),
+        "rounds": rounds,
+        # For the score panel: what the judge said, beside the values it gave.
+        "reasons": [
+            {
+                "epoch": r["round"].epoch,
+                "round": r["round"].round,
+                "reason": r["round"].reason,
+                "values": r["values"],
+            }
+            for r in rounds
+            if r["round"].reason
+        ],
         "attempts": attempts_of(run, item),
     }

@@ -226,7 +226,8 @@ def _evidence_oob(request: AppRequest, score: Score, queue: Queue) -> str:
         return ""
     evidence = display.evidence_context(score.run, score.item, revealed=True)
     context = {"evidence": evidence, "oob": True, "run": score.run}
-    return render_to_string("review/_evidence.html", context, request)
+    html: str = render_to_string("review/_evidence.html", context, request)
+    return html + render_to_string("review/_judge_says.html", context, request)
 
 
 def _change(request: AppRequest, score_id: int, form_class: type, apply: Any) -> HttpResponse:

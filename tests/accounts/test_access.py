@@ -14,12 +14,13 @@ from apps.api.auth import NO_CREDENTIALS
 ANONYMOUS_OK = {"accounts:login"}
 # Public redirects to a static file, and where they go (nothing behind them is private).
 PUBLIC_REDIRECTS = {"favicon": "/static/favicon.svg"}
-# POSTs that change nothing shared, so viewers may send them.
+# POSTs that change nothing shared, so viewers may send them (how one reads model output too).
 VIEWER_MAY_POST = {
     "accounts:logout",
     "accounts:api-tokens",
     "accounts:api-token-revoke",
     "accounts:password-change",
+    "accounts:text-view",
 }
 
 SAMPLE = {

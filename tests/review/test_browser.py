@@ -326,7 +326,10 @@ def test_a_viewer_gets_no_lock_no_forms_and_no_keys_that_save(login, live_server
     login(make_user("viewer", "val"), f"/review/run/{mcq.pk}/item/{item.pk}/")
     page.wait_for_load_state("networkidle")
     expect(page.locator(f"#score-{score.pk} .final-value")).to_have_text("0")
-    assert page.locator("#review-item form, #lock-status, textarea").count() == 0
+    # The one form a viewer gets is their own: how they read model output (Raw / Rendered).
+    forms = "#review-item form:not(#text-view-switch), #lock-status, textarea"
+    assert page.locator(forms).count() == 0
+    expect(page.locator("#text-view-switch")).to_have_count(1)
     page.keyboard.press("1")
     page.keyboard.press("c")
     page.keyboard.press("?")
