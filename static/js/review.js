@@ -109,6 +109,8 @@
         return;
       }
       if (event.target instanceof HTMLButtonElement || event.target instanceof HTMLAnchorElement) return;
+      // A long field's fold toggle (a checkbox) is not the focused subject's save.
+      if (event.target instanceof HTMLInputElement && event.target.type === "checkbox") return;
       const card = current();
       const form = card && card.querySelector("form[data-save]");
       if (form) {

@@ -400,6 +400,7 @@ def test_blind_mode_keeps_the_judge_out_of_the_html_until_the_reviewer_scores(re
     html = page(reviewer, run, item, blind="1")
     for secret in secrets:
         assert secret not in html, secret
+    assert "the judge's reason shows once you have entered your own value" in html
     assert "Enter my value" in html and "Save override" not in html
     assert "What is 2+2?" in html and "Four." in html  # the item itself is shown
 
@@ -422,6 +423,9 @@ def test_blind_mode_keeps_the_judge_out_of_the_html_until_the_reviewer_scores(re
         reverse("review:blind", args=[scores["clarity"].pk]), {"value": "4", "blind": "1"}, **HX
     ).content.decode()
     assert 'id="evidence" hx-swap-oob="true"' in fragment and "JUDGE-REASON-ONE" in fragment
+    # The score panel's copy of the judge's reasons comes with them.
+    panel = fragment.split('id="judge-says" hx-swap-oob="true"')[1]
+    assert "JUDGE-REASON-ONE" in panel and "JUDGE-REASON-TWO" in panel
     html = page(reviewer, run, item, blind="1")
     assert all(secret in html for secret in secrets)
     # Entering blind changes no score: it is the reviewer's unbiased label, kept apart.
