@@ -143,10 +143,12 @@ def walk(page: Page, url: str, llm_server: LLMServer) -> None:
     expect(page.locator("select[name=template] option:checked")).to_have_text("short-answer v1")
     page.fill("input[name=label]", "walk-model-a")
     page.click("button:has-text('Start')")
+    # Null-safe: the page may be between two documents (it reloads itself when the run ends)
+    # at the moment the predicate runs, and a throw there ends the wait.
     page.wait_for_function(
-        "() => document.querySelector('#run-status').dataset.status === 'running'"
+        "() => document.querySelector('#run-status')?.dataset.status === 'running'"
         " && document.querySelectorAll('#response-table tr.response-ok').length >= 1"
-        " && Number(document.querySelector('#run-done').textContent) < 3",
+        " && Number(document.querySelector('#run-done')?.textContent) < 3",
         timeout=30_000,
     )
     expect(page.locator("#run-status")).to_have_attribute("data-status", "completed")
