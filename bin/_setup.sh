@@ -3,7 +3,7 @@
 #
 # Gives: EVALSITE_ROOT, VENV, PY; find_python, setup_python (venv + requirements),
 # ensure_system_packages, load_dotenv, free_port, wait_for_port, start_bg (tracked
-# process groups) and a cleanup that stops every tracked process on EXIT/INT/TERM/HUP.
+# process groups), start_redis and a cleanup that stops every tracked process on EXIT/INT/TERM/HUP.
 
 EVALSITE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$EVALSITE_ROOT/.venv"  # use_venv/setup_python switch to .venv-test for the tests
@@ -211,6 +211,33 @@ wait_for_port() {
         [ $SECONDS -ge $deadline ] && return 1
         sleep 0.1
     done
+}
+
+# start_redis DIR [PORT] [redis-server options...]: a private redis-server on 127.0.0.1, its log
+# in DIR/redis.log; sets REDIS_PORT and LAST_PID. Without PORT it takes a free port, and when
+# redis-server exits at start (another program took that port in between), it tries another, up
+# to 5 times. It never returns without a Redis: it dies saying why (the end of the log).
+start_redis() {
+    local dir="$1" fixed="${2:-}" attempt port=""
+    shift 2
+    mkdir -p "$dir"
+    for attempt in 1 2 3 4 5; do
+        port="${fixed:-$(free_port)}"
+        if port_open "$port"; then
+            [ -n "$fixed" ] && die "Redis port $port is in use: set EVALSITE_REDIS_PORT to a free port"
+            continue
+        fi
+        start_bg redis-server TERM --log "$dir/redis.log" redis-server --bind 127.0.0.1 \
+            --port "$port" --protected-mode yes --dir "$dir" "$@"
+        if wait_for_port "$port" 30 "$LAST_PID"; then
+            REDIS_PORT="$port"
+            return 0
+        fi
+        group_alive "$LAST_PID" && kill -KILL -- "-$LAST_PID" 2>/dev/null
+        [ -n "$fixed" ] && break
+        log "redis-server did not start on port $port (attempt $attempt of 5): $(tail -1 "$dir/redis.log")"
+    done
+    die "redis-server did not start on port $port: $(tail -5 "$dir/redis.log" 2>/dev/null)"
 }
 
 EVALSITE_PIDS=()
