@@ -91,7 +91,9 @@ def work(timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
     return result
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 60, what: str = "condition") -> None:
+def wait_for(predicate: Callable[[], bool], timeout: float = 180, what: str = "condition") -> None:
+    # Generous: a worker process that starts (imports Django) on a machine at load 20-30 takes
+    # a minute to take its first job; the wait ends as soon as the condition holds.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

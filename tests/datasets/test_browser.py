@@ -124,7 +124,7 @@ def test_a_background_import_shows_progress_until_the_worker_is_done(login, live
     result = run_burst_worker()
     assert result.returncode == 0, result.stdout + result.stderr
     # The page polls, sees the import finished, and reloads itself with the items.
-    expect(page.locator("#dataset-status")).to_have_text("Ready", timeout=15_000)
+    expect(page.locator("#dataset-status")).to_have_text("Ready", timeout=60_000)
     expect(page.locator("#item-table tbody tr")).to_have_count(50)
     expect(page.locator("#tag-counts")).to_contain_text("math · 30")
     expect(page.locator("#import-progress")).to_have_count(0)

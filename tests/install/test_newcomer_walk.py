@@ -35,7 +35,7 @@ OVERRIDE_REASON = "Echoes the question instead of answering it"
 @pytest.fixture
 def walk_page(page: Page) -> Page:
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(60_000)  # generous: the machine may be loaded
     return page
 
 
@@ -149,7 +149,7 @@ def walk(page: Page, url: str, llm_server: LLMServer) -> None:
         "() => document.querySelector('#run-status')?.dataset.status === 'running'"
         " && document.querySelectorAll('#response-table tr.response-ok').length >= 1"
         " && Number(document.querySelector('#run-done')?.textContent) < 3",
-        timeout=30_000,
+        timeout=120_000,
     )
     expect(page.locator("#run-status")).to_have_attribute("data-status", "completed")
     expect(page.locator("#run-done")).to_have_text("3")

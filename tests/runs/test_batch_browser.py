@@ -41,7 +41,7 @@ def test_a_batch_run_started_in_the_browser_finishes(
     assert run.batch
     expect(page.locator("#run-batch-mode")).to_have_text("batch mode")
     # While the provider works: the batch's own progress, nothing written yet.
-    expect(page.locator("#batch-waiting")).to_contain_text("requests answered", timeout=30_000)
+    expect(page.locator("#batch-waiting")).to_contain_text("requests answered", timeout=120_000)
     expect(page.locator("#batch-table")).to_contain_text("in_progress")
     page.wait_for_selector('#run-status[data-status="completed"]', timeout=90_000)
     assert page.locator("#run-done").inner_text() == "12"

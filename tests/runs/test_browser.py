@@ -63,7 +63,7 @@ def test_the_responses_table_fills_while_the_run_moves(login, reviewer_user, sta
     Run.objects.filter(pk=run.pk).update(done=2)
 
     rows = page.locator("#response-table tr.response-ok")
-    expect(rows).to_have_count(2, timeout=10_000)
+    expect(rows).to_have_count(2, timeout=60_000)
     expect(rows.first).to_contain_text(f"answer to {items[0].key}")
     expect(page.locator("#run-done")).to_have_text("2")
     expect(page.locator("#run-status")).to_have_attribute("data-status", "running")
