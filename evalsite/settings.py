@@ -51,9 +51,20 @@ def _secret_key() -> str:
     key_file = DATA_DIR / "secret_key"
     if key_file.exists():
         return key_file.read_text().strip()
+    # Processes that start at once on a fresh data directory (bin/run's web server and worker,
+    # parallel test workers) must agree on one key, and none may read a half-written file: the
+    # key is written whole under a private name, then linked into place; linking fails if
+    # another process was first, and then its key is the one.
     key = secrets.token_urlsafe(50)
-    key_file.write_text(key)
-    key_file.chmod(0o600)
+    staged = DATA_DIR / f".secret_key.{os.getpid()}"
+    staged.write_text(key)
+    staged.chmod(0o600)
+    try:
+        os.link(staged, key_file)
+    except FileExistsError:
+        key = key_file.read_text().strip()
+    finally:
+        staged.unlink()
     return key
 
 

@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -9,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 # Playwright's sync API keeps an event loop on the main thread; Django must still let
 # tests touch the database from it.
@@ -44,63 +46,142 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 # ---- Redis -------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[str]:
-    """A private redis-server on loopback for the whole session (or $TEST_REDIS_URL)."""
-    if url := os.environ.get("TEST_REDIS_URL"):
-        yield url
-        return
+# Each test process (each pytest-xdist worker, each database stage of bin/test) has a Redis
+# database of its own: RQ workers started by a test take every job of the queues they listen
+# to, so two test processes on one database take each other's jobs and leave runs "queued".
+# Each process starts its own redis-server; with $TEST_REDIS_URL (a Redis of the developer's),
+# worker gwN takes database N + 1 of it, and a claim key refuses a second process on one database.
+REDIS_CLAIM_KEY = "evalsite:test:claimed-by"
+REDIS_START_ATTEMPTS = 5
+
+
+def xdist_worker_name() -> str:
+    """This test process as people read it: the xdist worker (gw0, gw1, ...) or "main"."""
+    return os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+def shared_redis_url(base: str, worker: str) -> str:
+    """The database of a Redis given by URL that `worker` uses: gwN takes N + 1; a run without
+    xdist keeps the URL's own."""
+    if not worker.startswith("gw"):
+        return base
+    scheme, _, rest = base.partition("://")
+    host = rest.split("/", 1)[0]
+    return f"{scheme}://{host}/{int(worker[2:]) + 1}"
+
+
+def start_redis_server(workdir: Path) -> tuple[subprocess.Popen, str]:
+    """A redis-server on a free loopback port. A port can be taken between free_port() and
+    redis-server's bind (other test processes pick ports too): then it exits, and we try
+    another port; after REDIS_START_ATTEMPTS, fail with the end of its log."""
+    import redis
+
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server is not installed: run `apt-get install -y redis-server`.")
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="evalsite-redis-")
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            workdir,
-            "--protected-mode",
-            "yes",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    log = workdir / "redis.log"
+    for _ in range(REDIS_START_ATTEMPTS):
+        port = free_port()
+        proc = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--protected-mode",
+                "yes",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(workdir),
+                "--logfile",
+                str(log),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        url = f"redis://127.0.0.1:{port}/0"
+        client = redis.Redis.from_url(url, socket_connect_timeout=2)
+        deadline = time.monotonic() + 30
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                client.ping()
+                return proc, url
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        proc.kill()
+        proc.wait(timeout=10)
+    tail = log.read_text(errors="replace")[-1500:] if log.exists() else "(no log)"
+    pytest.fail(
+        f"redis-server did not start in {REDIS_START_ATTEMPTS} attempts; its log ends:\n{tail}"
     )
-    url = f"redis://127.0.0.1:{port}/0"
-    import redis
 
-    client = redis.Redis.from_url(url)
-    for _ in range(100):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
+
+class RedisClaim:
+    """Marks a Redis database as this test process's: a second process on it fails loudly
+    instead of silently taking this one's jobs (see the comment at the top of this section)."""
+
+    def __init__(self, url: str) -> None:
+        import redis
+
+        self.url = url
+        self.client = redis.Redis.from_url(url)
+        self.token = f"{socket.gethostname()}:{os.getpid()}:{xdist_worker_name()}"
+
+    def check(self) -> None:
+        held = self.client.get(REDIS_CLAIM_KEY)
+        if held is not None and held.decode() != self.token:
+            pytest.fail(
+                f"Redis database {self.url} is used by another test process ({held.decode()}; "
+                f"this is {self.token}): each test process needs a database of its own."
+            )
+
+    def reset(self) -> None:
+        """Empty the database for the next test, keeping (or taking) the claim."""
+        self.check()
+        self.client.flushdb()
+        # Expires, so that a crashed session's claim does not refuse the next run for ever.
+        self.client.set(REDIS_CLAIM_KEY, self.token, ex=3600)
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[str]:
+    """This test process's own Redis database (see the comment at the top of this section)."""
+    if base := os.environ.get("TEST_REDIS_URL"):
+        yield shared_redis_url(base, xdist_worker_name())
+        return
+    workdir = Path(tempfile.mkdtemp(prefix="evalsite-redis-"))
+    proc, url = start_redis_server(workdir)
     try:
         yield url
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-@pytest.fixture(autouse=True)
-def _redis_settings(redis_server: str, settings) -> Iterator[None]:
-    """Every test talks to the private Redis, emptied before it starts."""
-    settings.RQ_QUEUES = {"default": {"URL": redis_server, "DEFAULT_TIMEOUT": 600}}
-    settings.REDIS_URL = redis_server
-    import redis
+@pytest.fixture(scope="session")
+def redis_claim(redis_server: str) -> RedisClaim:
+    return RedisClaim(redis_server)
 
-    redis.Redis.from_url(redis_server).flushdb()
+
+@pytest.fixture(autouse=True)
+def _redis_settings(redis_claim: RedisClaim, settings) -> Iterator[None]:
+    """Every test talks to this process's Redis, emptied before it starts."""
+    settings.RQ_QUEUES = {"default": {"URL": redis_claim.url, "DEFAULT_TIMEOUT": 600}}
+    settings.REDIS_URL = redis_claim.url
+    redis_claim.reset()
     yield
+    # A test whose workers shared the database with another process would have lost jobs to
+    # it; say so here, at the test that saw it, not only at the next one.
+    redis_claim.check()
 
 
 @pytest.fixture
@@ -167,6 +248,24 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
     if executable is None:
         pytest.fail("chromium is not installed: run `apt-get install -y chromium`.")
     return {**browser_type_launch_args, "executable_path": executable, "args": CHROMIUM_ARGS}
+
+
+# Generous waits (each ends as soon as its condition holds): at load 20-30, with several test
+# processes each driving a Chromium, a page that takes 100 ms alone can take 10 s.
+BROWSER_TIMEOUT_MS = 60_000
+NAVIGATION_TIMEOUT_MS = 90_000
+EXPECT_TIMEOUT_MS = 30_000
+
+
+@pytest.fixture
+def context(context):
+    """pytest-playwright's context, with timeouts for a loaded machine (see above)."""
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
+    context.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
+    return context
+
+
+expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 
 
 @pytest.fixture
