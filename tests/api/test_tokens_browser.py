@@ -27,7 +27,8 @@ def call(live_server, raw: str) -> int:
 
 def test_make_use_and_revoke_a_token(login, live_server, page):
     login(make_user("viewer"))
-    page.click("a[title='Your account: API tokens']")
+    page.click("summary[title='Your account']")  # the account menu in the top bar
+    page.click("#menu-api-tokens")
     expect(page.locator("h1")).to_have_text("API tokens")
     expect(page.locator("#token-table")).to_contain_text("No tokens yet.")
     page.fill("input[name=name]", "nightly eval")
