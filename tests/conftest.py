@@ -1,15 +1,18 @@
 """Test harness: a real Redis, real RQ workers, real Chromium. See tests/base.py for helpers."""
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from django.core.handlers.wsgi import WSGIHandler
 from playwright.sync_api import expect
 
 # Playwright's sync API keeps an event loop on the main thread; Django must still let
@@ -266,6 +269,48 @@ def context(context):
 
 
 expect.set_options(timeout=EXPECT_TIMEOUT_MS)
+
+
+class _InFlight:
+    """Requests the live server is handling. A browser test's page keeps polling (the review
+    page renews its lock, run pages poll their progress); a request still inside its view when
+    the test ends holds row locks that PostgreSQL's flush of the test database then waits on,
+    and the flush or the view dies of a deadlock: an error at teardown of a test that passed."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def wrap(self, call: Callable) -> Callable:
+        def counted(handler: object, environ: dict, start_response: Callable) -> object:
+            with self.lock:
+                self.count += 1
+            try:
+                return call(handler, environ, start_response)
+            finally:
+                with self.lock:
+                    self.count -= 1
+
+        return counted
+
+    def wait_idle(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while self.count and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+_in_flight = _InFlight()
+WSGIHandler.__call__ = _in_flight.wrap(WSGIHandler.__call__)  # type: ignore[method-assign]
+
+
+@pytest.fixture
+def page(page):
+    """pytest-playwright's page; at the end it stops polling (about:blank) and the live server
+    finishes what it was handling before the database is flushed (see _InFlight)."""
+    yield page
+    with contextlib.suppress(Exception):  # a crashed page has nothing left in flight
+        page.goto("about:blank", timeout=10_000)
+    _in_flight.wait_idle(30)
 
 
 @pytest.fixture
