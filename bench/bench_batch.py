@@ -36,7 +36,7 @@ def main() -> None:
 
 def measure(args: argparse.Namespace, server: Any) -> None:
     from apps.datasets.models import Task
-    from apps.runs.generation import create_generation_run
+    from apps.runs.kinds.generation import create_generation_run
     from apps.runs.models import PromptTemplate, Response, RunBatch
 
     print("items  render+upload  provider  read+write   items/s written   total")

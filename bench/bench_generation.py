@@ -78,7 +78,7 @@ def main() -> None:
 
 def measure(args: argparse.Namespace, server: Any) -> bool:
     """Print one line per in-flight limit; True if a goal was missed."""
-    from apps.runs.generation import create_generation_run
+    from apps.runs.kinds.generation import create_generation_run
     from apps.runs.models import PromptTemplate
 
     task, dataset = bench_dataset(args.items)

@@ -121,7 +121,7 @@ def main() -> None:
 
 
 def measure(args: argparse.Namespace, server: Any) -> bool:
-    from apps.runs.generation import create_generation_run
+    from apps.runs.kinds.generation import create_generation_run
     from apps.runs.models import Endpoint, PromptTemplate
 
     task, dataset = make_dataset(args.items)

@@ -285,8 +285,8 @@ RQ_SHOW_ADMIN_LINK = True
 # module, and no kind registers itself on import. Here, not in the runs app, because kinds live
 # in later apps too (judges): a runs module naming them would point against the flow.
 RUN_KINDS = {
-    "generation": "apps.runs.generation.GENERATION",
-    "choice": "apps.runs.choices.CHOICE",
+    "generation": "apps.runs.kinds.generation.GENERATION",
+    "choice": "apps.runs.kinds.choices.CHOICE",
     "gen_dataset": "apps.runs.drafting.DATASET_GENERATION",
     "judge": "apps.judges.judging.JUDGE",
     "check": "apps.judges.judging.CHECK",

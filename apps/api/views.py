@@ -35,10 +35,11 @@ from apps.judges.launching import JudgeRunError, create_judge_run
 from apps.judges.models import Judge
 from apps.judges.pairwise import start_pairwise_run
 from apps.leaderboards import boards, exports, pairs, pairwise_board
-from apps.runs import engine
-from apps.runs.budget import check_budget
+from apps.runs.engine.budget import check_budget
+from apps.runs.engine.launch import LaunchError, launch
+from apps.runs.engine.lifecycle import cancel
 from apps.runs.forms import GenerationRunForm
-from apps.runs.generation import create_generation_run
+from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import Endpoint, ErrorKind, PromptTemplate, Response, Run
 
 router = Router()
@@ -425,7 +426,7 @@ def cancel_run(request: HttpRequest, pk: int) -> dict[str, Any]:
     need(request, User.Role.REVIEWER)
     run = _run(pk)
     if run.is_active:
-        engine.cancel(run)
+        cancel(run)
     return run_out(request, Run.objects.get(pk=run.pk))
 
 
@@ -467,8 +468,8 @@ def resume_run(request: HttpRequest, pk: int) -> dict[str, Any]:
         with transaction.atomic():
             if body.budget_usd is not None:
                 run.set_budget(check_budget(body.budget_usd, run.endpoint))
-            engine.launch(run, body.mode)
-    except (engine.LaunchError, ValueError) as exc:
+            launch(run, body.mode)
+    except (LaunchError, ValueError) as exc:
         raise ApiError(400, str(exc)) from None
     return run_out(request, Run.objects.get(pk=run.pk))
 

@@ -4,7 +4,7 @@ Receives `run_finished` (a generation run finished) and `dataset_imported` (an u
 response columns is stored); the judges app connects them in its `ready()`. Never raises: a
 response set that cannot be judged automatically is logged and left for a person to start.
 
-A choice-scoring run (apps/runs/choices.py) is judged by the task's log-likelihood choice judge
+A choice-scoring run (apps/runs/kinds/choices.py) is judged by the task's log-likelihood choice judge
 (`CHOICE_JUDGE`, made here the first time, rule-based: no endpoint), which puts accuracy and
 length-normalised accuracy on the board, and by the default judge too when that is the
 rule-based multiple-choice judge (it reads the raw pick like any answer).
@@ -19,7 +19,7 @@ from apps.datasets.models import Dataset, Task
 from apps.judges.judging import NOTHING_TO_JUDGE
 from apps.judges.launching import JudgeRunError, create_judge_run, retry_items
 from apps.judges.models import CHOICE_JUDGE, CHOICE_SUBJECTS, Judge, Score
-from apps.runs.engine import LaunchError
+from apps.runs.engine.launch import LaunchError
 from apps.runs.models import Response, Run
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 The responses are a generation run's (`Run.source_run`: its OK Response rows) or one column of
 the dataset (`Run.source_column`: `item.fields[column]`). This is the judge run plug-in (`RunPlugin`) of the shared
-engine (apps/runs/engine.py), so chunks, limits, retries, cancel, resume and logging work as
+engine (apps/runs/engine/), so chunks, limits, retries, cancel, resume and logging work as
 for generation runs.
 
 Units are items (key = the item id). A unit does the item's rounds that are still to do
@@ -70,7 +70,7 @@ from apps.judges.parsing import (
     response_format_for,
 )
 from apps.judges.scoring import JudgeSpec, score_text
-from apps.runs.engine import (
+from apps.runs.engine.contract import (
     Call,
     PlannedRequest,
     Progress,
@@ -78,10 +78,11 @@ from apps.runs.engine import (
     RunPlugin,
     add_batch_argument,
 )
+from apps.runs.engine.errors import RAW_LIMIT, LLMError
+from apps.runs.engine.llm import Attempt
+from apps.runs.engine.tuning import RULE_LANES
 from apps.runs.estimate import evenly_spaced
-from apps.runs.llm import RAW_LIMIT, Attempt, LLMError
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run
-from apps.runs.tuning import RULE_LANES
 
 NOTHING_TO_JUDGE = "Nothing to judge:"  # how source problems start (auto-judge looks for it)
 

@@ -13,8 +13,8 @@ from django.db import transaction
 from apps.datasets.models import Dataset
 from apps.judges.models import Judge, RetryScope, Score
 from apps.judges.scoring import JudgeSpec
-from apps.runs.budget import check_budget
-from apps.runs.engine import LaunchError, launch
+from apps.runs.engine.budget import check_budget
+from apps.runs.engine.launch import LaunchError, launch
 from apps.runs.models import Endpoint, LoggingMode, Run
 
 
@@ -130,7 +130,7 @@ def create_judge_run(
     budget_usd: Any = None,
 ) -> Run:
     """A new judge run, launched (its jobs are enqueued when the transaction commits);
-    `batch` sends its requests through the provider's Batch API (apps.runs.batch). Judges
+    `batch` sends its requests through the provider's Batch API (apps.runs.engine.batch). Judges
     reuse cached replies unless `use_cache` is False."""
     dataset = check_source(judge, source_run, dataset, source_column)
     try:

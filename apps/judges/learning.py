@@ -27,7 +27,7 @@ from apps.datasets.values import as_text, prompt_inputs
 from apps.judges.judge_prompts import PromptError, build_rubric_messages
 from apps.judges.models import Judge, JudgeCheck, Score
 from apps.judges.parsing import JudgeReplyError, parse_rubric_reply
-from apps.runs.engine import launch
+from apps.runs.engine.launch import launch
 from apps.runs.models import Response, Run
 
 HELD_OUT_SHARE = 0.5

@@ -34,7 +34,7 @@ class Judge(Versioned):
         MCQ_RULE = "mcq_rule", "Multiple choice (rule-based)"
         METRIC = "metric", "Metric (rule-based)"
         PAIRWISE = "pairwise", "Pairwise (LLM)"
-        # Scores a choice-scoring run's picks (apps/runs/choices.py): accuracy of the most
+        # Scores a choice-scoring run's picks (apps/runs/kinds/choices.py): accuracy of the most
         # likely option and of the most likely per character, against the answer key.
         CHOICE = "choice", "Log-likelihood choices (rule-based)"
 

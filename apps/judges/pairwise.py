@@ -1,5 +1,5 @@
 """Pairwise runs (#13): a pairwise judge over two or more response sets of one dataset, each
-pair of answers to an item judged in both orders, on the shared engine (apps/runs/engine.py:
+pair of answers to an item judged in both orders, on the shared engine (apps/runs/engine/:
 chunks, limits, retries, resume, cancel and logs as for any run).
 
 A unit is (item, pair): key "item:a:b" with a and b generation run ids (`PairwiseSetup.pairs`).
@@ -26,18 +26,19 @@ from apps.judges.judge_prompts import PromptError, build_pairwise_messages
 from apps.judges.launching import JudgeRunError, find_judge, parse_responses
 from apps.judges.models import Comparison, Judge, PairwiseSetup, judge_of
 from apps.judges.parsing import JudgeReplyError, parse_pairwise_reply
-from apps.runs.budget import check_budget
-from apps.runs.engine import (
+from apps.runs.engine.budget import check_budget
+from apps.runs.engine.contract import (
     Call,
     PlannedRequest,
     Progress,
     Result,
     RunPlugin,
     add_batch_argument,
-    launch,
 )
+from apps.runs.engine.errors import RAW_LIMIT, LLMError
+from apps.runs.engine.launch import launch
+from apps.runs.engine.llm import Attempt
 from apps.runs.estimate import Estimate, estimate, evenly_spaced
-from apps.runs.llm import RAW_LIMIT, Attempt, LLMError
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run, set_names
 
 ORDERS = (0, 1)
@@ -468,7 +469,7 @@ def new_pairwise_run(
     budget_usd: Any = None,
 ) -> Run:
     """A pairwise run over these response sets, not launched; `batch` sends its requests
-    through the provider's Batch API (apps.runs.batch)."""
+    through the provider's Batch API (apps.runs.engine.batch)."""
     if judge.kind != Judge.Kind.PAIRWISE:
         raise JudgeRunError(f"{judge} is not a pairwise judge.")
     unique = {run.pk: run for run in runs}

@@ -26,7 +26,7 @@ from apps.judges.launching import (
 )
 from apps.judges.models import Judge, judge_of
 from apps.judges.pairwise import consistency, estimate_pairwise_run, start_pairwise_run
-from apps.runs.engine import LaunchError
+from apps.runs.engine.launch import LaunchError
 from apps.runs.estimate import Estimate, estimate
 from apps.runs.models import Endpoint, ErrorKind, Run
 

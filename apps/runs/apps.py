@@ -12,7 +12,7 @@ class RunsConfig(AppConfig):
 
     def ready(self) -> None:
         from apps.datasets.signals import dataset_imported
-        from apps.runs import new_data
+        from apps.runs.kinds import new_data
 
         # Evaluate every model on new data (a task option): new datasets get generation runs.
         dataset_imported.connect(new_data.on_dataset_imported, dispatch_uid="runs-new-data")
@@ -24,7 +24,7 @@ class RunsConfig(AppConfig):
         request_finished.connect(WARM_UP_FREEZER, dispatch_uid="runs-warm-up-freeze")
 
         # A worker process hands the units of chunks whose worker died to live workers.
-        from apps.runs import watchdog
+        from apps.runs.engine import watchdog
 
         if watchdog.is_worker_process():
             watchdog.start()

@@ -38,7 +38,8 @@ from django.template.base import Template
 from apps.datasets.importing import Mapping, announce_imported, build_item_rows, write_items
 from apps.datasets.models import Dataset, Item
 from apps.datasets.readers import Table
-from apps.runs.engine import Call, LaunchError, Progress, Result, RunPlugin, launch
+from apps.runs.engine.contract import Call, Progress, Result, RunPlugin
+from apps.runs.engine.launch import LaunchError, launch
 from apps.runs.models import (
     DraftItem,
     DraftUnit,
@@ -459,7 +460,7 @@ def create_dataset_generation_run(
             endpoint=endpoint,
             generator=generator,
             # Its N units ask the same prompts on purpose, for N different drafts: a cached
-            # reply would make them one draft N times (apps.runs.cache).
+            # reply would make them one draft N times (apps.runs.engine.cache).
             use_cache=False,
             label=f"{generator} · {endpoint.model} → draft {dataset}",
             logging_mode=logging_mode,

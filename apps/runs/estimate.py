@@ -7,7 +7,7 @@ spread evenly over the dataset; a bigger dataset is scaled up from them, so the 
 stays fast whatever the size. For each request:
 
 - prompt tokens: `estimate_prompt_tokens`, the rate limits' estimate (ceil(ASCII characters
-  / 4) + one per other character, + 4 per message + 3 for the reply: apps.runs.limits);
+  / 4) + one per other character, + 4 per message + 3 for the reply: apps.runs.engine.limits);
 - completion tokens: the request's max_tokens, else `COMPLETION_TOKENS_GUESS` (256) — an
   upper bound, since a reply may stop sooner;
 - cached: its `cache_key` is looked up in the cache table, so requests already answered are
@@ -20,16 +20,11 @@ None when the model has no price.
 from dataclasses import dataclass
 from typing import Any
 
-from apps.runs import cache
-from apps.runs.engine import plugin_for
-from apps.runs.llm import (
-    cache_key,
-    chat_body,
-    completion_allowance,
-    estimate_prompt_tokens,
-)
+from apps.runs.engine import cache
+from apps.runs.engine.contract import plugin_for
+from apps.runs.engine.llm import cache_key, chat_body, completion_allowance, estimate_prompt_tokens
+from apps.runs.engine.tuning import COMPLETION_TOKENS_GUESS
 from apps.runs.models import Endpoint, Run
-from apps.runs.tuning import COMPLETION_TOKENS_GUESS
 
 SAMPLE = 200  # units rendered at most; more are scaled up from these
 

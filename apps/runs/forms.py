@@ -6,7 +6,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils.text import normalize_newlines
 
 from apps.datasets.models import Dataset, Task
-from apps.runs.budget import check_budget
+from apps.runs.engine.budget import check_budget
 from apps.runs.models import ChoiceSetup, Endpoint, Generator, LoggingMode, PromptTemplate, Run
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer, validate_template_sources
 
@@ -351,7 +351,7 @@ class GenerationRunForm(CostFields):
 
 
 class ChoiceRunForm(forms.Form):
-    """Choice scoring by log-likelihood (apps/runs/choices.py). The endpoint is probed when the
+    """Choice scoring by log-likelihood (apps/runs/kinds/choices.py). The endpoint is probed when the
     run is created (`create_choice_run`), so its refusal shows on this form."""
 
     dataset = forms.ModelChoiceField(queryset=Dataset.objects.none())

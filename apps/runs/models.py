@@ -105,7 +105,7 @@ class Endpoint(models.Model):
     concurrency_limit = models.PositiveIntegerField(default=8)
     rpm_limit = models.PositiveIntegerField(null=True, blank=True)
     # Tokens per minute as the provider counts them: the prompt plus max_tokens, reserved when
-    # a request is sent (apps.runs.limits.request_tokens).
+    # a request is sent (apps.runs.engine.limits.request_tokens).
     tpm_limit = models.PositiveIntegerField(null=True, blank=True)
     timeout_seconds = models.FloatField(default=60.0)
     max_retries = models.PositiveIntegerField(default=4)
@@ -351,7 +351,7 @@ class Run(models.Model):
         # against people (apps/judges/learning.py); kept off boards and review queues.
         CHECK = "check", "Judge check"
         # Each item's options scored by their log-likelihood through a completions API
-        # (apps/runs/choices.py): a Response per item whose text is the most likely option's
+        # (apps/runs/kinds/choices.py): a Response per item whose text is the most likely option's
         # label, with every option's score in `Response.details`.
         CHOICE = "choice", "Choice scoring (log-likelihood)"
         # A generator's prompts asked N times (apps/runs/drafting.py): makes a draft dataset
@@ -438,7 +438,7 @@ class Run(models.Model):
     # Set when the last live chunk found work that a dead worker had taken: resume finishes it.
     interrupted_at = models.DateTimeField(null=True, blank=True)
     # Batch mode: the run's requests go to the provider's Batch API as JSONL files (RunBatch),
-    # answered within 24 h at the batch price, instead of request by request (apps.runs.batch).
+    # answered within 24 h at the batch price, instead of request by request (apps.runs.engine.batch).
     batch = models.BooleanField(default=False)
     # Whether identical requests already answered (CachedReply) are reused instead of sent;
     # chosen at creation (see `default_use_cache`), every launch honours it except overwrite.
@@ -449,7 +449,7 @@ class Run(models.Model):
     sent_count = models.PositiveIntegerField(default=0)
     saved_cost = models.FloatField(default=0.0)
     # A cap on what the run may spend (USD, over all its launches); the engine stops sending
-    # before a request could cross it (apps/runs/budget.py). Null: no cap.
+    # before a request could cross it (apps/runs/engine/budget.py). Null: no cap.
     budget_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
@@ -840,7 +840,7 @@ class RunBatchQuerySet(models.QuerySet["RunBatch"]):
 
 
 class RunBatch(models.Model):
-    """One JSONL file of a batch-mode run sent to the provider's Batch API (apps.runs.batch).
+    """One JSONL file of a batch-mode run sent to the provider's Batch API (apps.runs.engine.batch).
 
     The row is written with its unit keys before anything is uploaded, and each provider id as
     soon as the provider gives it, so a job that dies anywhere finds the same file and batch
@@ -950,7 +950,7 @@ class Response(models.Model):
     # Which of the run's samples of this item it is (0 … Run.epochs − 1).
     epoch = models.PositiveIntegerField(default=0)
     # What a run kind knows beyond the text: a choice-scoring run's picks and every option's
-    # log-likelihood (apps/runs/choices.py). Empty for generation runs.
+    # log-likelihood (apps/runs/kinds/choices.py). Empty for generation runs.
     details = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -1012,7 +1012,7 @@ class AttemptLog(models.Model):
 
 
 class CachedReply(models.Model):
-    """A successful chat completion, reused for an identical request (`apps.runs.cache`).
+    """A successful chat completion, reused for an identical request (`apps.runs.engine.cache`).
 
     `key` is the sha256 of the request's canonical JSON: the endpoint's base URL (two
     providers serving one model name are different models), the model, every request

@@ -13,14 +13,16 @@ from redis.exceptions import RedisError
 
 from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets.models import Dataset, Item, Task
-from apps.runs import engine, jobs
-from apps.runs.budget import check_budget
-from apps.runs.choices import ChoiceRunError, create_choice_run
+from apps.runs import jobs
+from apps.runs.engine.budget import check_budget
+from apps.runs.engine.launch import LaunchError, launch
+from apps.runs.engine.lifecycle import cancel
+from apps.runs.engine.limits import provider_limits
+from apps.runs.engine.llm import test_connection
 from apps.runs.estimate import Estimate, estimate
 from apps.runs.forms import ChoiceRunForm, EndpointForm, GenerationRunForm, PromptTemplateForm
-from apps.runs.generation import create_generation_run
-from apps.runs.limits import provider_limits
-from apps.runs.llm import test_connection
+from apps.runs.kinds.choices import ChoiceRunError, create_choice_run
+from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import (
     AttemptLog,
     DraftItem,
@@ -98,7 +100,7 @@ def _draft_units(run: Run) -> dict[str, Any]:
 def run_cancel(request: AppRequest, pk: int) -> HttpResponse:
     run = _run(pk)
     if run.is_active:
-        engine.cancel(run)
+        cancel(run)
         messages.info(request, "Cancelled: no new requests are sent. Resume to finish it later.")
     return redirect(run)
 
@@ -109,8 +111,8 @@ def _relaunch(request: AppRequest, pk: int, mode: str, done_message: str) -> Htt
         with transaction.atomic():
             if (budget := request.POST.get("budget_usd", "").strip()) != "":
                 run.set_budget(check_budget(budget, run.endpoint))  # raised to go on
-            count = engine.launch(run, mode)
-    except (engine.LaunchError, ValueError) as exc:
+            count = launch(run, mode)
+    except (LaunchError, ValueError) as exc:
         messages.error(request, str(exc))
         return redirect(run)
     messages.success(request, done_message.format(count=count) if count else "Nothing left to do.")

@@ -128,3 +128,19 @@ def anything(name):
     visitor = graph.Imports("apps.runs.engine", False, {"apps.runs.engine": ROOT})
     visitor.visit(graph.ast.parse(source))
     assert [(e.target, e.line) for e in visitor.edges] == [("?", 5)]
+
+
+def test_a_job_enqueued_by_dotted_path_is_an_import_of_its_module():
+    source = """
+def start(run_id):
+    enqueue("apps.runs.engine.batch.submit_job", run_id, job_id="x")
+    enqueue_now(name_of_a_job, run_id, job_id="y")
+"""
+    modules = {"apps.runs.engine.launch": ROOT, "apps.runs.engine.batch": ROOT}
+    visitor = graph.Imports("apps.runs.engine.launch", False, modules)
+    visitor.visit(graph.ast.parse(source))
+    assert visitor.edges == [Edge("apps.runs.engine.launch", "apps.runs.engine.batch", 3, False)]
+    cycle = [*visitor.edges, Edge("apps.runs.engine.batch", "apps.runs.engine.launch", 1, False)]
+    assert graph.problems(cycle) == [
+        "import cycle: apps.runs.engine.batch ↔ apps.runs.engine.launch"
+    ]

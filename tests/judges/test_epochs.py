@@ -10,7 +10,7 @@ from django.db import transaction
 
 from apps.judges.launching import create_judge_run
 from apps.judges.models import Judge, JudgeRound, RunItemQuerySet, Score
-from apps.runs.engine import launch
+from apps.runs.engine.launch import launch
 from apps.runs.models import AttemptLog, ErrorKind, Response, Run
 from tests.base import work
 from tests.factories import make_generation_run, make_judge, make_qa_dataset, rubric_reply

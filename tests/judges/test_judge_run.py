@@ -16,7 +16,7 @@ from apps.judges.models import (
     ScoreEvent,
     StaleScore,
 )
-from apps.runs.engine import launch
+from apps.runs.engine.launch import launch
 from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Response, Run
 from tests.base import work
 from tests.factories import (

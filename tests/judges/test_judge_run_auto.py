@@ -8,8 +8,8 @@ from django.urls import reverse
 from apps.datasets.importing import import_dataset
 from apps.judges.auto import judge_new_response_sets
 from apps.judges.models import Judge, Score
-from apps.runs.engine import launch
-from apps.runs.generation import create_generation_run
+from apps.runs.engine.launch import launch
+from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import PromptTemplate, Run
 from tests.base import work
 from tests.factories import make_answers_dataset, make_judge, rubric_reply

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from apps.judges.launching import create_judge_run
 from apps.judges.models import JudgeRound, Score
-from apps.runs.engine import LaunchError, launch
+from apps.runs.engine.launch import LaunchError, launch
 from apps.runs.models import Run
 from tests.base import wait_for, work
 from tests.factories import make_answers_dataset, make_judge, rubric_reply
@@ -115,7 +115,7 @@ def test_kill_and_resume_keeps_finished_rounds(task, endpoint, llm_server, worke
 
 
 def test_cancel_stops_asking_and_resume_finishes_the_rest(task, endpoint, llm_server, workers):
-    from apps.runs.engine import cancel
+    from apps.runs.engine.lifecycle import cancel
 
     dataset = make_answers_dataset(task, ITEMS)
     judge = make_judge(task, n_iter=ROUNDS)

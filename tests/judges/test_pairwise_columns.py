@@ -15,7 +15,7 @@ from django.urls import reverse
 from apps.judges.models import Comparison, Judge
 from apps.judges.pairwise import outcomes
 from apps.leaderboards import pairwise_board
-from apps.runs.engine import LaunchError, launch
+from apps.runs.engine.launch import LaunchError, launch
 from apps.runs.models import Response, Run, set_names
 from tests.base import make_user, work
 from tests.factories import make_dataset, make_generation_run, make_judge

@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from apps.judges.models import Comparison, Judge
 from apps.judges.pairwise import create_pairwise_run
-from apps.runs.engine import cancel, launch
+from apps.runs.engine.launch import launch
+from apps.runs.engine.lifecycle import cancel
 from apps.runs.models import AttemptLog, Run
 from tests.base import wait_for, work
 from tests.factories import make_generation_run, make_judge, make_qa_dataset

@@ -16,7 +16,7 @@ from apps.judges.launching import JudgeRunError
 from apps.judges.models import Comparison, Judge
 from apps.judges.pairwise import consistency, create_pairwise_run, outcomes
 from apps.leaderboards import pairwise_board
-from apps.runs.engine import launch
+from apps.runs.engine.launch import launch
 from apps.runs.models import ErrorKind, Run
 from tests.base import make_user, work
 from tests.factories import make_generation_run, make_judge, make_qa_dataset

@@ -46,7 +46,7 @@ def template(task: Task) -> PromptTemplate:
 
 @pytest.fixture
 def start(dataset, endpoint, template) -> Callable[..., Run]:
-    from apps.runs.generation import create_generation_run
+    from apps.runs.kinds.generation import create_generation_run
 
     def _start(**kwargs: Any) -> Run:
         return create_generation_run(

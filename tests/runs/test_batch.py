@@ -14,9 +14,11 @@ from django.db import transaction
 
 from apps.judges.launching import JudgeRunError, create_judge_run
 from apps.judges.models import JudgeRound, Score
-from apps.runs import batch as batch_mode
-from apps.runs import engine
-from apps.runs.generation import create_generation_run
+from apps.runs.engine import batch as batch_mode
+from apps.runs.engine.contract import plugin_for
+from apps.runs.engine.launch import LaunchError, launch
+from apps.runs.engine.lifecycle import cancel
+from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import AttemptLog, ErrorKind, Response, Run, RunBatch
 from tests.base import ROOT, subprocess_env, wait_for
 from tests.factories import (
@@ -137,7 +139,7 @@ def test_cancel_mid_batch_cancels_at_the_provider_and_resume_sends_only_the_rest
         "the batch to get going",
     )
     run.refresh_from_db()
-    engine.cancel(run)
+    cancel(run)
     run = finished(run)
     assert run.status == Run.Status.CANCELLED
     seen = llm_server.batches()
@@ -150,7 +152,7 @@ def test_cancel_mid_batch_cancels_at_the_provider_and_resume_sends_only_the_rest
 
     llm_server.batches(lines_per_second=200)
     with transaction.atomic():
-        count = engine.launch(run, Run.Mode.RESUME)
+        count = launch(run, Run.Mode.RESUME)
     assert count == 30 - answered
     run = finished(run)
     assert run.status == Run.Status.COMPLETED
@@ -189,7 +191,7 @@ def test_the_crash_window_after_the_provider_made_the_batch_finds_it_again(
     llm_server.batches(lines_per_second=200)
     run = start(batch=True)
     # What the dead job left: the row with its keys, and at the provider its file and batch.
-    plugin = engine.plugin_for(run)
+    plugin = plugin_for(run)
     run.mark_running()
     batch_mode._record_parts(run, plugin, plugin.pending_keys(run, Run.Mode.RESUME))
     row = RunBatch.objects.get(run=run)
@@ -247,8 +249,8 @@ def test_an_endpoint_without_batch_support_is_refused_before_start(
     run = create_generation_run(dataset, endpoint, template)
     run.batch = True
     run.save()
-    with pytest.raises(engine.LaunchError, match="Supports the Batch API"):
-        engine.launch(run, Run.Mode.RESUME)
+    with pytest.raises(LaunchError, match="Supports the Batch API"):
+        launch(run, Run.Mode.RESUME)
 
 
 def test_a_judge_run_in_batch_mode(task, batch_endpoint, llm_server, workers):

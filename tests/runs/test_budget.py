@@ -17,7 +17,7 @@ from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 
-from apps.runs.engine import LaunchError, launch
+from apps.runs.engine.launch import LaunchError, launch
 from apps.runs.models import Response, Run
 from tests.base import make_user, work
 

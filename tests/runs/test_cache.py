@@ -11,8 +11,8 @@ from django.db import transaction
 
 from apps.judges.launching import create_judge_run
 from apps.judges.models import JudgeRound, Score
-from apps.runs.engine import launch
-from apps.runs.llm import cache_key, chat_body
+from apps.runs.engine.launch import launch
+from apps.runs.engine.llm import cache_key, chat_body
 from apps.runs.models import AttemptLog, CachedReply, Response, Run
 from tests.base import work
 from tests.factories import make_answers_dataset, make_judge, rubric_reply

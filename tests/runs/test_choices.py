@@ -16,8 +16,9 @@ from apps.datasets.models import Task
 from apps.judges.launching import JudgeRunError, create_judge_run
 from apps.judges.models import CHOICE_JUDGE, Judge, Score
 from apps.leaderboards import boards, exports
-from apps.runs import engine
-from apps.runs.choices import ChoiceRunError, create_choice_run
+from apps.runs.engine.chunk import run_chunk
+from apps.runs.engine.launch import launch
+from apps.runs.kinds.choices import ChoiceRunError, create_choice_run
 from apps.runs.models import AttemptLog, ChoiceSetup, Endpoint, PromptTemplate, Response, Run
 from tests.base import ROOT, make_user, subprocess_env, wait_for
 from tests.factories import (
@@ -44,7 +45,7 @@ def choice_template(task: Task) -> PromptTemplate:
 def run_all(run: Run) -> Run:
     """Every chunk of the run's launch, in this process (no worker)."""
     run.refresh_from_db()
-    engine.run_chunk(run.pk, run.launch, 0)
+    run_chunk(run.pk, run.launch, 0)
     run.refresh_from_db()
     return run
 
@@ -194,7 +195,7 @@ def test_items_fail_one_by_one_with_the_cause(task, endpoint, choice_template, l
     assert late.error.startswith("the request was refused (400)")
 
     llm_server.configure(script=[], completions="zero")
-    engine.launch(run, Run.Mode.RETRY_FAILED)
+    launch(run, Run.Mode.RETRY_FAILED)
     run = run_all(run)
     late.refresh_from_db()
     assert late.status == Response.Status.FAILED
@@ -223,7 +224,7 @@ def test_option_columns_and_labels(task, endpoint, choice_template, llm_server):
 
 
 def test_the_endpoint_probe_needs_no_run(endpoint, llm_server):
-    from apps.runs.llm import check_prompt_logprobs
+    from apps.runs.engine.llm import check_prompt_logprobs
 
     assert check_prompt_logprobs(endpoint).ok
     llm_server.configure(completions="absent")

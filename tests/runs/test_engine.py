@@ -12,7 +12,18 @@ from django.utils import timezone
 from rq import Worker
 from rq.job import Job, JobStatus
 
-from apps.runs import engine
+from apps.runs.engine.chunk import chunk_job
+from apps.runs.engine.launch import launch
+from apps.runs.engine.lifecycle import cancel
+from apps.runs.engine.reaper import reap
+from apps.runs.engine.redis_keys import (
+    again_key,
+    held_key,
+    job_id,
+    jobs_key,
+    redis_connection,
+    todo_key,
+)
 from apps.runs.models import AttemptLog, ErrorKind, Response, Run
 from tests.base import wait_for, work
 from tests.factories import make_qa_dataset
@@ -105,7 +116,7 @@ def test_errors_and_garbage_end_answered_or_failed_with_logs_and_retry_failed_co
 
     llm_server.configure(error_rate={}, garbage_rate=0.0)
     llm_server.reset(stats_only=True)
-    assert engine.launch(run, Run.Mode.RETRY_FAILED) == len(failed)
+    assert launch(run, Run.Mode.RETRY_FAILED) == len(failed)
     work()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED and (run.done, run.failed) == (120, 0)
@@ -144,7 +155,7 @@ def test_a_refused_key_stops_the_run_at_once_and_resume_finishes_it(start, endpo
 
     endpoint.api_key_secret = "sk-the-right-one"
     endpoint.save()
-    engine.launch(run, Run.Mode.RESUME)
+    launch(run, Run.Mode.RESUME)
     work()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED and run.done == 30 and not run.error
@@ -184,7 +195,7 @@ def test_cancel_stops_new_requests_within_seconds_and_resume_finishes(
     run = start(dataset=dataset, chunk_size=20)
     workers()
     wait_for(lambda: Run.objects.get(pk=run.pk).done >= 4, what="some answers")
-    engine.cancel(run)
+    cancel(run)
     wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.CANCELLED, 20, "cancelled")
     time.sleep(1.0)  # requests already sent may still land
     sent = llm_server.stats(log=False)["requests"]
@@ -196,7 +207,7 @@ def test_cancel_stops_new_requests_within_seconds_and_resume_finishes(
     assert len(before) == run.done
 
     llm_server.configure(latency=0.0)
-    assert engine.launch(run, Run.Mode.RESUME) == 60 - run.done
+    assert launch(run, Run.Mode.RESUME) == 60 - run.done
     wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED, 60, "completed")
     after = snapshot(run)
     assert len(after) == 60 and all(after[item] == row for item, row in before.items())
@@ -229,7 +240,7 @@ def replacement_chunks(run: Run, launched: int) -> list[str]:
 
 def handed_over_after(run: Run, launched: int, killed: float) -> float:
     """Seconds from the kill (time.time()) to the first replacement chunk's enqueueing."""
-    first = Job.fetch(replacement_chunks(run, launched)[0], connection=engine._redis())
+    first = Job.fetch(replacement_chunks(run, launched)[0], connection=redis_connection())
     enqueued = first.enqueued_at
     if enqueued.tzinfo is None:
         enqueued = enqueued.replace(tzinfo=UTC)
@@ -336,18 +347,18 @@ def test_the_watchdog_hands_back_only_dead_chunks_units_and_nothing_already_answ
     run.mark_running()
     seconds, micros = redis_conn.time()
     now_ms = seconds * 1000 + micros // 1000
-    todo = engine.todo_key(run.pk, 1)
+    todo = todo_key(run.pk, 1)
     chunks = {0: (now_ms - 1000, JobStatus.STARTED), 1: (now_ms + 15000, JobStatus.FAILED)}
     chunks[2] = (now_ms + 10000, JobStatus.STARTED)
     held = {}
     for n, (lease, status) in chunks.items():
-        name = engine.job_id(run.pk, 1, n)
-        job = Job.create(engine.chunk_job, args=(run.pk, 1, n), id=name, connection=redis_conn)
+        name = job_id(run.pk, 1, n)
+        job = Job.create(chunk_job, args=(run.pk, 1, n), id=name, connection=redis_conn)
         job.save()
         job.set_status(status)
         held[n] = [k.decode() for k in redis_conn.lpop(todo, 10 if n == 0 else 5)]
-        redis_conn.sadd(engine.held_key(run.pk, 1, name), *held[n])
-        redis_conn.zadd(engine.jobs_key(run.pk, 1), {name: lease})
+        redis_conn.sadd(held_key(run.pk, 1, name), *held[n])
+        redis_conn.zadd(jobs_key(run.pk, 1), {name: lease})
     answered = sorted(int(k) for k in held[0][:3])
     for item_id in answered:
         Response.objects.create(
@@ -355,18 +366,18 @@ def test_the_watchdog_hands_back_only_dead_chunks_units_and_nothing_already_answ
         )
     run.add_progress(done=3)
 
-    replacements = engine.reap(redis_conn)
-    assert sorted(replacements) == [engine.job_id(run.pk, 1, n) for n in (3, 4)]
-    assert engine.reap(redis_conn) == []  # handed back once only
-    again = {k.decode() for k in redis_conn.lrange(engine.again_key(run.pk, 1), 0, -1)}
+    replacements = reap(redis_conn)
+    assert sorted(replacements) == [job_id(run.pk, 1, n) for n in (3, 4)]
+    assert reap(redis_conn) == []  # handed back once only
+    again = {k.decode() for k in redis_conn.lrange(again_key(run.pk, 1), 0, -1)}
     assert again == {*held[0], *held[1]}
-    alive = engine.held_key(run.pk, 1, engine.job_id(run.pk, 1, 2))
+    alive = held_key(run.pk, 1, job_id(run.pk, 1, 2))
     assert {k.decode() for k in redis_conn.smembers(alive)} == set(held[2])  # left alone
-    assert redis_conn.zscore(engine.jobs_key(run.pk, 1), engine.job_id(run.pk, 1, 2))
+    assert redis_conn.zscore(jobs_key(run.pk, 1), job_id(run.pk, 1, 2))
 
     # Then chunk 2's worker dies as well; the replacements finish the run.
-    redis_conn.zadd(engine.jobs_key(run.pk, 1), {engine.job_id(run.pk, 1, 2): now_ms - 1})
-    assert engine.reap(redis_conn) == [engine.job_id(run.pk, 1, 5)]
+    redis_conn.zadd(jobs_key(run.pk, 1), {job_id(run.pk, 1, 2): now_ms - 1})
+    assert reap(redis_conn) == [job_id(run.pk, 1, 5)]
     work()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED and (run.done, run.failed) == (30, 0)
@@ -393,8 +404,8 @@ def test_the_concurrency_limit_holds_with_three_workers_on_one_run(
     queue = django_rq.get_queue("default")
     registry = queue.finished_job_registry
     busy = set()
-    for job_id in registry.get_job_ids():
-        job = queue.fetch_job(job_id)
+    for name in registry.get_job_ids():
+        job = queue.fetch_job(name)
         if job is not None and job.return_value() not in (None, "nothing to do", "0 units"):
             busy.add(job.worker_name)
     assert len(busy) >= 2  # the run really was shared between worker processes

@@ -16,10 +16,12 @@ from typing import Any
 import django_rq
 import pytest
 
-from apps.runs import engine
-from apps.runs.llm import Attempt
+from apps.runs.engine.chunk import run_chunk
+from apps.runs.engine.contract import Call, Progress, Result, RunPlugin
+from apps.runs.engine.launch import launch
+from apps.runs.engine.llm import Attempt
+from apps.runs.engine.tuning import FLUSH_EVERY
 from apps.runs.models import AttemptLog, ErrorKind, Run
-from apps.runs.tuning import FLUSH_EVERY
 from tests.factories import make_qa_dataset
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,7 +35,7 @@ class Unit:
     item_id: int
 
 
-class FakePlugin(engine.RunPlugin):
+class FakePlugin(RunPlugin):
     """Squares the item's position; the item at position 7 raises (a bug in a plug-in)."""
 
     kind = Run.Kind.GENERATION
@@ -64,7 +66,7 @@ class FakePlugin(engine.RunPlugin):
     def load_units(self, run: Run, ctx: Any, keys: list[str]) -> list[Unit]:
         return [Unit(key, self.item_ids[key]) for key in keys]
 
-    async def perform(self, run: Run, ctx: Any, unit: Unit, call: engine.Call) -> engine.Result:
+    async def perform(self, run: Run, ctx: Any, unit: Unit, call: Call) -> Result:
         self.performed.append(unit.key)
         self.where.add((os.getpid(), threading.get_ident()))
         position = int(unit.key)
@@ -72,20 +74,20 @@ class FakePlugin(engine.RunPlugin):
             raise RuntimeError("the plug-in broke on item 7")
         call.record(Attempt(item_id=unit.item_id, attempt=1, ok=True, request_messages=[]))
         value = ctx["offset"] + position * position
-        return engine.Result(unit.key, unit.item_id, ok=True, data=value)
+        return Result(unit.key, unit.item_id, ok=True, data=value)
 
     def failed_result(
         self, run: Run, ctx: Any, unit: Unit, error_kind: str, message: str
-    ) -> engine.Result:
-        return engine.Result(unit.key, unit.item_id, ok=False, data=(error_kind, message))
+    ) -> Result:
+        return Result(unit.key, unit.item_id, ok=False, data=(error_kind, message))
 
-    def persist(self, run: Run, ctx: Any, results: list[engine.Result]) -> engine.Progress:
+    def persist(self, run: Run, ctx: Any, results: list[Result]) -> Progress:
         self.batches.append(len(results))
         for result in results:
             assert result.key not in self.saved, f"{result.key} persisted twice"
             self.saved[result.key] = result.data if result.ok else None
         failed = sum(1 for result in results if not result.ok)
-        return engine.Progress(done=len(results) - failed, failed=failed)
+        return Progress(done=len(results) - failed, failed=failed)
 
 
 # The plug-in the registry names for generation runs while a test runs (see `fake_run`).
@@ -108,7 +110,7 @@ def fake_run(task, monkeypatch, settings, django_capture_on_commit_callbacks):
         logging_mode="all",
     )
     with django_capture_on_commit_callbacks(execute=True):
-        assert engine.launch(run) == N
+        assert launch(run) == N
     # Nobody works the queue: the test runs the chunk itself.
     django_rq.get_queue("default").empty()
     return run, plugin
@@ -116,7 +118,7 @@ def fake_run(task, monkeypatch, settings, django_capture_on_commit_callbacks):
 
 def test_a_chunk_runs_in_the_tests_own_process(fake_run) -> None:
     run, plugin = fake_run
-    assert engine.run_chunk(run.pk, run.launch, 0) == f"{N} units"
+    assert run_chunk(run.pk, run.launch, 0) == f"{N} units"
     # Performed here, in this process (on the engine's event loop thread), each unit once.
     assert {pid for pid, _ in plugin.where} == {os.getpid()}
     assert sorted(plugin.performed, key=int) == [str(i) for i in range(N)]
@@ -138,14 +140,14 @@ def test_a_chunk_runs_in_the_tests_own_process(fake_run) -> None:
 
 def test_a_second_launch_does_only_what_is_left(fake_run, django_capture_on_commit_callbacks):
     run, plugin = fake_run
-    engine.run_chunk(run.pk, run.launch, 0)
+    run_chunk(run.pk, run.launch, 0)
     del plugin.saved["3"]  # as if that result had been lost
     plugin.performed.clear()
     run.refresh_from_db()
     with django_capture_on_commit_callbacks(execute=True):
-        assert engine.launch(run, Run.Mode.RESUME) == 1  # item 3: the failed 7 has its result
+        assert launch(run, Run.Mode.RESUME) == 1  # item 3: the failed 7 has its result
     django_rq.get_queue("default").empty()
-    engine.run_chunk(run.pk, run.launch, 0)
+    run_chunk(run.pk, run.launch, 0)
     assert plugin.performed == ["3"]
     run.refresh_from_db()
     assert run.launch == 2 and run.status == Run.Status.COMPLETED_WITH_FAILURES

@@ -9,8 +9,8 @@ from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 
-from apps.runs.engine import launch
-from apps.runs.generation import GenerationPlugin, parse_unit_key, unit_key
+from apps.runs.engine.launch import launch
+from apps.runs.kinds.generation import GenerationPlugin, parse_unit_key, unit_key
 from apps.runs.models import AttemptLog, Response, Run
 from tests.base import make_user, work
 from tests.runs.test_cli import generate_and_wait, start_run

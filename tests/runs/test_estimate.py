@@ -13,8 +13,8 @@ from django.urls import reverse
 
 from apps.judges.launching import create_judge_run
 from apps.judges.models import Judge
+from apps.runs.engine.llm import cache_key, chat_body, estimate_prompt_tokens
 from apps.runs.estimate import estimate, evenly_spaced
-from apps.runs.llm import cache_key, chat_body, estimate_prompt_tokens
 from apps.runs.models import CachedReply, Run
 from tests.base import work
 from tests.factories import make_answers_dataset, make_judge, make_qa_dataset, rubric_reply

@@ -31,7 +31,7 @@ from apps.runs.drafting import (
     rates_by_version,
     split_list,
 )
-from apps.runs.engine import LaunchError, launch
+from apps.runs.engine.launch import LaunchError, launch
 from apps.runs.forms import GenerationRunForm, GeneratorForm
 from apps.runs.models import (
     AttemptLog,

@@ -8,21 +8,12 @@ from collections import deque
 from django.conf import settings
 
 import apps
-from apps.runs import engine
+from apps.runs.engine.contract import RunExecutor, RunStarter, is_registered, plugin_of
 from apps.runs.models import Run
 from tests.harness.test_import_graph import Edge, graph
 
-# The engine: everything that executes runs of any kind (step 1 of #26.1 keeps its modules here).
-ENGINE = {
-    "apps.runs.engine",
-    "apps.runs.batch",
-    "apps.runs.budget",
-    "apps.runs.cache",
-    "apps.runs.limits",
-    "apps.runs.llm",
-    "apps.runs.tuning",
-    "apps.runs.watchdog",
-}
+# The engine package: everything that executes runs, of any kind.
+ENGINE = {name for name in graph.own_modules() if name.split(".")[:3] == ["apps", "runs", "engine"]}
 
 
 def kind_modules() -> set[str]:
@@ -31,7 +22,7 @@ def kind_modules() -> set[str]:
 
 def is_plugin(value: object) -> bool:
     # The contract's Protocols are not runtime-checkable: kinds subclass them explicitly.
-    return not isinstance(value, type) and engine.RunExecutor in type(value).__mro__
+    return not isinstance(value, type) and RunExecutor in type(value).__mro__
 
 
 def kinds_reached(edges: list[Edge], start: set[str]) -> dict[str, list[str]]:
@@ -55,10 +46,10 @@ def test_every_kind_that_runs_is_in_the_registry_and_resolves():
     # A response column is read from a file: nothing runs it, so it has no plug-in.
     assert set(settings.RUN_KINDS) == set(Run.Kind.values) - {Run.Kind.COLUMN}
     for kind in settings.RUN_KINDS:
-        plugin = engine.plugin_of(kind)
+        plugin = plugin_of(kind)
         assert plugin.kind == kind
-        assert is_plugin(plugin) and engine.RunStarter in type(plugin).__mro__
-    assert engine.is_registered(Run.Kind.JUDGE) and not engine.is_registered(Run.Kind.COLUMN)
+        assert is_plugin(plugin) and RunStarter in type(plugin).__mro__
+    assert is_registered(Run.Kind.JUDGE) and not is_registered(Run.Kind.COLUMN)
 
 
 def test_the_registry_is_the_only_list_of_kinds():
@@ -76,15 +67,19 @@ def test_the_registry_is_the_only_list_of_kinds():
 
 def test_no_engine_module_imports_a_kind():
     edges = [e for e in graph.edges() if e.target != "?"]
-    assert {e.source for e in edges} >= ENGINE - {"apps.runs.tuning"}
+    assert {"apps.runs.engine.launch", "apps.runs.engine.chunk", "apps.runs.engine.batch"} <= ENGINE
     assert kinds_reached(edges, ENGINE) == {}
 
 
 def test_the_check_would_see_an_engine_module_reach_a_kind():
     edges = [
-        Edge("apps.runs.engine", "apps.runs.limits", 1, False),
-        Edge("apps.runs.limits", "apps.judges.judging", 2, False),
+        Edge("apps.runs.engine.launch", "apps.runs.engine.limits", 1, False),
+        Edge("apps.runs.engine.limits", "apps.judges.judging", 2, False),
     ]
-    assert kinds_reached(edges, {"apps.runs.engine"}) == {
-        "apps.judges.judging": ["apps.runs.engine", "apps.runs.limits", "apps.judges.judging"]
+    assert kinds_reached(edges, {"apps.runs.engine.launch"}) == {
+        "apps.judges.judging": [
+            "apps.runs.engine.launch",
+            "apps.runs.engine.limits",
+            "apps.judges.judging",
+        ]
     }

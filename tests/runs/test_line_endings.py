@@ -5,7 +5,7 @@ recorded."""
 import pytest
 from django.urls import reverse
 
-from apps.runs.generation import create_generation_run
+from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import PromptTemplate, Run
 from tests.base import work
 

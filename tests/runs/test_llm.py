@@ -4,8 +4,9 @@ import asyncio
 
 import pytest
 
-from apps.runs.limits import EndpointSemaphore, RateLimiter, async_redis
-from apps.runs.llm import LLM, LLMError, Stopped, run_async, test_connection
+from apps.runs.engine.errors import LLMError, Stopped
+from apps.runs.engine.limits import EndpointSemaphore, RateLimiter, async_redis
+from apps.runs.engine.llm import LLM, run_async, test_connection
 from apps.runs.models import Endpoint, ErrorKind
 from tests.base import free_port
 from tests.runs.conftest import SECRET
@@ -150,7 +151,7 @@ def test_a_stop_during_backoff_leaves_the_unit_pending(endpoint, llm_server):
 
 # ---- Redis limits ---------------------------------------------------------------------------
 def test_the_semaphore_holds_across_clients_and_dead_leases_expire(redis_conn, monkeypatch):
-    import apps.runs.limits as limits
+    import apps.runs.engine.limits as limits
 
     async def main():
         a, b = async_redis(), async_redis()

@@ -11,8 +11,8 @@ from apps.datasets.importing import import_dataset
 from apps.datasets.models import Task
 from apps.judges.models import Judge, Score
 from apps.leaderboards import boards
-from apps.runs import new_data
-from apps.runs.generation import create_generation_run
+from apps.runs.kinds import new_data
+from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import Endpoint, PromptTemplate, Run
 from tests.base import work
 from tests.factories import make_generation_run, make_judge, make_qa_dataset
@@ -116,7 +116,7 @@ def test_a_failure_never_reaches_the_import(task, endpoint, template, monkeypatc
         raise RuntimeError("the models could not be listed")
 
     monkeypatch.setattr(new_data, "models_of", broken)
-    with caplog.at_level(logging.ERROR, logger="apps.runs.new_data"):
+    with caplog.at_level(logging.ERROR, logger="apps.runs.kinds.new_data"):
         dataset = import_dataset(task, "new", FIRST.encode(), MAPPING, fmt="csv")
     assert dataset.status == "ready" and dataset.row_count == 2
     assert "the models could not be listed" in caplog.text

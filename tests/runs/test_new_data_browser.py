@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from apps.datasets.importing import import_dataset
 from apps.judges.models import Judge
-from apps.runs.generation import create_generation_run
+from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import Run
 from tests.base import make_user, wait_for, work
 from tests.factories import make_judge

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from apps.datasets.models import Dataset, Item
-from apps.runs.generation import create_generation_run
+from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import Endpoint, PromptTemplate
 from tests.factories import make_qa_dataset
 

@@ -1,5 +1,5 @@
 """Provider rate limits: the token estimate, OpenAI's headers, and the RPM/TPM budgets in Redis
-shared by every process (apps.runs.limits), pinned to hand-computed numbers."""
+shared by every process (apps.runs.engine.limits), pinned to hand-computed numbers."""
 
 import asyncio
 import json
@@ -10,7 +10,7 @@ import textwrap
 import pytest
 from django.urls import reverse
 
-from apps.runs.limits import (
+from apps.runs.engine.limits import (
     COMPLETION_TOKENS_GUESS,
     RateLimiter,
     async_redis,
@@ -22,7 +22,7 @@ from apps.runs.limits import (
     spent_for,
     text_tokens,
 )
-from apps.runs.llm import LLM, Attempt, run_async
+from apps.runs.engine.llm import LLM, Attempt, run_async
 from tests.base import ROOT
 
 
@@ -120,7 +120,7 @@ SPENDER = textwrap.dedent(
     """
     import asyncio, json, sys
     import redis.asyncio
-    from apps.runs.limits import RateLimiter
+    from apps.runs.engine.limits import RateLimiter
 
     async def main(url, tries, tokens, rpm, tpm):
         client = redis.asyncio.Redis.from_url(url)
@@ -291,7 +291,7 @@ def test_the_endpoint_list_shows_the_limits_the_provider_states(admin_client, en
 def test_a_chunk_paced_by_the_providers_limits_gets_the_time_for_it(endpoint, redis_conn):
     """RQ's limit for a chunk counts the provider's stated limits like the endpoint's own:
     1,000 requests at 6 a minute are 10 s each, with the 1.5 margin and 120 s."""
-    from apps.runs.engine import chunk_timeout
+    from apps.runs.engine.chunk import chunk_timeout
     from apps.runs.models import Run
 
     endpoint.timeout_seconds, endpoint.max_retries = 10, 1
@@ -361,7 +361,7 @@ def test_the_endpoint_form_takes_both_limits_and_the_list_shows_them(admin_clien
 
 def test_a_chunk_may_take_as_long_as_the_whole_launch_at_the_limits():
     """A chunk shares the endpoint's pace with every other chunk: RQ must not cut it short."""
-    from apps.runs.engine import chunk_timeout
+    from apps.runs.engine.chunk import chunk_timeout
     from apps.runs.models import Endpoint, Run
 
     endpoint = Endpoint(timeout_seconds=10, max_retries=1)

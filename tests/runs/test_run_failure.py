@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 
 from apps.judges.models import Judge
-from apps.runs import engine
+from apps.runs.engine.lifecycle import fail
 from apps.runs.models import PromptTemplate, Run, failure_cause
 from tests.base import ROOT, subprocess_env
 from tests.factories import make_judge
@@ -27,7 +27,7 @@ def crash_run(run: Run) -> Run:
     try:
         Path(MISSING).read_text()
     except OSError:
-        engine.fail(run.pk, traceback.format_exc())
+        fail(run.pk, traceback.format_exc())
     run.refresh_from_db()
     return run
 

@@ -15,7 +15,9 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.judges.models import Score
-from apps.runs.llm import LLM, SCRUBBED, LLMError, Scrubber, run_async, test_connection
+from apps.runs.engine.errors import LLMError
+from apps.runs.engine.llm import LLM, run_async, test_connection
+from apps.runs.engine.scrub import SCRUBBED, Scrubber
 from apps.runs.models import Endpoint, Run
 from tests.base import ROOT, subprocess_env
 from tests.factories import make_judge, make_qa_dataset, rubric_reply

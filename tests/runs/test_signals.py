@@ -3,7 +3,7 @@ that breaks never fails the finished run (later apps hang their work on it)."""
 
 import pytest
 
-from apps.runs import engine
+from apps.runs.engine.lifecycle import finalize
 from apps.runs.models import Response, Run
 from apps.runs.signals import run_finished
 
@@ -42,15 +42,15 @@ def received():
 @pytest.mark.django_db
 def test_sent_once_when_a_run_completes(dataset, endpoint, template, received):
     run = settled_run(dataset, endpoint, template, answered=dataset.items.count())
-    engine.finalize(run.pk, 1)
-    engine.finalize(run.pk, 1)  # a second finalize (two chunks leaving last) sends nothing
+    finalize(run.pk, 1)
+    finalize(run.pk, 1)  # a second finalize (two chunks leaving last) sends nothing
     assert received == [(run.pk, Run.Status.COMPLETED)]
 
 
 @pytest.mark.django_db
 def test_not_sent_when_units_are_still_pending(dataset, endpoint, template, received):
     run = settled_run(dataset, endpoint, template, answered=3)
-    engine.finalize(run.pk, 1)
+    finalize(run.pk, 1)
     run.refresh_from_db()
     assert run.status == Run.Status.RUNNING and run.interrupted_at is not None
     assert received == []
@@ -64,7 +64,7 @@ def test_a_broken_receiver_does_not_fail_the_run(dataset, endpoint, template, re
     run_finished.connect(broken, dispatch_uid="test-broken")
     try:
         run = settled_run(dataset, endpoint, template, answered=dataset.items.count())
-        engine.finalize(run.pk, 1)
+        finalize(run.pk, 1)
     finally:
         run_finished.disconnect(dispatch_uid="test-broken")
     run.refresh_from_db()

@@ -5,10 +5,10 @@
     start_run cancel RUN_ID [--wait]        (a batch-mode run's batch is cancelled at the provider)
 
 Every kind takes --cache/--no-cache (reuse replies to identical requests; see
-apps.runs.cache) and --budget USD (stop before the run could spend more; apps.runs.budget).
+apps.runs.engine.cache) and --budget USD (stop before the run could spend more; apps.runs.engine.budget).
 
 Each run kind in the registry (settings.RUN_KINDS) adds its own subcommand through its
-plug-in's add_cli_arguments/create_from_cli (engine.RunStarter), so `start_run judge …` comes
+plug-in's add_cli_arguments/create_from_cli (RunStarter), so `start_run judge …` comes
 with the judge kind. With --wait the command
 prints progress until the run ends and exits 0 only if every item was answered.
 """
@@ -21,8 +21,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from apps.runs import engine
-from apps.runs.budget import check_budget
+from apps.runs.engine.budget import check_budget
+from apps.runs.engine.contract import registered_kinds, starter_of
+from apps.runs.engine.launch import LaunchError, launch
+from apps.runs.engine.lifecycle import cancel
 from apps.runs.models import Run, usd
 
 
@@ -33,8 +35,8 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(
             dest="what", required=True, parser_class=_sub_parser_class(self)
         )
-        for name in engine.registered_kinds():
-            plugin = engine.starter_of(name)
+        for name in registered_kinds():
+            plugin = starter_of(name)
             if not plugin.startable:
                 continue
             kind_parser = sub.add_parser(name, help=f"start a {name} run")
@@ -65,7 +67,7 @@ class Command(BaseCommand):
                 raise CommandError(f"No run with id {options['run_id']}.")
             if not run.is_active:
                 raise CommandError(f"Run #{run.pk} is not going ({run.status_label.lower()}).")
-            engine.cancel(run)
+            cancel(run)
             where = " (its batch is cancelled at the provider)" if run.batch else ""
             self.stdout.write(f"Run #{run.pk}: cancelling{where}.")
         elif what in ("resume", "retry-failed"):
@@ -77,12 +79,12 @@ class Command(BaseCommand):
                 with transaction.atomic():
                     if options.get("budget") is not None:
                         run.set_budget(check_budget(options["budget"], run.endpoint))
-                    count = engine.launch(run, mode)
-            except (engine.LaunchError, ValueError) as exc:
+                    count = launch(run, mode)
+            except (LaunchError, ValueError) as exc:
                 raise CommandError(str(exc)) from None
             self.stdout.write(f"Run #{run.pk}: {count} items to do.")
         else:
-            run = engine.starter_of(what).create_from_cli(options, user=None)
+            run = starter_of(what).create_from_cli(options, user=None)
             # A judge run's title names its judge and what it judges (Run.title).
             size = f"{run.total} items"
             if run.kind == Run.Kind.GENERATION and run.epochs > 1:

@@ -15,7 +15,7 @@ from typing import Any
 from django.db import transaction
 
 from apps.datasets.models import Dataset
-from apps.runs.generation import create_generation_run
+from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import Run
 from apps.runs.prompts import fits
 

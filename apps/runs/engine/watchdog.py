@@ -16,9 +16,10 @@ import time
 
 import django_rq
 
-from apps.runs import engine
-from apps.runs.limits import KEY_PREFIX
-from apps.runs.tuning import WATCHDOG_TICK
+from apps.runs.engine.batch import enqueue_due_batch_polls
+from apps.runs.engine.limits import KEY_PREFIX
+from apps.runs.engine.reaper import reap
+from apps.runs.engine.tuning import WATCHDOG_TICK
 
 LOCK_KEY = f"{KEY_PREFIX}:runs:watchdog"
 WORKER_COMMANDS = ("rqworker", "rqworker-pool")
@@ -53,8 +54,8 @@ def _watch() -> None:
         try:
             # The lock lapses just before the next tick, so some worker always takes it.
             if conn.set(LOCK_KEY, "1", nx=True, px=int(WATCHDOG_TICK * 1000) - 200):
-                engine.reap(conn)
-                engine.enqueue_due_batch_polls(conn)
+                reap(conn)
+                enqueue_due_batch_polls(conn)
             failing = False
         except Exception:
             if not failing:  # once per outage, not every tick

@@ -4,7 +4,7 @@
 what its requests have spent and what the requests in flight have reserved, in micro-dollars
 (integers: no float drift across thousands of increments). Before a request is sent, its
 estimated price (the prompt estimated by `estimate_prompt_tokens`, the reply at its whole
-`max_tokens` allowance: apps.runs.llm) is reserved in one Lua step; when the request ends its
+`max_tokens` allowance: apps.runs.engine.llm) is reserved in one Lua step; when the request ends its
 reservation goes and its real cost is added. While spent + reserved + this request would pass
 the budget the request waits for those in flight to end (their real cost is usually below
 their reservation); once spent + this request alone would pass it, the run stops like a cancel
@@ -20,8 +20,8 @@ reserved at its allowance, a run stops a little before the cap rather than ever 
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from apps.runs.limits import KEY_PREFIX
-from apps.runs.tuning import KEY_TTL
+from apps.runs.engine.limits import KEY_PREFIX
+from apps.runs.engine.tuning import KEY_TTL
 
 MICRO = 1_000_000
 

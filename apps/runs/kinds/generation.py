@@ -8,18 +8,18 @@ from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 
 from apps.datasets.models import Dataset, Item
-from apps.runs.budget import check_budget
-from apps.runs.engine import (
+from apps.runs.engine.budget import check_budget
+from apps.runs.engine.contract import (
     Call,
     PlannedRequest,
     Progress,
     Result,
     RunPlugin,
     add_batch_argument,
-    launch,
 )
+from apps.runs.engine.launch import launch
+from apps.runs.engine.llm import Reply
 from apps.runs.estimate import evenly_spaced
-from apps.runs.llm import Reply
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, PromptTemplate, Response, Run
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer
 
@@ -348,7 +348,7 @@ def create_generation_run(
     budget_usd: Any = None,
 ) -> Run:
     """A new generation run, launched (its jobs are enqueued when the transaction commits);
-    `batch` sends it through the provider's Batch API (apps.runs.batch); `use_cache` None:
+    `batch` sends it through the provider's Batch API (apps.runs.engine.batch); `use_cache` None:
     the default for the endpoint (`Run.default_use_cache`)."""
     if template.task_id != dataset.task_id:
         raise ValueError("The template belongs to another task than the dataset.")

@@ -8,7 +8,7 @@ For each item:
   (one would merge with the continuation's space into a token that starts in the context);
 - each option's *continuation* is `JOIN` (one space) + the option text, and the prompt sent is
   context + continuation; all options of the item go in one request (a list prompt) with
-  `echo`, `logprobs=1`, `max_tokens=0` (apps.runs.llm.LLM.prompt_logprobs);
+  `echo`, `logprobs=1`, `max_tokens=0` (apps.runs.engine.llm.LLM.prompt_logprobs);
 - an option's log-likelihood is the sum of the log-probabilities of the tokens that *start* in
   its continuation (text_offset ≥ len(context), counted from where the prompt starts in the
   echoed text, and before the prompt's end: a token a server generates anyway is left out);
@@ -43,9 +43,10 @@ from apps.datasets.options import (
     item_options,
     labels_for,
 )
-from apps.runs.engine import Call, Result, launch
-from apps.runs.generation import Failure, GenerationPlugin, GenerationUnit
-from apps.runs.llm import Echo, PromptLogprobs, check_prompt_logprobs
+from apps.runs.engine.contract import Call, Result
+from apps.runs.engine.launch import launch
+from apps.runs.engine.llm import Echo, PromptLogprobs, check_prompt_logprobs
+from apps.runs.kinds.generation import Failure, GenerationPlugin, GenerationUnit
 from apps.runs.models import (
     ChoiceSetup,
     Endpoint,

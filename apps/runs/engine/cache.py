@@ -1,6 +1,6 @@
 """The response cache: identical requests already answered are reused instead of sent.
 
-`LLM.chat` computes each request's `cache_key` (apps.runs.llm) and, when the run allows it,
+`LLM.chat` computes each request's `cache_key` (apps.runs.engine.llm) and, when the run allows it,
 asks `ReplyCache.get` before it reserves budget, waits for the rate limit or takes a slot: a
 hit is the stored reply, costing $0, counted as cached on the run (`Run.cached_count`, with
 `saved_cost` at the endpoint's price). Lookups of one chunk are gathered into one query per

@@ -5,7 +5,7 @@ a slot of the endpoint's shared concurrency limit for each request (`SlotPool`),
 shared requests- and tokens-per-minute limits (its tokens estimated before sending, then
 settled from the reply's usage), the provider's own word on its limits (`x-ratelimit-*`
 headers saying the budget is spent, or a 429, pause every worker on the endpoint, see
-apps.runs.limits), a per-request timeout, retries with exponential backoff
+apps.runs.engine.limits), a per-request timeout, retries with exponential backoff
 and jitter on 429, 5xx, timeouts, connection errors and garbage bodies (honouring
 Retry-After), and no retry on 401/403/404, which raise `LLMError(fatal=True)` so the run
 stops with a plain message instead of failing every item the same way. Every attempt is
@@ -20,8 +20,8 @@ typed request transform and pydantic parsing cost three times more CPU than the 
 
 Before anything is sent, an identical request already answered (same base URL, model,
 parameters, messages and sample: `cache_key`) is answered from the cache when the run allows
-it (`apps.runs.cache`), at $0 and without a slot or a turn of the rate limit; and a run with
-a budget reserves the request's estimated price first (`apps.runs.budget`), so it stops
+it (`apps.runs.engine.cache`), at $0 and without a slot or a turn of the rate limit; and a run with
+a budget reserves the request's estimated price first (`apps.runs.engine.budget`), so it stops
 before a request could cross the cap (`OverBudget`), with the rate limits' token estimate
 (`estimate_prompt_tokens` = `limits.prompt_tokens`, which the start forms' price uses too).
 
@@ -32,20 +32,15 @@ that leaves, errors at one exit (`LLM._failed`), replies where `chat` returns th
 
 import asyncio
 import contextlib
-import email.utils
 import functools
 import hashlib
 import itertools
 import json
-import os
 import random
-import re
-import socket
 import ssl
 import time
 import traceback
 import uuid
-from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -53,27 +48,25 @@ from typing import Any, Protocol
 
 import httpx2
 import openai
-from django.conf import settings
 from redis.exceptions import RedisError
 
-from apps.runs.limits import (
-    EndpointSemaphore,
+from apps.runs.engine.errors import API_NAMES, RAW_LIMIT, LLMError, OverBudget, Stopped, classify
+from apps.runs.engine.limits import (
     RateLimiter,
     completion_budget,
     prompt_tokens,
     request_tokens,
     spent_for,
 )
-from apps.runs.models import Endpoint, ErrorKind
-from apps.runs.tuning import (
+from apps.runs.engine.scrub import NO_KEY, Scrubber, known_keys
+from apps.runs.engine.slots import SlotPool
+from apps.runs.engine.tuning import (
     BACKOFF_BASE,
     BACKOFF_CAP,
     COMPLETION_TOKENS_GUESS,
     RETRY_AFTER_CAP,
 )
-
-RAW_LIMIT = 20_000  # characters of a raw reply kept in a log
-NO_KEY = "no-key-configured"
+from apps.runs.models import Endpoint, ErrorKind
 
 
 @dataclass(slots=True)
@@ -117,41 +110,6 @@ class Reply:
     cached: bool = False
 
 
-class LLMError(Exception):
-    """A request that failed for good (after retries, or at once when retrying is pointless)."""
-
-    def __init__(
-        self,
-        kind: str,
-        message: str,
-        *,
-        retryable: bool = False,
-        fatal: bool = False,
-        retry_after: float | None = None,
-        raw: str = "",
-        attempts: int = 0,
-        rate_limited: bool = False,
-    ) -> None:
-        super().__init__(message)
-        self.rate_limited = rate_limited
-        self.kind = kind
-        self.message = message
-        self.retryable = retryable
-        self.fatal = fatal
-        self.retry_after = retry_after
-        self.raw = raw
-        self.attempts = attempts
-
-
-class Stopped(Exception):
-    """The run was cancelled or stopped while this request waited: leave the unit pending."""
-
-
-class OverBudget(Stopped):
-    """Sending this request could cross the run's budget: the run stops (the unit stays
-    pending, and resume with a larger budget does it)."""
-
-
 # ---- the size and identity of a request ---------------------------------------------------------
 def estimate_prompt_tokens(messages: list[dict[str, Any]]) -> int:
     """The prompt's tokens as the rate limits estimate them (`limits.prompt_tokens`: about
@@ -184,7 +142,7 @@ def cache_key(
 
 
 class Budget(Protocol):
-    """A run's spending cap, shared by every chunk (apps.runs.budget.RunBudget): `reserve`
+    """A run's spending cap, shared by every chunk (apps.runs.engine.budget.RunBudget): `reserve`
     answers 1 (reserved), 0 (it would pass the budget: stop) or -1 (wait for requests in
     flight to end)."""
 
@@ -195,287 +153,6 @@ class Budget(Protocol):
 
 # A cache lookup: the stored reply's fields (CachedReply) or None.
 CacheLookup = Callable[[str], Awaitable[dict[str, Any] | None]]
-
-
-# ---- slots of the shared concurrency limit ------------------------------------------------------
-class SlotPool:
-    """This chunk's share of the endpoint's concurrency limit.
-
-    A lease taken from Redis is kept locally while requests keep coming, so a busy chunk
-    costs no Redis round trip per request; leases idle for `IDLE` seconds go back (`trim`),
-    and every lease is renewed by the chunk's heartbeat so a dead worker's expire. One refill
-    task asks Redis for as many leases as there are waiters in one call, and polls (with
-    jitter) while the limit is taken by other chunks.
-    """
-
-    IDLE = 0.25
-
-    def __init__(self, semaphore: EndpointSemaphore, stop: asyncio.Event) -> None:
-        self.semaphore = semaphore
-        self.stop = stop
-        self.free: deque[tuple[str, float]] = deque()
-        self.waiters: deque[asyncio.Future[str]] = deque()
-        self.refill: asyncio.Task[None] | None = None
-
-    async def acquire(self) -> str:
-        if self.free:
-            return self.free.pop()[0]
-        if self.stop.is_set():
-            raise Stopped
-        waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self.waiters.append(waiter)
-        if self.refill is None or self.refill.done():
-            self.refill = asyncio.create_task(self._refill())
-        try:
-            return await waiter
-        except asyncio.CancelledError:
-            with contextlib.suppress(ValueError):
-                self.waiters.remove(waiter)
-            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
-                self.release(waiter.result())  # handed a lease as we were cancelled
-            raise
-
-    async def _refill(self) -> None:
-        delay = 0.005
-        try:
-            while True:
-                wanted = sum(1 for w in self.waiters if not w.done())
-                if not wanted:
-                    return
-                if self.stop.is_set():
-                    raise Stopped
-                leases = await self.semaphore.try_acquire(wanted)
-                for lease in leases:
-                    self.release(lease)
-                if leases:
-                    delay = 0.005
-                    continue
-                # The limit is taken (by other chunks or workers): look again shortly.
-                await asyncio.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 1.5, 0.05)
-        except BaseException as exc:
-            while self.waiters:
-                waiter = self.waiters.popleft()
-                if not waiter.done():
-                    waiter.set_exception(exc if isinstance(exc, Exception) else Stopped())
-            if not isinstance(exc, Stopped | asyncio.CancelledError):
-                raise
-
-    def release(self, lease: str) -> None:
-        while self.waiters:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(lease)
-                return
-        self.free.append((lease, time.monotonic()))
-
-    async def trim(self, everything: bool = False) -> None:
-        cutoff = time.monotonic() - self.IDLE
-        while self.free and (everything or self.free[0][1] < cutoff):
-            lease, _ = self.free.popleft()
-            await self.semaphore.release(lease)
-        if everything and self.refill is not None:
-            self.refill.cancel()
-            await asyncio.gather(self.refill, return_exceptions=True)
-
-
-# ---- keeping the key out of every string ----------------------------------------------------------
-SCRUBBED = "[api key]"
-KEY_CHAR = r"[A-Za-z0-9_\-]"  # what API keys are made of (ASCII: CJK text is no key)
-# Below this a key is too short to tell from ordinary words: only an echoed header shows it.
-SHORT_KEY = 4
-# From this length a key is replaced wherever it stands, and any run of this many of its
-# characters (a key cut short by a length limit, or split at a separator) goes too.
-FRAGMENT = 8
-# A masked key: stars, bullets, three dots or an ellipsis between a start and an end of it (of
-# which OpenAI shows 8 and 4 characters).
-MASK = re.compile(r"[*•…]+(?:\.{3}[*•…]*)*|\.{3}[*•…]*")
-KEY_CHARS = re.compile(f"{KEY_CHAR}*")
-
-
-def _key_chars_at(text: str, position: int) -> str:
-    """The run of key characters starting at `position` (maybe empty: `*` always matches)."""
-    match = KEY_CHARS.match(text, position)
-    return match.group() if match else ""
-
-
-KEY_RUN = re.compile(f"{KEY_CHAR}{{{FRAGMENT},}}")
-# Error text only: a model's reply may well explain "Authorization: Bearer YOUR_KEY".
-BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"'`,;<>\\]+")
-
-
-def known_keys(endpoint: Endpoint) -> list[str]:
-    """Every key this process might send to the endpoint: its stored key, its environment
-    variable and the OpenAI default, whichever `Endpoint.api_key` picks today."""
-    return [
-        endpoint.api_key_secret,
-        os.environ.get(endpoint.api_key_env or "OPENAI_API_KEY", ""),
-        os.environ.get("OPENAI_API_KEY", ""),
-        settings.OPENAI_API_KEY or "",
-    ]
-
-
-class Scrubber:
-    """Replaces API keys, whole or in recognisable pieces, with "[api key]".
-
-    `scrub(text)` is for what a model answered, on every reply: our keys whole, at the cost of
-    a substring search per key. `scrub.error(text)` is for error text, where a server quotes
-    what it was sent: also a key masked around stars or dots (OpenAI's 401), any run of
-    `FRAGMENT` characters of a key (cut off by a length limit), and any echoed bearer
-    credential, ours or not. A reply may well say "Authorization: Bearer YOUR_KEY" or use a
-    word that is part of a key: that is the model's answer, kept as it is.
-    """
-
-    def __init__(self, keys: list[str] | tuple[str, ...]) -> None:
-        usable = {k for k in keys if len(k) >= SHORT_KEY and k != NO_KEY}
-        # Longer keys first, so that no key replaces the middle of another.
-        self.keys = sorted(usable, key=len, reverse=True)
-        self.long = [k for k in self.keys if len(k) >= FRAGMENT]
-        bounded = [re.escape(k) for k in self.keys if len(k) < FRAGMENT]
-        # A short key goes only where it stands alone: "abcd" in "abcdef" is no key.
-        self.short = (
-            re.compile(rf"(?<!{KEY_CHAR})(?:{'|'.join(bounded)})(?!{KEY_CHAR})")
-            if bounded
-            else None
-        )
-
-    def __call__(self, text: str) -> str:
-        if not self.keys or not text:
-            return text
-        for key in self.long:
-            if key in text:
-                text = text.replace(key, SCRUBBED)
-        if self.short is not None:
-            text = self.short.sub(SCRUBBED, text)
-        return text
-
-    def error(self, text: str) -> str:
-        text = self(BEARER.sub(rf"\1 {SCRUBBED}", text))
-        if not self.keys or not text:
-            return text
-        if "*" in text or "..." in text or "…" in text or "•" in text:
-            text = self._masks(text)
-        return KEY_RUN.sub(self._fragment, text) if self.long else text
-
-    def _masks(self, text: str) -> str:
-        """Each mask with a start of one of our keys before it and/or an end of it after it,
-        at least `SHORT_KEY` characters in all ("ab***" may be anything), goes whole."""
-        out, done, backwards = [], 0, text[::-1]
-        for mask in MASK.finditer(text):
-            start, end = mask.span()
-            head = _key_chars_at(backwards, len(text) - start)[::-1]
-            tail = _key_chars_at(text, end)
-            if start - len(head) < done or len(head) + len(tail) < SHORT_KEY:
-                continue
-            if any(k.startswith(head) and k.endswith(tail) for k in self.keys):
-                out += [text[done : start - len(head)], SCRUBBED]
-                done = end + len(tail)
-        return "".join(out) + text[done:] if out else text
-
-    def _fragment(self, match: re.Match[str]) -> str:
-        run = match.group()
-        return SCRUBBED if any(run in key for key in self.long) else run
-
-
-# ---- errors in plain words -----------------------------------------------------------------------
-def _body_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        message = body.get("message") or body.get("error") or json.dumps(body)
-    elif body is None:
-        message = exc.response.text if exc.response is not None else ""
-    else:
-        message = str(body)
-    return str(message).strip()[:500]
-
-
-def _retry_after(response: httpx2.Response | None) -> float | None:
-    if response is None:
-        return None
-    headers = response.headers
-    with contextlib.suppress(TypeError, ValueError):
-        if (ms := headers.get("retry-after-ms")) is not None:
-            return float(ms) / 1000
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        with contextlib.suppress(TypeError, ValueError, IndexError):
-            when = email.utils.parsedate_to_datetime(value)
-            return max(when.timestamp() - time.time(), 0.0)
-    return None
-
-
-def _refused(exc: BaseException) -> bool:
-    """Whether the cause chain says nothing listens there (refused, unreachable, no such host)."""
-    seen: BaseException | None = exc
-    for _ in range(10):
-        if seen is None:
-            return False
-        if isinstance(seen, ConnectionRefusedError | socket.gaierror):
-            return True
-        text = str(seen)
-        if "Connect call failed" in text or "Cannot connect to host" in text:
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def classify(exc: BaseException, endpoint: Endpoint, timeout: float, api: str = "chat") -> LLMError:
-    """Turn whatever the SDK raised into an `LLMError` with a message a person can act on."""
-    where = endpoint.effective_base_url() or "the OpenAI API"
-    if isinstance(exc, LLMError):
-        return exc
-    if isinstance(exc, openai.APIConnectionError | TimeoutError) and _refused(exc):
-        # Checked first: the aiohttp transport reports a refused connection as a timeout.
-        return LLMError(ErrorKind.API_ERROR, f"nothing answers at {where}", retryable=True)
-    if isinstance(exc, openai.APITimeoutError | TimeoutError):
-        return LLMError(ErrorKind.TIMEOUT, f"no answer within {timeout:g} s", retryable=True)
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        detail = f": {cause}" if cause else ""
-        return LLMError(
-            ErrorKind.API_ERROR, f"the connection to {where} failed{detail}", retryable=True
-        )
-    if isinstance(exc, openai.APIStatusError):
-        return _status_error(exc, endpoint, where, api)
-    if isinstance(exc, openai.OpenAIError):
-        return LLMError(ErrorKind.API_ERROR, f"{type(exc).__name__}: {exc}", retryable=True)
-    return LLMError(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
-
-
-# Statuses that no retry can fix: the run stops instead of failing every item the same way.
-FATAL_STATUS = {
-    401: "the API key was refused (401) by {where}",
-    403: "the API key may not use this endpoint or model (403)",
-    404: "model “{model}” not found, or no {api} API at {where} (404)",
-}
-# Which API a request path is, in the words of the errors above.
-API_NAMES = {"/chat/completions": "chat", "/completions": "completions"}
-
-
-def _status_error(
-    exc: openai.APIStatusError, endpoint: Endpoint, where: str, api: str = "chat"
-) -> LLMError:
-    status = exc.status_code
-    detail = _body_message(exc)
-    raw = exc.response.text[:RAW_LIMIT] if exc.response is not None else ""
-    if status in FATAL_STATUS:
-        what = FATAL_STATUS[status].format(where=where, model=endpoint.model, api=api)
-        return LLMError(ErrorKind.API_ERROR, f"{what}: {detail}", fatal=True, raw=raw)
-    if status == 429 or status >= 500 or status in (408, 409):
-        what = "rate limited (429)" if status == 429 else f"the server failed ({status})"
-        return LLMError(
-            ErrorKind.API_ERROR,
-            f"{what}: {detail}",
-            retryable=True,
-            retry_after=_retry_after(exc.response),
-            raw=raw,
-            rate_limited=status == 429,
-        )
-    return LLMError(ErrorKind.API_ERROR, f"the request was refused ({status}): {detail}", raw=raw)
 
 
 def parse_completion(raw: bytes, endpoint: Endpoint) -> tuple[dict[str, Any], str, str, int, int]:

@@ -27,7 +27,7 @@ DB_HEARTBEAT_EVERY = 5.0
 # units to live workers. Shorter risks reaping a live chunk during a long GC or disk stall;
 # longer makes a killed worker's run wait longer (the issue asks for ~30 s at most).
 JOB_LEASE_SECONDS = 15
-# An endpoint concurrency slot is a lease too (apps.runs.limits): a dead process's slots come
+# An endpoint concurrency slot is a lease too (apps.runs.engine.limits): a dead process's slots come
 # back within this, without anyone releasing them.
 SLOT_LEASE_SECONDS = 15.0
 # The watchdog looks for dead chunks every WATCHDOG_TICK s, once across all workers (a Redis
@@ -58,7 +58,7 @@ CHUNK_TIMEOUT_MAX = 24 * 3600.0
 # the database writes overlapped with the CPU work.
 RULE_LANES = 8
 
-# ---- retrying a request (apps.runs.llm) -------------------------------------------------------
+# ---- retrying a request (apps.runs.engine.llm) -------------------------------------------------------
 # Exponential backoff with jitter, as the OpenAI SDK and most gateways suggest: 0.5 s, 1 s, 2 s…
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 30.0  # s: longer waits mean the endpoint is down, and retries are few anyway
@@ -66,7 +66,7 @@ BACKOFF_CAP = 30.0  # s: longer waits mean the endpoint is down, and retries are
 # longer, and the run would look hung.
 RETRY_AFTER_CAP = 120.0
 
-# ---- provider rate limits (apps.runs.limits) ------------------------------------------------
+# ---- provider rate limits (apps.runs.engine.limits) ------------------------------------------------
 # A request without max_tokens reserves this many completion tokens of the TPM budget before it
 # is sent; the reply's usage then settles the real number.
 COMPLETION_TOKENS_GUESS = 256
@@ -83,7 +83,7 @@ RATE_PAUSE_CAP = 120.0
 LEARNED_REFRESH = 30.0
 LEARNED_TTL = 600
 
-# ---- batch mode (apps.runs.batch) -------------------------------------------------------------
+# ---- batch mode (apps.runs.engine.batch) -------------------------------------------------------------
 # A poll job holds its launch for max(this, 3 × EVALSITE_BATCH_POLL_SECONDS) and renews that
 # while it reads results; a poll whose worker was killed is enqueued again once it lapses.
 BATCH_POLL_CLAIM_MIN = 10.0

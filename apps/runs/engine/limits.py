@@ -42,7 +42,7 @@ from typing import Any
 
 from django.conf import settings
 
-from apps.runs.tuning import (
+from apps.runs.engine.tuning import (
     COMPLETION_TOKENS_GUESS,
     LEARNED_REFRESH,
     LEARNED_TTL,

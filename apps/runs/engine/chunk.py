@@ -1,0 +1,515 @@
+"""A chunk job: take units from the launch's list, perform them on `lanes` coroutines within
+the endpoint's shared limits, commit their results in the background, and keep in touch
+(its lease, the run's heartbeat, stop signals). See apps.runs.engine."""
+
+import asyncio
+import contextlib
+import functools
+import math
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+from apps.runs.engine import cache
+from apps.runs.engine.budget import RunBudget
+from apps.runs.engine.contract import Call, Result, RunExecutor, executor_for
+from apps.runs.engine.errors import LLMError, OverBudget, Stopped
+from apps.runs.engine.lifecycle import fail, finalize
+from apps.runs.engine.limits import (
+    EndpointSemaphore,
+    RateLimiter,
+    async_redis,
+    lower_limit,
+    provider_limits,
+)
+from apps.runs.engine.llm import LLM, Attempt, run_async
+from apps.runs.engine.redis_keys import (
+    JOIN,
+    LEAVE,
+    RENEW,
+    TAKE,
+    again_key,
+    held_key,
+    job_id,
+    jobs_key,
+    launch_key,
+    redis_connection,
+    stop_key,
+    todo_key,
+)
+from apps.runs.engine.slots import SlotPool
+from apps.runs.engine.tuning import (
+    CANCEL_GRACE,
+    CHUNK_BUDGET_SHARE,
+    CHUNK_TIMEOUT_MARGIN,
+    CHUNK_TIMEOUT_MAX,
+    CHUNK_TIMEOUT_MIN,
+    CHUNK_TIMEOUT_SLACK,
+    COMPLETION_TOKENS_GUESS,
+    DB_HEARTBEAT_EVERY,
+    FLUSH_AFTER,
+    FLUSH_EVERY,
+    FLUSH_GAP,
+    HEARTBEAT_EVERY,
+    JOB_LEASE_SECONDS,
+    KEY_TTL,
+    RATE_PROMPT_TOKENS_GUESS,
+    TAKE_BATCH_MAX,
+    TAKE_BATCH_MIN,
+    UNIT_SECONDS_WITHOUT_ENDPOINT,
+    WRITER_TICK,
+)
+from apps.runs.engine.writer import write_results
+from apps.runs.models import ErrorKind, Run
+
+
+# ---- the chunk job ------------------------------------------------------------------------------
+def chunk_timeout(run: Run, lanes: int, units: int = 0) -> int:
+    """RQ's limit for one chunk job: its `chunk_size` units in the worst case, with margin.
+
+    Under RPM/TPM limits (the endpoint's, or its provider's as last stated) a chunk shares
+    the endpoint's pace with every other chunk, however many run at once, so it may take as
+    long as the launch's `units` at that pace (a request each, of max_tokens +
+    `RATE_PROMPT_TOKENS_GUESS` tokens): never less than that.
+    """
+    endpoint = run.endpoint
+    per_unit = UNIT_SECONDS_WITHOUT_ENDPOINT
+    paced = 0.0
+    if endpoint is not None:
+        retries = endpoint.max_retries
+        per_unit = (endpoint.timeout_seconds + 5) * (retries + 1) + 30.0 * retries
+        tokens = (endpoint.max_tokens or COMPLETION_TOKENS_GUESS) + RATE_PROMPT_TOKENS_GUESS
+        # Limits the provider stated pace the chunk like the endpoint's own.
+        told_rpm, told_tpm = (
+            provider_limits([endpoint.pk])[endpoint.pk] if endpoint.pk else (None, None)
+        )
+        rpm = lower_limit(endpoint.rpm_limit, told_rpm)
+        tpm = lower_limit(endpoint.tpm_limit, told_tpm)
+        paced = units * max(60.0 / rpm if rpm else 0.0, 60.0 * tokens / tpm if tpm else 0.0)
+    waves = math.ceil(max(run.chunk_size, 1) / max(lanes, 1))
+    limit = max(waves * per_unit, paced) * CHUNK_TIMEOUT_MARGIN + CHUNK_TIMEOUT_SLACK
+    return int(min(max(CHUNK_TIMEOUT_MIN, limit), CHUNK_TIMEOUT_MAX))
+
+
+def chunk_job(run_id: int, launch: int, n: int) -> str:
+    """The RQ job of one chunk. If the job itself crashes (a bug, the database or Redis gone,
+    RQ's time limit), the run is marked failed with the traceback and every other chunk of it
+    stops; RQ still records the job as failed."""
+    try:
+        return run_chunk(run_id, launch, n)
+    except BaseException:
+        fail(run_id, traceback.format_exc())
+        raise
+
+
+def run_chunk(run_id: int, launch: int, n: int) -> str:
+    """Do units of `run_id`'s launch until none are left (or the budget is spent)."""
+    run = Run.objects.select_related("endpoint", "template", "dataset").filter(pk=run_id).first()
+    if run is None or run.launch != launch or not run.is_active or run.cancel_requested:
+        return "nothing to do"
+    conn = redis_connection()
+    me = job_id(run_id, launch, n)
+    conn.register_script(JOIN)(
+        keys=[jobs_key(run_id, launch), held_key(run_id, launch, me), again_key(run_id, launch)],
+        args=[me, JOB_LEASE_SECONDS * 1000, KEY_TTL],
+    )
+    lease = LeaseKeeper(run_id, launch, me)
+    try:
+        plugin = executor_for(run)
+        lanes = max(1, plugin.lanes(run))
+        runner = ChunkRunner(
+            run, plugin, me, lanes, budget=chunk_timeout(run, lanes) * CHUNK_BUDGET_SHARE
+        )
+        runner.lease = lease
+        # Our own thread does the ORM work: the event loop thread must not touch the DB.
+        connection.close()
+        processed = run_async(runner.execute())
+    except BaseException:
+        # Fail the run before leaving, so the last one out does not call it complete.
+        fail(run_id, traceback.format_exc())
+        raise
+    finally:
+        lease.stop()
+        close_old_connections()
+        remaining, todo = conn.register_script(LEAVE)(
+            keys=[
+                jobs_key(run_id, launch),
+                todo_key(run_id, launch),
+                again_key(run_id, launch),
+                held_key(run_id, launch, me),
+            ],
+            args=[me],
+        )
+        if int(remaining) == 0 and int(todo) == 0:
+            finalize(run_id, launch)
+    return f"{processed} units"
+
+
+class LeaseKeeper:
+    """Renews a chunk's lease from a thread of its own while the process lives.
+
+    Not from the event loop: a lane busy in CPU work or a slow database write must not make a
+    live chunk look dead. `lost` is set when the watchdog reaped the chunk anyway (the process
+    froze longer than the lease): its units are someone else's now, so it stops.
+    """
+
+    def __init__(self, run_id: int, launch: int, me: str) -> None:
+        self.keys = [jobs_key(run_id, launch)]
+        self.me = me
+        self.lost = threading.Event()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name="run-lease", daemon=True)
+        self._thread.start()
+
+    def _renew(self) -> None:
+        conn = redis_connection()
+        renew = conn.register_script(RENEW)
+        while not self._done.wait(HEARTBEAT_EVERY):
+            renewed = None
+            with contextlib.suppress(Exception):  # a Redis blip: the lease outlasts many
+                renewed = renew(keys=self.keys, args=[self.me, JOB_LEASE_SECONDS * 1000, KEY_TTL])
+            if renewed == 0:
+                self.lost.set()
+                break
+        conn.close()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=HEARTBEAT_EVERY * 5)
+
+
+class ChunkRunner:
+    def __init__(self, run: Run, plugin: RunExecutor, me: str, lanes: int, budget: float) -> None:
+        self.run = run
+        self.plugin = plugin
+        self.me = me
+        self.lanes = lanes
+        self.budget = budget
+        self.launch = run.launch
+        self.buffer: list[Result] = []
+        self.attempt_buffer: list[Attempt] = []
+        self.processed = 0
+        self.closing = False
+        self.lease: LeaseKeeper | None = None
+        self.held = held_key(run.pk, run.launch, me)
+
+    async def db(self, func: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(
+            self.pool, functools.partial(func, *args)
+        )
+
+    async def execute(self) -> int:
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-db")
+        self.redis = async_redis()
+        self.stop = asyncio.Event()
+        self.started = time.monotonic()
+        self.llm: LLM | None = None
+        self.budget_guard: RunBudget | None = None
+        self.semaphore: EndpointSemaphore | None = None
+        self.queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=self.lanes)
+        self.flush_lock = asyncio.Lock()
+        self.last_flush = time.monotonic()
+        self.first_buffered: float | None = None
+        try:
+            self.ctx = await self.db(self.plugin.prepare, self.run)
+            endpoint = self.run.endpoint
+            if endpoint is not None:
+                self.semaphore = EndpointSemaphore(
+                    self.redis, endpoint.pk, endpoint.concurrency_limit
+                )
+                # Always there: even without RPM/TPM limits a 429 pauses the endpoint.
+                rate = RateLimiter.for_endpoint(self.redis, endpoint)
+                # An overwrite asks again on purpose: it never reads the cache.
+                reuse = self.run.use_cache and self.run.mode != Run.Mode.OVERWRITE
+                if self.run.budget_usd is not None:
+                    self.budget_guard = RunBudget(
+                        self.redis, self.run.pk, float(self.run.budget_usd), self.run.cost
+                    )
+                    await self.budget_guard.join()
+                self.llm = LLM(
+                    endpoint,
+                    slots=SlotPool(self.semaphore, self.stop),
+                    rate=rate,
+                    stop=self.stop,
+                    connections=self.lanes,
+                    cache=cache.ReplyCache(self.db).get if reuse else None,
+                    budget=self.budget_guard,
+                )
+            # Running from here on: set up (client, templates, pool) and about to send.
+            await self.db(self.run.mark_running)
+            if self.llm is not None and self.llm.rate is not None:
+                # Just before the first request: what other chunks read from the provider's
+                # headers meanwhile (the heartbeat reads it again every second).
+                await self.llm.rate.load_learned()
+            writer = asyncio.create_task(self.writer())
+            helpers = [
+                asyncio.create_task(self.heartbeat()),
+                asyncio.create_task(self.db_heartbeat()),
+                asyncio.create_task(self.feed()),
+            ]
+            lanes = [asyncio.create_task(self.lane()) for _ in range(self.lanes)]
+            try:
+                await self._wait_lanes(lanes, helpers, watched=[writer])
+            finally:
+                # The writer is never cut mid-commit: it finishes its batch, then we flush.
+                self.closing = True
+                await asyncio.gather(writer, return_exceptions=True)
+            if writer.exception() is not None:
+                raise writer.exception()  # type: ignore[misc]
+            await self.flush(force=True)
+        finally:
+            if self.llm is not None:
+                with contextlib.suppress(Exception):
+                    await self.llm.slots.trim(everything=True)  # type: ignore[union-attr]
+                    await self.llm.close()
+            if self.semaphore is not None:
+                with contextlib.suppress(Exception):
+                    await self.semaphore.release_all()
+            with contextlib.suppress(Exception):
+                await self.redis.aclose()
+            with contextlib.suppress(Exception):
+                await self.db(close_old_connections)
+                await self.db(connection.close)
+            self.pool.shutdown(wait=True)
+        return self.processed
+
+    async def _wait_lanes(
+        self,
+        lanes: list[asyncio.Task[Any]],
+        helpers: list[asyncio.Task[Any]],
+        watched: list[asyncio.Task[Any]],
+    ) -> None:
+        """Until every lane ends; a crash anywhere stops all, and once stopping, units in
+        flight get `CANCEL_GRACE` seconds before they are cut (they stay pending). Helpers
+        are cancelled at the end; `watched` tasks are only watched for crashes."""
+        stopper = asyncio.create_task(self.stop.wait())
+        watch: set[asyncio.Task[Any]] = {*lanes, *helpers, *watched, stopper}
+        error: BaseException | None = None
+        while any(not lane.done() for lane in lanes):
+            done, watch = await asyncio.wait(watch, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is not stopper and not task.cancelled() and task.exception():
+                    error = error or task.exception()
+            if error is not None or stopper in done:
+                self.stop.set()
+                break
+        if self.stop.is_set():
+            for _ in lanes:  # wake lanes waiting for work
+                with contextlib.suppress(asyncio.QueueFull):
+                    self.queue.put_nowait(None)
+            _, pending = await asyncio.wait(lanes, timeout=CANCEL_GRACE)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        for task in [*helpers, stopper]:
+            task.cancel()
+        await asyncio.gather(*helpers, stopper, return_exceptions=True)
+        for lane in lanes:
+            if not lane.cancelled() and lane.exception() is not None:
+                error = error or lane.exception()
+        if error is not None:
+            raise error
+
+    # -- claiming work ---------------------------------------------------------------------
+    async def feed(self) -> None:
+        claimed = 0
+        take = self.redis.register_script(TAKE)
+        lists = [
+            jobs_key(self.run.pk, self.launch),
+            again_key(self.run.pk, self.launch),
+            todo_key(self.run.pk, self.launch),
+            self.held,
+        ]
+        batch = max(TAKE_BATCH_MIN, min(self.lanes, TAKE_BATCH_MAX))
+        while not self.stop.is_set():
+            over_budget = time.monotonic() - self.started > self.budget
+            if claimed >= self.run.chunk_size and over_budget:
+                break
+            source, raw = await take(keys=lists, args=[self.me, batch, KEY_TTL])
+            if int(source) < 0:
+                self.stop.set()  # reaped as dead: our units went to another chunk
+                break
+            if not raw:
+                break
+            keys = [k.decode() if isinstance(k, bytes) else k for k in raw]
+            try:
+                if int(source) == 1:
+                    # Handed back from a dead chunk, which may have committed some of them.
+                    fresh = await self.db(self.plugin.unsettled_keys, self.run, keys)
+                    settled = set(keys).difference(fresh)
+                    if settled:
+                        await self.redis.srem(self.held, *settled)
+                    keys = [k for k in keys if k not in settled]
+                    if not keys:
+                        continue
+                claimed += len(keys)
+                units = await self.db(self.plugin.load_units, self.run, self.ctx, keys)
+            except BaseException:
+                # Give the keys back so another chunk still sees them (when stopping, they
+                # stay pending for resume: a stopped launch must not get work back).
+                if keys and not self.stop.is_set():
+                    pipe = self.redis.pipeline()
+                    pipe.rpush(lists[1], *keys)
+                    pipe.srem(self.held, *keys)
+                    await pipe.execute()
+                raise
+            for unit in units:
+                await self.queue.put(unit)
+        for _ in range(self.lanes):
+            await self.queue.put(None)
+
+    async def lane(self) -> None:
+        while True:
+            unit = await self.queue.get()
+            if unit is None or self.stop.is_set():
+                return
+            result = await self.perform(unit)
+            if result is not None:
+                self.processed += 1
+                self.buffer.append(result)
+                if self.first_buffered is None:
+                    self.first_buffered = time.monotonic()
+
+    async def perform(self, unit: Any) -> Result | None:
+        item_id = getattr(unit, "item_id", 0)
+        call = Call(self.llm, item_id, getattr(unit, "log_unit", None))
+        try:
+            result = await self.plugin.perform(self.run, self.ctx, unit, call)
+        except OverBudget:
+            await self.over_budget()
+            return None  # not done: resume with a larger budget does it
+        except Stopped:
+            return None  # not done: it stays pending for resume
+        except LLMError as exc:
+            if exc.fatal:
+                self.attempt_buffer.extend(call.log)
+                await self.fatal(exc.message)
+                return None
+            result = self.plugin.failed_result(self.run, self.ctx, unit, exc.kind, exc.message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            result = self.plugin.failed_result(
+                self.run, self.ctx, unit, ErrorKind.INTERNAL, message
+            )
+            call.log.append(
+                Attempt(
+                    item_id=item_id,
+                    unit=call.unit,
+                    attempt=len(call.log) + 1,
+                    ok=False,
+                    request_messages=[],
+                    error_kind=ErrorKind.INTERNAL,
+                    error=message,
+                    traceback="".join(traceback.format_exception(exc)),
+                )
+            )
+        result.attempts = call.log
+        return result
+
+    async def fatal(self, message: str) -> None:
+        if self.stop.is_set():
+            return
+        self.stop.set()
+        await self.redis.set(stop_key(self.run.pk), "failed", ex=KEY_TTL)
+        await self.flush(force=True)
+        await self.db(self.run.mark_failed, f"Stopped: {message}")
+
+    async def over_budget(self) -> None:
+        """A request could cross the run's budget: stop the whole run like a cancel (every
+        chunk at its next check; their work lists go), with the reason on the run."""
+        if self.stop.is_set():
+            return
+        self.stop.set()
+        spent = await self.budget_guard.spent() if self.budget_guard is not None else 0.0
+        pipe = self.redis.pipeline()
+        pipe.set(stop_key(self.run.pk), "budget", ex=KEY_TTL)
+        pipe.delete(todo_key(self.run.pk, self.launch), again_key(self.run.pk, self.launch))
+        await pipe.execute()
+        await self.db(self.run.stop_for_budget, spent)
+
+    # -- committing results ---------------------------------------------------------------
+    async def writer(self) -> None:
+        """Commits results in the background, so no lane waits for the database."""
+        while not self.closing:
+            await asyncio.sleep(WRITER_TICK)
+            await self.flush()
+
+    async def flush(self, force: bool = False) -> None:
+        if not self.buffer and not self.attempt_buffer:
+            return
+        now = time.monotonic()
+        due = (len(self.buffer) >= FLUSH_EVERY and now - self.last_flush >= FLUSH_GAP) or (
+            self.first_buffered is not None and now - self.first_buffered >= FLUSH_AFTER
+        )
+        if not (force or due) or (self.flush_lock.locked() and not force):
+            return
+        async with self.flush_lock:
+            batch, self.buffer = self.buffer, []
+            attempts, self.attempt_buffer = self.attempt_buffer, []
+            self.first_buffered = None
+            if batch or attempts:
+                await self.db(self._write, batch, attempts)
+            if batch:
+                # Committed: no longer ours to hand back should this process die now. (Dying
+                # between the commit and this, a key is handed back and dropped as settled.)
+                await self.redis.srem(self.held, *{r.key for r in batch})
+            self.last_flush = time.monotonic()
+
+    def _write(self, results: list[Result], stray_attempts: list[Attempt]) -> None:
+        write_results(self.run, self.plugin, self.ctx, results, stray_attempts)
+
+    # -- staying in touch -------------------------------------------------------------------
+    async def heartbeat(self) -> None:
+        """Every second: endpoint slot leases, and whether to stop (cancel, failure, a newer
+        launch, or this chunk given up for dead). The chunk's own lease is LeaseKeeper's."""
+        while True:
+            await asyncio.sleep(HEARTBEAT_EVERY)
+            if self.semaphore is not None:
+                await self.semaphore.renew()
+            if self.llm is not None and self.llm.slots is not None:
+                await self.llm.slots.trim()
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.mget(stop_key(self.run.pk), launch_key(self.run.pk))
+            if self.llm is not None and self.llm.rate is not None:
+                pipe.pttl(self.llm.rate.pause_key)
+                pipe.get(self.llm.rate.learned_key)
+            (stop, launch), *rate = await pipe.execute()
+            if rate and self.llm is not None and self.llm.rate is not None:
+                # Read here for endpoints without RPM/TPM limits, whose lanes ask no Redis,
+                # and for the limits another chunk read from the provider's headers.
+                self.llm.rate.note_pause(int(rate[0]))
+                self.llm.rate.read_learned(rate[1])
+            if stop or (launch is not None and int(launch) != self.launch):
+                self.stop.set()
+            if self.lease is not None and self.lease.lost.is_set():
+                self.stop.set()
+
+    async def db_heartbeat(self) -> None:
+        """`Run.heartbeat_at`, apart from the loop above: a slow database must not delay it."""
+        while True:
+            await asyncio.sleep(DB_HEARTBEAT_EVERY)
+            if not await self.db(self._db_heartbeat):
+                self.stop.set()
+
+    def _db_heartbeat(self) -> bool:
+        """Write the heartbeat; False when the run was ended or relaunched meanwhile."""
+        Run.objects.filter(pk=self.run.pk, launch=self.launch).update(heartbeat_at=timezone.now())
+        row = (
+            Run.objects.filter(pk=self.run.pk)
+            .values("status", "launch", "cancel_requested")
+            .first()
+        )
+        return bool(
+            row
+            and row["launch"] == self.launch
+            and row["status"] in Run.ACTIVE_STATUSES
+            and not row["cancel_requested"]
+        )
