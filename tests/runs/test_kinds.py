@@ -6,8 +6,11 @@ import pkgutil
 from collections import deque
 
 from django.conf import settings
+from rq.utils import import_attribute
 
 import apps
+from apps.runs.engine.batch import poll_job, submit_job
+from apps.runs.engine.chunk import chunk_job
 from apps.runs.engine.contract import RunExecutor, RunStarter, is_registered, plugin_of
 from apps.runs.models import Run
 from tests.harness.test_import_graph import Edge, graph
@@ -83,3 +86,11 @@ def test_the_check_would_see_an_engine_module_reach_a_kind():
             "apps.judges.judging",
         ]
     }
+
+
+def test_jobs_queued_before_the_engine_became_a_package_still_run():
+    """RQ stores a job by the dotted path of its function, and bin/run keeps Redis's dump across
+    restarts: jobs an older version queued must find their function after an upgrade."""
+    assert import_attribute("apps.runs.engine.chunk_job") is chunk_job
+    assert import_attribute("apps.runs.batch.submit_job") is submit_job
+    assert import_attribute("apps.runs.batch.poll_job") is poll_job
