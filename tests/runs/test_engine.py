@@ -131,9 +131,11 @@ def test_a_timeout_is_a_failure_with_its_cause_not_a_hang(start, endpoint, llm_s
     endpoint.timeout_seconds = 0.5
     endpoint.max_retries = 1
     endpoint.save()
-    llm_server.configure(script=[{"match": "What is 3 + 3?", "hang": True}], hang_seconds=60)
+    # The server hangs for its default 300 s: a worker that waited it out would miss the 240 s
+    # it is given, which a loaded machine needs anyway to start a worker (60 s was too few).
+    llm_server.configure(script=[{"match": "What is 3 + 3?", "hang": True}])
     run = start()
-    work(timeout=60)
+    work(timeout=240)
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED_WITH_FAILURES and run.failed == 1
     response = Response.objects.get(run=run, status="failed")
