@@ -185,6 +185,12 @@ def plugin_of(kind: str) -> RunPlugin:
     return cast(RunPlugin, import_string(settings.RUN_KINDS[kind]))
 
 
+def load_kinds() -> None:
+    """Import every registered kind's plug-in now (a process about to fork work horses)."""
+    for kind in settings.RUN_KINDS:
+        plugin_of(kind)
+
+
 def plugin_for(run: Run) -> RunPlugin:
     """Both sides of `run`'s kind (the cost estimate renders units to price them)."""
     return plugin_of(run.kind)
