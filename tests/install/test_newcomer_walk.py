@@ -104,7 +104,7 @@ def walk(page: Page, url: str, llm_server: LLMServer) -> None:
     expect(page.locator("#row-count")).to_have_text("3")
     expect(page.locator("#tag-counts")).to_contain_text("space · 1")
     page.click("#item-table a >> text=0")
-    expect(page.locator('[data-field="question"] pre')).to_have_text(
+    expect(page.locator('[data-field="question"] .model-text')).to_have_text(
         "Name the largest planet.\nOne word, please."
     )
 
