@@ -102,7 +102,9 @@ def test_a_429_holds_every_worker_for_its_retry_after(
     each chunk's heartbeat reads it within a second (more on a loaded machine: the pause is 6 s so
     that its second half is clear of any such lateness). 4 in flight at 0.5 s each: without a
     shared pause the other lanes would send 8 requests a second through the 6 s."""
-    dataset = make_qa_dataset(task, 40, name="pause")
+    # 80 items: on a loaded machine lanes may send for ~3 s (~24 requests) before they read the
+    # pause; plenty must still be left to send after it for the last check to mean something.
+    dataset = make_qa_dataset(task, 80, name="pause")
     endpoint.rpm_limit = 6000 if limited else None
     endpoint.save()
     llm_server.configure(
@@ -114,10 +116,10 @@ def test_a_429_holds_every_worker_for_its_retry_after(
     workers()
     workers()
     run = finished(run)
-    assert (run.done, run.failed) == (40, 0)
+    assert (run.done, run.failed) == (80, 0)
     log = arrivals(llm_server)
     refused = [entry for entry in log if entry["status"] == 429]
-    assert len(refused) == 1 and len(log) == 41
+    assert len(refused) == 1 and len(log) == 81
     told = refused[0]["end"]
     # Requests already let through when it was told, and lanes whose heartbeat a loaded
     # machine delays, may still land in the first half of the pause; none in the second half
