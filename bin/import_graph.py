@@ -94,7 +94,10 @@ class Imports(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         # AppConfig.ready() is where Django wants signal receivers imported and connected: the
         # one function body where an import is wiring done right.
-        ready = node.name == "ready" and self.module.endswith(".apps")
+        # A package's __getattr__ (PEP 562) is the lazy alias of a name that moved away.
+        ready = (node.name == "ready" and self.module.endswith(".apps")) or (
+            node.name == "__getattr__" and self.is_package
+        )
         self.depth += 0 if ready else 1
         self.generic_visit(node)
         self.depth -= 0 if ready else 1

@@ -144,3 +144,18 @@ def start(run_id):
     assert graph.problems(cycle) == [
         "import cycle: apps.runs.engine.batch ↔ apps.runs.engine.launch"
     ]
+
+
+def test_a_packages_lazy_alias_may_import_in_its_getattr():
+    source = """
+def __getattr__(name):
+    from apps.runs.engine.chunk import chunk_job
+    return chunk_job
+"""
+    modules = {"apps.runs.engine": ROOT, "apps.runs.engine.chunk": ROOT}
+    visitor = graph.Imports("apps.runs.engine", True, modules)
+    visitor.visit(graph.ast.parse(source))
+    assert visitor.edges == [Edge("apps.runs.engine", "apps.runs.engine.chunk", 3, False)]
+    elsewhere = graph.Imports("apps.runs.engine.launch", False, modules)
+    elsewhere.visit(graph.ast.parse(source))
+    assert [e.local for e in elsewhere.edges] == [True]

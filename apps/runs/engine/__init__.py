@@ -96,7 +96,15 @@ Modules, in the order they build on each other (none names a run kind's module):
     launch        `launch`                             watchdog    the worker thread that reaps
 """
 
-# RQ stores a job as the dotted path of its function, and bin/run keeps Redis's dump across
-# restarts, so jobs enqueued before this package existed (apps.runs.engine was one module) may
-# still be queued under this path: it must stay importable.
-from apps.runs.engine.chunk import chunk_job as chunk_job
+
+def __getattr__(name: str) -> object:
+    """`apps.runs.engine.chunk_job`, the chunk job's path before this package existed. RQ stores
+    a job as the dotted path of its function and bin/run keeps Redis's dump across restarts, so
+    jobs queued before an upgrade may still name it. Lazy (PEP 562): an import here at the top
+    would load the whole engine, Django models included, for any module of the package (the
+    rate limits' two-process test imports limits alone, without Django)."""
+    if name == "chunk_job":
+        from apps.runs.engine.chunk import chunk_job
+
+        return chunk_job
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
