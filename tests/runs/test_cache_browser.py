@@ -21,6 +21,8 @@ def test_the_form_prices_the_run_and_a_cached_rerun_sends_nothing(
     login, live_server, reviewer_user, task, endpoint, template, llm_server, workers, settings
 ):
     settings.PRICE_TABLE = PRICES
+    endpoint.temperature = 0  # deterministic as sent: generation reuses the cache by default
+    endpoint.save()
     workers(EVALSITE_PRICE_TABLE=json.dumps(PRICES))
     dataset = make_qa_dataset(task, 5, name="priced")
     page = login(reviewer_user, f"/runs/new/generation/?dataset={dataset.pk}")
