@@ -103,6 +103,13 @@ def test_cancel_stops_asking_and_resume_finishes_with_costs_and_logs(
     with transaction.atomic():
         assert launch(run, Run.Mode.RESUME) == ITEMS - units
     work(timeout=180, EVALSITE_PRICE_TABLE=PRICES)
+    # The workers started above may hold the last chunk when the burst worker finds the queue
+    # empty: the run ends when they finish it.
+    wait_for(
+        lambda: Run.objects.get(pk=run.pk).status not in Run.ACTIVE_STATUSES,
+        timeout=180,
+        what="the resumed run to end",
+    )
     run.refresh_from_db()
     assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, ITEMS, 0)
     exactly_once(run)
