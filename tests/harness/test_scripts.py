@@ -23,7 +23,11 @@ def test_descendants_reads_whole_command_lines_whatever_the_terminal_width(
     script = Script(["bash", "-c", f"{child}; true"], dict(os.environ))
     try:
         deadline = time.monotonic() + 10
-        while not (found := script.descendants()) and time.monotonic() < deadline:
+        # Until the child itself is there: at first only `bash -c` may have started.
+        while time.monotonic() < deadline:
+            found = script.descendants()
+            if any(args.endswith(marker) for args in found.values()):
+                break
             time.sleep(0.05)
         assert any(args.endswith(marker) for args in found.values()), found
     finally:
