@@ -19,7 +19,14 @@ from django.utils import timezone
 
 from apps.datasets.models import Task
 from apps.judges.models import Judge, JudgeCheck, Score
-from apps.leaderboards.stats import Interval, confusion, percentile_ci, weighted_kappa
+from apps.leaderboards.stats import (
+    Interval,
+    confusion,
+    percentile_ci,
+    scale_bounds,
+    scale_steps,
+    weighted_kappa,
+)
 from apps.runs.models import Run
 
 RESAMPLES = 2000
@@ -93,14 +100,8 @@ class CheckReport:
         return sum(len(check.items) for check in self.checks)
 
 
-def _categories(low: float, high: float, *sides: np.ndarray) -> tuple[list[float], list]:
-    categories = [float(v) for v in range(int(np.floor(low)), int(np.ceil(high)) + 1)]
-    rounded = [np.clip(np.floor(side + 0.5), categories[0], categories[-1]) for side in sides]
-    return categories, rounded
-
-
 def metrics(judged: np.ndarray, people: np.ndarray, low: float, high: float) -> Metrics:
-    categories, (j, p) = _categories(low, high, judged, people)
+    categories, (j, p) = scale_steps(low, high, judged, people)
     matrix = confusion(j, p, categories)
     rng = np.random.default_rng(SEED)
     n = len(judged)
@@ -165,7 +166,7 @@ def report(judge: Judge) -> CheckReport:
         if not found_rows:
             continue
         spec = judge.subject(subject) or {}
-        low, high = float(spec.get("min", 0)), float(spec.get("max", 1))
+        low, high = scale_bounds(spec)
         data = np.array([row[2:] for row in found_rows], dtype=float)
         now, reviewed_values, people = data[:, 0], data[:, 1], data[:, 2]
         difference = np.abs(now - people) - np.abs(reviewed_values - people)
@@ -237,7 +238,7 @@ def history(judge: Judge, this_version: bool = False) -> list[SubjectHistory]:
         if not entries:
             continue
         spec = judge.subject(subject) or {}
-        low, high = float(spec.get("min", 0)), float(spec.get("max", 1))
+        low, high = scale_bounds(spec)
         by_version: dict[str, list[tuple[float, float]]] = {}
         by_week: dict[str, list[tuple[float, float]]] = {}
         for version, when, value, final in entries:
@@ -262,7 +263,7 @@ def _version(entry: tuple[str, list[tuple[float, float]]]) -> int:
 
 def _period(label: str, pairs: list[tuple[float, float]], low: float, high: float) -> Period:
     data = np.array(pairs, dtype=float)
-    _, (judged, people) = _categories(low, high, data[:, 0], data[:, 1])
+    _, (judged, people) = scale_steps(low, high, data[:, 0], data[:, 1])
     return Period(
         label,
         len(pairs),

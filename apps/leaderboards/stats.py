@@ -474,6 +474,29 @@ def paired_p(diff: np.ndarray) -> tuple[float | None, str | None]:
 
 
 # ---- agreement --------------------------------------------------------------------------
+def scale_steps(low: float, high: float, *sides: np.ndarray) -> tuple[list[float], list]:
+    """The integer steps of a subject's scale [low, high], and each side's values rounded
+    (half up) to them: how the judge–human agreement pages compare a judge's value with
+    people's, one definition for both (#28.6)."""
+    categories = [float(v) for v in range(int(np.floor(low)), int(np.ceil(high)) + 1)]
+    rounded = [np.clip(np.floor(side + 0.5), categories[0], categories[-1]) for side in sides]
+    return categories, rounded
+
+
+def same_step(judged: float, human: float, low: float, high: float) -> bool:
+    """Whether two values fall on the same step of the scale, as `scale_steps` rounds them:
+    the one definition of a judge agreeing with people."""
+    first, last = math.floor(low), math.ceil(high)
+    a = min(max(math.floor(judged + 0.5), first), last)
+    b = min(max(math.floor(human + 0.5), first), last)
+    return a == b
+
+
+def scale_bounds(spec: dict) -> tuple[float, float]:
+    """A subject's declared range; 0–1 where it declares none (right/wrong)."""
+    return float(spec.get("min", 0)), float(spec.get("max", 1))
+
+
 def categories_for(
     observed: Iterable[float], low: float | None, high: float | None, limit: int = 21
 ) -> list[float] | None:

@@ -268,6 +268,9 @@ class Review(models.Model):
     value = models.FloatField()
     reason = models.TextField(blank=True)
     seconds = models.FloatField(default=0.0)  # from the item's page opening to the submit
+    # Given in blind mode, before the judge's value was shown: an unanchored human label,
+    # counted with the blind entries on the agreement page.
+    blind = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     MAX_SECONDS = 4 * 3600  # a page left open overnight is not time spent reviewing
@@ -277,7 +280,15 @@ class Review(models.Model):
         constraints = [models.UniqueConstraint(fields=["score", "user"], name="review_once")]
 
     @classmethod
-    def submit(cls, score: Score, user: Any, value: float, reason: str, seconds: float) -> "Review":
+    def submit(
+        cls,
+        score: Score,
+        user: Any,
+        value: float,
+        reason: str,
+        seconds: float,
+        blind: bool = False,
+    ) -> "Review":
         """Record `user`'s review (once: a second submit is refused), then settle the score if
         it has all its reviews."""
         score._check_value(value)
@@ -294,6 +305,7 @@ class Review(models.Model):
                 value=float(value),
                 reason=(reason or "").strip(),
                 seconds=min(max(float(seconds), 0.0), cls.MAX_SECONDS),
+                blind=blind,
             )
             settle(score)
         return review

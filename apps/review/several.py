@@ -35,7 +35,12 @@ def submit_review(request: AppRequest, score_id: int) -> HttpResponse:
         shown_at = form.cleaned_data["shown_at"]
         seconds = time.time() - shown_at if shown_at else 0.0
         Review.submit(
-            score, request.user, form.cleaned_data["value"], form.cleaned_data["reason"], seconds
+            score,
+            request.user,
+            form.cleaned_data["value"],
+            form.cleaned_data["reason"],
+            seconds,
+            blind=queue.blind,
         )
     except ValidationError as error:
         return views.answer(request, score, queue, ok=False, error=error, **typed)

@@ -3,10 +3,13 @@
 import re
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
+from apps.leaderboards import alignment
 from apps.leaderboards.agreement import agreement
-from apps.review.models import BlindEntry
+from apps.leaderboards.stats import same_step
+from apps.review.models import BlindEntry, Review, ReviewPolicy
 from tests import factories as f
 from tests.base import make_user
 
@@ -92,6 +95,7 @@ def test_agreement_page(reviewed, viewer_client):
         "reviewed": 10,
         "confirmed": 4,
         "overridden": 3,
+        "by_reviews": 0,
         "blind_only": 3,
         "judge_failed": 1,
         "unsettled": 1,
@@ -103,7 +107,7 @@ def test_agreement_page(reviewed, viewer_client):
     definitions = html[html.index('id="agreement-definitions"') :]
     for term in counts:
         assert f"<dt>{term.replace('_', ' ')}</dt>" in definitions
-    assert "reviewed = confirmed + overridden + blind only" in definitions
+    assert "reviewed = confirmed + overridden + by reviews + blind only" in definitions
     assert "compared = reviewed − judge failed − unsettled" in definitions
     assert "quadratic" in html
     assert "Confusion matrix" in html
@@ -126,3 +130,82 @@ def test_the_page_shows_both(reviewed, viewer_client):
     assert re.search(r'data-stat="anchored_exact"[^>]*>66\.7%<', html)
     assert re.search(r'data-stat="blind_kappa">0\.36<', html)
     assert "A confirmation always agrees" in html
+
+
+def client_for(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+# ---- one definition of agreement, several reviewers in blind mode (#28.6) -------------------
+@pytest.fixture
+def continuous(db, reviewer_user):
+    """A 1–5 judge that gives values between the steps: 2.4, 3.6, 4.0 on k0..k2, overridden
+    to 2, 4 and 5 by a reviewer."""
+    task = f.make_task("steps")
+    dataset = f.make_items(task, 3)
+    judge = f.make_judge(task, name="steps", subjects=[{"name": "accuracy", "min": 1, "max": 5}])
+    run = f.make_judge_run(dataset, judge, source_column="question")
+    f.add_scores(run, {"k0": {"accuracy": 2.4}, "k1": {"accuracy": 3.6}, "k2": {"accuracy": 4.0}})
+    for key, value in (("k0", 2), ("k1", 4), ("k2", 5)):
+        f.score(run, key, "accuracy").override(value, reviewer_user, "on the scale's steps")
+    return {"task": task, "judge": judge, "run": run}
+
+
+def test_the_agreement_and_alignment_pages_share_one_definition(continuous, viewer_client):
+    # 2.4 and 2 share the step 2, 3.6 and 4 the step 4; 4.0 and 5 differ: 2 of 3. Equality of
+    # raw values (the old agreement page) said 0 of 3 while the alignment page said 2 of 3.
+    [row] = agreement(continuous["task"])
+    assert row.exact == pytest.approx(2 / 3)
+    assert row.anchored_exact == pytest.approx(2 / 3)
+    assert row.mean_abs_diff == pytest.approx((0.4 + 0.4 + 1.0) / 3)
+    [history] = alignment.history(continuous["judge"])
+    [version] = history.by_version
+    assert version.agreement == pytest.approx(row.exact)
+    page = viewer_client.get(reverse("leaderboards:agreement", args=["steps"])).content.decode()
+    assert 'data-stat="exact">66.7%<' in page
+    judge_page = viewer_client.get(
+        reverse("leaderboards:judge-alignment", args=[continuous["judge"].pk])
+    ).content.decode()
+    assert "the same definition as on the task's agreement page" in judge_page
+    assert re.search(r'data-label="v1">.*? 67%</td>', judge_page)
+
+
+def test_same_step_rounds_half_up_and_clips_to_the_scale():
+    assert same_step(2.5, 3, 1, 5) and not same_step(2.49, 3, 1, 5)
+    assert same_step(7, 5, 1, 5) and same_step(0.2, 1, 1, 5)  # outside the scale: its ends
+    assert same_step(0.4, 0, 0, 1) and not same_step(0.5, 0, 0, 1)
+
+
+def test_reviews_given_in_blind_mode_count_as_blind_values(db, reviewer_user):
+    """Two reviewers per item, in blind mode, through the review page's form: their reviews
+    are the unanchored values of the agreement page, and the settled score counts as 'by
+    reviews', not as a confirmation or an override made with the judge in view."""
+    task = f.make_task("pair")
+    dataset = f.make_items(task, 3)
+    judge = f.make_judge(task, name="pair", subjects=[{"name": "accuracy", "min": 1, "max": 3}])
+    run = f.make_judge_run(dataset, judge, source_column="question")
+    f.add_scores(run, {"k0": {"accuracy": 1}, "k1": {"accuracy": 2}, "k2": {"accuracy": 3}})
+    ReviewPolicy.objects.create(task=task, reviews_per_item=2, thresholds={"accuracy": 0})
+    ann, bob = make_user("reviewer", "ann"), make_user("reviewer", "bob")
+    # k0: both 1 (= judge, consensus); k1: both 3 (consensus 3, judge 2); k2: 3 and 2 (open).
+    for key, values in (("k0", (1, 1)), ("k1", (3, 3)), ("k2", (3, 2))):
+        score = f.score(run, key, "accuracy")
+        for user, value in zip((ann, bob), values, strict=True):
+            answer = client_for(user).post(
+                reverse("review:submit", args=[score.pk]),
+                {"value": str(value), "reason": "mine", "shown_at": "0", "blind": "1"},
+            )
+            assert answer.status_code in (200, 302)
+    assert Review.objects.filter(blind=True).count() == 6
+    [row] = agreement(task)
+    assert (row.reviewed, row.by_reviews, row.confirmed, row.overridden) == (3, 3, 0, 0)
+    assert (row.unsettled, row.compared, row.anchored) == (1, 2, 0)
+    assert row.exact == pytest.approx(1 / 2)  # k0 agrees, k1 does not
+    # Six blind values: k0 1 1 (judge 1), k1 3 3 (judge 2), k2 3 2 (judge 3).
+    assert (row.blind_entries, row.blind_compared, row.blind_agreeing) == (6, 6, 3)
+    # A review given with the judge in view is not blind.
+    Review.objects.filter(score__item__key="k2", user=bob).update(blind=False)
+    [row] = agreement(task)
+    assert (row.blind_entries, row.blind_agreeing) == (5, 3)  # bob's 2 on k2 disagreed
