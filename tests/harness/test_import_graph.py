@@ -159,3 +159,84 @@ def __getattr__(name):
     elsewhere = graph.Imports("apps.runs.engine.launch", False, modules)
     elsewhere.visit(graph.ast.parse(source))
     assert [e.local for e in elsewhere.edges] == [True]
+
+
+def test_a_model_named_by_string_is_an_edge_of_the_schema(monkeypatch):
+    monkeypatch.setattr(graph, "MOVING", {})
+    source = """
+class Task(models.Model):
+    default_judge = models.ForeignKey("judges.Judge", on_delete=models.SET_NULL)
+    owner = models.OneToOneField(to="accounts.User", on_delete=models.CASCADE)
+    runs = models.ManyToManyField("runs.Run")
+    parent = models.ForeignKey("self", on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+"""
+    modules = {
+        name: ROOT
+        for name in (
+            "apps.datasets.models",
+            "apps.judges.models",
+            "apps.accounts.models",
+            "apps.runs.models",
+        )
+    }
+    visitor = graph.Imports("apps.datasets.models", False, modules)
+    visitor.visit(graph.ast.parse(source))
+    assert [(e.target, e.line, e.schema) for e in visitor.edges] == [
+        ("apps.judges.models", 3, True),
+        ("apps.accounts.models", 4, True),
+        ("apps.runs.models", 5, True),
+    ]
+    assert graph.problems(visitor.edges[:1]) == [
+        "apps.datasets.models line 3: datasets names apps.judges.models, later in the flow"
+    ]
+
+
+def test_a_migrations_dependencies_and_run_before_are_edges_of_the_schema():
+    source = """
+class Migration(migrations.Migration):
+    dependencies = [
+        ("runs", "0014_x"),
+        ("datasets", "__first__"),
+        migrations.swappable_dependency(settings.AUTH_USER_MODEL),
+    ]
+    run_before = [("datasets", "0013_y")]
+    operations = [
+        migrations.AddField("taskjudging", "judge", models.ForeignKey(to="judges.judge")),
+    ]
+"""
+    modules = {
+        name: ROOT
+        for name in (
+            "apps.judges.migrations.0017_z",
+            "apps.judges.models",
+            "apps.runs.migrations.0014_x",
+            "apps.datasets.migrations",
+            "apps.datasets.migrations.0013_y",
+        )
+    }
+    visitor = graph.Imports("apps.judges.migrations.0017_z", False, modules)
+    visitor.visit(graph.ast.parse(source))
+    assert [(e.target, e.schema) for e in visitor.edges] == [
+        ("apps.runs.migrations.0014_x", True),
+        ("apps.datasets.migrations", True),
+        ("apps.datasets.migrations.0013_y", True),
+        ("apps.judges.models", True),
+    ]
+    upward = Edge("apps.datasets.migrations.0013_y", "apps.judges.migrations.0017_z", 9, False)
+    assert graph.problems([upward]) == [
+        "apps.datasets.migrations.0013_y line 9: datasets imports "
+        "apps.judges.migrations.0017_z, later in the flow"
+    ]
+
+
+def test_an_edge_still_moving_is_printed_and_a_gone_one_must_leave_the_list(monkeypatch):
+    pair = ("apps.runs.models", "apps.judges.models")
+    monkeypatch.setattr(graph, "MOVING", {pair: "moves to judges"})
+    upward = Edge(*pair, 5, False, schema=True)
+    back = Edge("apps.judges.models", "apps.runs.models", 1, False)
+    assert graph.problems([upward, back]) == []  # not against the flow, and no cycle
+    assert graph.gone([upward, back]) == []
+    assert graph.gone([back]) == [
+        "apps.runs.models -> apps.judges.models is gone: take it off MOVING"
+    ]

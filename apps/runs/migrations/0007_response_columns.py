@@ -8,7 +8,6 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('datasets', '0004_item_dataset_no_separate_index'),
-        ('judges', '0010_pairwise'),
         ('runs', '0006_pairwise'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
