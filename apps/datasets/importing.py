@@ -488,11 +488,17 @@ def write_items(dataset: Dataset, items: ItemRows, progress: Progress | None = N
                 progress("writing", start + len(batch), total)
 
 
-def announce_imported(dataset: Dataset) -> None:
-    """Send `dataset_imported`; a receiver that breaks is logged, the import stays."""
-    for receiver, error in dataset_imported.send_robust(sender=Dataset, dataset=dataset):
-        if isinstance(error, Exception):
-            log.error("dataset_imported receiver %s failed on %s: %r", receiver, dataset, error)
+def announce_imported(dataset: Dataset) -> tuple[str, ...]:
+    """Send `dataset_imported`; a receiver that breaks is logged, the import stays. Returns
+    (and keeps on `dataset.announced`) what the receivers say they started."""
+    started: list[str] = []
+    for receiver, answer in dataset_imported.send_robust(sender=Dataset, dataset=dataset):
+        if isinstance(answer, Exception):
+            log.error("dataset_imported receiver %s failed on %s: %r", receiver, dataset, answer)
+        elif answer:
+            started.extend(str(line) for line in answer)
+    dataset.announced = tuple(started)
+    return dataset.announced
 
 
 def fill_dataset(

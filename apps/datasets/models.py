@@ -202,6 +202,11 @@ class DatasetQuerySet(models.QuerySet["Dataset"]):
 class Dataset(models.Model):
     """One uploaded file turned into items. Frozen once a run uses it."""
 
+    # What later apps started when this dataset became ready, one line each ("Generation run
+    # #12 …"), as `dataset_imported`'s receivers answered in this process: not stored, so
+    # the upload that made it can say so (#28.6).
+    announced: tuple[str, ...] = ()
+
     class Status(models.TextChoices):
         IMPORTING = "importing", "Importing"
         READY = "ready", "Ready"

@@ -153,6 +153,8 @@ def _import_staged(
         messages.warning(request, reference_inputs_warning(shown))
     if (same := dataset.unchanged_from()) is not None:
         messages.info(request, f"{dataset} has the same items as {same}: nothing was started.")
+    elif dataset.announced:
+        messages.info(request, f"Started on the new items: {'; '.join(dataset.announced)}.")
     return redirect(dataset)
 
 

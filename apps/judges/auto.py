@@ -31,15 +31,16 @@ def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
         judge_new_response_sets(run=run)
 
 
-def on_dataset_imported(sender: Any, dataset: Dataset, **kwargs: Any) -> None:
+def on_dataset_imported(sender: Any, dataset: Dataset, **kwargs: Any) -> list[str]:
     """`dataset_imported`: ... and each response column of an uploaded dataset, unless the
-    file is an earlier version uploaded again unchanged (its answers were judged there)."""
+    file is an earlier version uploaded again unchanged (its answers were judged there).
+    Names the judge runs started, for the upload's message."""
     try:
         if dataset.unchanged_from() is not None:
-            return
+            return []
     except Exception:
         log.exception("could not compare %s with its earlier versions", dataset)
-    judge_new_response_sets(dataset=dataset)
+    return [str(run) for run in judge_new_response_sets(dataset=dataset)]
 
 
 def judge_new_response_sets(*, dataset: Dataset | None = None, run: Run | None = None) -> list[Run]:

@@ -184,8 +184,9 @@ def test_cli_import_starts_the_models_and_the_board_shows_the_new_dataset(
     capsys.readouterr()
 
     call_command("import_dataset", str(second), *options)
-    assert "1 run started on it." in capsys.readouterr().out
     v2 = task.datasets.get(version=2)
+    started = Run.objects.generation().get(dataset=v2)
+    assert f"Started on it: {started}." in capsys.readouterr().out
     work()
     call_command("leaderboard", task.slug, "--dataset", str(v2.pk), "--values", "judge")
     out = capsys.readouterr().out
@@ -213,3 +214,43 @@ def test_a_published_generated_dataset_is_new_data(task, endpoint, template):
     published = publish(draft)
     [run] = Run.objects.filter(dataset=published).generation()
     assert (run.label, run.total, run.status) == ("model-a", 2, "queued")
+
+
+def test_the_upload_message_names_the_runs_it_started(task, endpoint, other_endpoint, template):
+    """#28.6: runs started by a new dataset version were not mentioned in the upload message."""
+    from django.contrib.messages import get_messages
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.test import Client
+    from django.urls import reverse
+
+    from tests.base import make_user
+
+    task.evaluate_new_data = True
+    task.save()
+    old = make_qa_dataset(task, 2, name="old")
+    finished(old, endpoint, template, "model-a")
+    finished(old, other_endpoint, template, "model-b")
+    client = Client()
+    client.force_login(make_user("admin", "uploader"))
+    response = client.post(
+        reverse("datasets:dataset-upload", args=[task.slug]),
+        {"file": SimpleUploadedFile("sums.csv", SECOND.encode())},
+    )
+    assert response.status_code == 302
+    response = client.post(
+        response["Location"],
+        {
+            "name": "sums",
+            "format": "csv",
+            "id_column": "id",
+            "input_columns": "question",
+            "reference_column": "answer",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    dataset = task.datasets.get(name="sums")
+    started = sorted(Run.objects.generation().filter(dataset=dataset), key=lambda r: r.pk)
+    assert [run.label for run in started] == ["model-a", "model-b"]
+    said = [str(m) for m in get_messages(response.wsgi_request)]
+    assert f"Started on the new items: {started[0]}; {started[1]}." in said, said
+    assert f"Imported 3 items into {dataset}." in said

@@ -59,6 +59,8 @@ def test_new_version_runs_every_model_and_shows_on_the_board(
     v2 = task.datasets.get(version=2)
     generation = Run.objects.generation().get(dataset=v2)
     assert generation.label == "echo-model"
+    # The upload's message names the run it started (#28.6).
+    expect(page.locator(".msg-info")).to_contain_text(f"Started on the new items: {generation}.")
     wait_for(
         lambda: Run.objects.judging().filter(source_run=generation, status="completed").exists(),
         timeout=90,

@@ -51,9 +51,10 @@ def models_of(task_id: int) -> list[Model]:
     return [Model(endpoint, template, run) for (endpoint, template), run in latest.items()]
 
 
-def on_dataset_imported(sender: Any, dataset: Dataset, **kwargs: Any) -> None:
-    """`dataset_imported`: start the task's models on the new data if the task asks for it."""
-    evaluate_new_data(dataset)
+def on_dataset_imported(sender: Any, dataset: Dataset, **kwargs: Any) -> list[str]:
+    """`dataset_imported`: start the task's models on the new data if the task asks for it;
+    names the runs started, for the upload's message."""
+    return [str(run) for run in evaluate_new_data(dataset)]
 
 
 def evaluate_new_data(dataset: Dataset) -> list[Run]:

@@ -131,6 +131,6 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING(reference_inputs_warning(shown)))
         if (same := dataset.unchanged_from()) is not None:
             self.stdout.write(f"It has the same items as {same}: nothing was started.")
-        elif started := dataset.runs.count():
+        elif dataset.announced:
             # Later apps react to the import (the default judge, "evaluate every model").
-            self.stdout.write(f"{started} run{'s' * (started != 1)} started on it.")
+            self.stdout.write(f"Started on it: {'; '.join(dataset.announced)}.")
