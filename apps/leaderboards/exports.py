@@ -171,6 +171,12 @@ def _rounded(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
+def _significant(value: float | None, digits: int = 6) -> float | None:
+    """A p-value to `digits` significant digits: rounding to decimals wrote 0.0 for a p the
+    page shows as "< 0.001" (2e-9 from a sign test over 30 items)."""
+    return None if value is None else float(f"{value:.{digits}g}")
+
+
 def subject_reason(reason: str, subject: str, subjects: list[str]) -> str:
     """The part of a reply's reason about one subject.
 
@@ -686,9 +692,9 @@ def pairs_csv(board: Board, table: Pairs) -> Iterable[str]:
                 _rounded(pair.mean_diff, BOARD_DIGITS),
                 _rounded(pair.ci.low if pair.ci else None, BOARD_DIGITS),
                 _rounded(pair.ci.high if pair.ci else None, BOARD_DIGITS),
-                _rounded(pair.p, 6),
+                _significant(pair.p),
                 pair.test_label,
-                _rounded(pair.p_adjusted, 6),
+                _significant(pair.p_adjusted),
                 table.correction,
                 cell(pair.better.label) if pair.better else "",
             ]

@@ -102,6 +102,11 @@ def test_pairs_csv_from_the_cli_and_the_web(three_models, viewer_client, capsys)
     low = next(r for r in rows if r["model_b"] == "low" and r["model_a"] == "top")
     assert low["significantly_better"] == "top" and float(low["mean_diff"]) == 75.0
     assert float(low["p_adjusted"]) >= float(low["p"])
+    # Tiny p-values keep their digits (#28.6: they were written 0.0 beside "< 0.001").
+    by_names = {(p.a.label, p.b.label): p for p in pairs.build(boards.build(task, Params())).pairs}
+    exact = by_names[("top", "low")]
+    assert 0 < exact.p < 1e-6 and float(low["p"]) == pytest.approx(exact.p, rel=1e-5)
+    assert float(low["p_adjusted"]) == pytest.approx(exact.p_adjusted, rel=1e-5)
     call_command("leaderboard", task.slug, "--pairs", "--correction", "bh", "--format", "csv")
     assert "bh" in capsys.readouterr().out
     board_rows = list(

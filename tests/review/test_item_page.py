@@ -8,6 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.judges.models import Score
+from apps.runs.models import AttemptLog
 from apps.review.models import BlindEntry, ReviewLock
 from tests.base import make_user
 from tests.factories import (
@@ -116,6 +117,25 @@ def test_failed_item_shows_its_attempt_log(reviewer, db):
     html = page(reviewer, run, item)
     assert "Judge failed" in html and "not json at all" in html and "Rate q0" in html
     assert "Reply was not JSON" in html
+
+
+def test_an_attempts_traceback_is_for_admins_only_and_folded(db):
+    """#28.6: every role saw the worker's Python traceback (server paths) on the review page;
+    the one-line cause is for everyone."""
+    run, _ = scenario(0)
+    item = make_item(run.dataset, 0)
+    fail_item(run, item)
+    AttemptLog.objects.filter(run=run, item=item).update(
+        traceback='Traceback (most recent call last):\n  File "/srv/evalsite/SECRET-PATH.py"'
+    )
+    for role in ("viewer", "reviewer"):
+        html = page(client_for(role), run, item)
+        assert "Reply was not JSON" in html and "SECRET-PATH" not in html, role
+    html = page(client_for("admin"), run, item)
+    folded = re.search(
+        r'<details class="traceback"><summary>Traceback[^<]*</summary><pre>([^<]*)', html
+    )
+    assert folded and "SECRET-PATH" in folded.group(1)
 
 
 # ---- saving over HTMX and without JS ------------------------------------------------------
