@@ -8,8 +8,8 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.judges.models import Score
-from apps.runs.models import AttemptLog
 from apps.review.models import BlindEntry, ReviewLock
+from apps.runs.models import AttemptLog
 from tests.base import make_user
 from tests.factories import (
     fail_item,
