@@ -284,7 +284,7 @@ def endpoint_list(request: AppRequest) -> HttpResponse:
     endpoints = list(Endpoint.objects.all())
     told: dict[int, tuple[int | None, int | None]] = {}
     with contextlib.suppress(RedisError, OSError):  # the page lists endpoints without Redis
-        told = provider_limits([e.pk for e in endpoints])
+        told = provider_limits(endpoints)
     rows = [(e, *told.get(e.pk, (None, None))) for e in endpoints]
     return render(request, "runs/endpoint_list.html", {"rows": rows})
 

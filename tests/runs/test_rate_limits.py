@@ -13,6 +13,7 @@ from django.urls import reverse
 from apps.runs.engine.limits import (
     COMPLETION_TOKENS_GUESS,
     RateLimiter,
+    account_scope,
     async_redis,
     completion_budget,
     learned_key,
@@ -224,7 +225,7 @@ def test_headers_saying_the_budget_is_spent_pause_everyone(endpoint, llm_server)
             llm = LLM(endpoint, slots=None, rate=rate, stop=stop)
             await llm.chat([{"role": "user", "content": f"q{i}"}], log=[], item_id=1)
             await llm.close()
-        other_worker = RateLimiter(client, endpoint.pk, 6000, 10)
+        other_worker = RateLimiter(client, account_scope(endpoint), 6000, 10)
         wait = await other_worker.try_spend()
         await client.aclose()
         return wait, rate.paused_until
@@ -276,13 +277,54 @@ def test_limits_the_provider_states_pace_every_worker(endpoint, llm_server):
 
 
 @pytest.mark.django_db
+def test_limits_are_kept_per_account_of_base_url_model_and_key(endpoint, redis_conn):
+    """Endpoints count against one account when they share the base URL (its host's case and a
+    trailing slash aside), the model and the key, whatever else they send; the scope is a
+    hash that holds no part of the key."""
+    from apps.runs.engine.limits import provider_limits
+    from apps.runs.models import Endpoint
+
+    def other(name: str, **changes) -> Endpoint:
+        fields = {
+            "base_url": endpoint.base_url,
+            "model": endpoint.model,
+            "api_key_secret": endpoint.api_key_secret,
+            **changes,
+        }
+        return Endpoint.objects.create(name=name, **fields)
+
+    host = endpoint.base_url.split("//", 1)[1].split("/", 1)[0]
+    same = other("same", base_url=endpoint.base_url.replace(host, host.upper()) + "/", seed=1)
+    scope = account_scope(endpoint)
+    assert scope.startswith("account:") and len(scope) == len("account:") + 32
+    assert account_scope(same) == scope
+    assert endpoint.api_key_secret not in scope
+    others = [
+        other("key", api_key_secret="sk-another-key"),
+        other("model", model="other-model"),
+        other("url", base_url=endpoint.base_url + "/other"),
+    ]
+    assert all(account_scope(each) != scope for each in others)
+    # The environment's key counts when none is stored, like the one sent.
+    env_key = other("env", api_key_secret="", api_key_env="EVALSITE_TEST_KEY")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALSITE_TEST_KEY", endpoint.api_key_secret)
+        assert account_scope(env_key) == scope
+    redis_conn.set(learned_key(scope), "120 0")
+    told = provider_limits([endpoint, same, *others])
+    assert [told[each.pk] for each in (endpoint, same, *others)] == [(120, None)] * 2 + [
+        (None, None)
+    ] * 3
+
+
+@pytest.mark.django_db
 def test_the_endpoint_list_shows_the_limits_the_provider_states(admin_client, endpoint, redis_conn):
     redis = redis_conn
     endpoint.rpm_limit = 500
     endpoint.save()
     page = admin_client.get(reverse("runs:endpoint-list")).content.decode()
     assert "provider:" not in page
-    redis.set(learned_key(endpoint.pk), "120 60000")
+    redis.set(learned_key(account_scope(endpoint)), "120 60000")
     page = admin_client.get(reverse("runs:endpoint-list")).content.decode()
     assert "provider: 120" in page and "provider: 60000" in page and ">500<" in page
 
@@ -297,7 +339,7 @@ def test_a_chunk_paced_by_the_providers_limits_gets_the_time_for_it(endpoint, re
     endpoint.timeout_seconds, endpoint.max_retries = 10, 1
     run = Run(endpoint=endpoint, chunk_size=10)
     assert chunk_timeout(run, lanes=10, units=1000) == 600
-    redis_conn.set(learned_key(endpoint.pk), "6 0")
+    redis_conn.set(learned_key(account_scope(endpoint)), "6 0")
     assert chunk_timeout(run, lanes=10, units=1000) == 1000 * 10 * 1.5 + 120
 
 

@@ -4,9 +4,10 @@ them; a 429's Retry-After holds every worker."""
 
 import pytest
 
-from apps.runs.models import Run
+from apps.runs.models import Endpoint, Run
 from tests.base import wait_for
 from tests.factories import make_qa_dataset
+from tests.runs.conftest import SECRET
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -92,6 +93,43 @@ def test_two_workers_keep_to_the_limits_the_provider_states_in_its_headers(
     paced = times[10:]
     assert all(paced[i + 8] - paced[i] >= 7 * interval - 0.5 for i in range(len(paced) - 8))
     assert paced[-1] - paced[0] >= (len(paced) - 3) * interval - 0.5
+
+
+def test_a_second_endpoint_on_the_same_account_is_paced_from_its_first_request(
+    start, task, endpoint, llm_server, workers, redis_conn
+):
+    """Two endpoints with one base URL, key and model (one sends temperature 0): the provider
+    counts them as one account. A short run on the first learns its 120 a minute from the
+    headers; the second endpoint, with retries off, is paced from its very first request (before
+    it has a reply of its own), where each worker's first wave of 4 and a burst of 2 went out at
+    once when learned limits were kept per endpoint. The key is in no Redis key or value."""
+    llm_server.configure(rpm=120, latency=0.2)
+    first = start(dataset=make_qa_dataset(task, 4, name="learn"), chunk_size=4)
+    workers()
+    workers()
+    finished(first)
+    llm_server.reset(stats_only=True)
+    second = Endpoint.objects.create(
+        name="same-account",
+        base_url=llm_server.base_url.rstrip("/") + "/",
+        model=endpoint.model,
+        temperature=0,
+        concurrency_limit=4,
+        timeout_seconds=5,
+        max_retries=0,
+        api_key_secret=SECRET,
+    )
+    run = finished(start(dataset=make_qa_dataset(task, 30, name="paced"), endpoint=second))
+    assert (run.done, run.failed) == (30, 0)
+    stats = llm_server.stats()
+    assert stats["by_status"] == {"200": 30} and stats["rate_limited"] == 0
+    times = [entry["time"] for entry in arrivals(llm_server)]
+    interval = 60 / 119
+    # From the first request on: any nine in a row span at least seven intervals.
+    assert all(times[i + 8] - times[i] >= 7 * interval - 0.5 for i in range(len(times) - 8))
+    assert times[-1] - times[0] >= 27 * interval - 0.5
+    stored = [(key, redis_conn.dump(key) or b"") for key in redis_conn.scan_iter()]
+    assert stored and not any(SECRET.encode() in key + value for key, value in stored)
 
 
 @pytest.mark.parametrize("limited", [True, False], ids=["with-rpm", "no-limits"])

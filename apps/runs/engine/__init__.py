@@ -80,8 +80,9 @@ error such as a refused key, with a plain message). Redis keys: evalsite:run:<id
 (the work list), …:jobs (registered chunks scored by lease expiry), …:held:<job id> (a chunk's
 uncommitted keys), …:again (keys handed back from dead chunks), …:seq (the last chunk number),
 evalsite:runs:live (the launches the watchdog watches), evalsite:run:<id>:launch and :stop (read
-by every chunk's heartbeat), evalsite:endpoint:<id>:inflight, :rate, :tokens and :pause
-(apps.runs.engine.limits; the heartbeat reads :pause too).
+by every chunk's heartbeat), evalsite:endpoint:<id>:inflight, and per provider account (base URL,
+model and key, hashed) evalsite:account:<hash>:rate, :tokens, :pause and :provider-limits
+(apps.runs.engine.limits; the heartbeat reads :pause and :provider-limits too).
 
 Modules, in the order they build on each other (none names a run kind's module):
     tuning        constants with their reasons        limits      endpoint slots and RPM/TPM pace

@@ -86,9 +86,7 @@ def chunk_timeout(run: Run, lanes: int, units: int = 0) -> int:
         per_unit = (endpoint.timeout_seconds + 5) * (retries + 1) + 30.0 * retries
         tokens = (endpoint.max_tokens or COMPLETION_TOKENS_GUESS) + RATE_PROMPT_TOKENS_GUESS
         # Limits the provider stated pace the chunk like the endpoint's own.
-        told_rpm, told_tpm = (
-            provider_limits([endpoint.pk])[endpoint.pk] if endpoint.pk else (None, None)
-        )
+        told_rpm, told_tpm = provider_limits([endpoint])[endpoint.pk]
         rpm = lower_limit(endpoint.rpm_limit, told_rpm)
         tpm = lower_limit(endpoint.tpm_limit, told_tpm)
         paced = units * max(60.0 / rpm if rpm else 0.0, 60.0 * tokens / tpm if tpm else 0.0)

@@ -17,6 +17,14 @@
   `x-ratelimit-limit-*` headers are kept to like the endpoint's own (`learn`: the lower of
   the two wins), shared through Redis so every worker paces to them.
 
+A provider counts its limits per account, not per endpoint saved here: two endpoints with the
+same base URL, key and model (another temperature, say) spend one budget. So the budgets, the
+pause and the learned limits are kept per account (`account_scope`: a hash of the base URL,
+the model and the key, never the key itself), and a second endpoint on the same account is
+paced from its first request. The model is part of it because providers (OpenAI among them)
+state different limits per model on one key: two models kept as one account would make their
+learned limits overwrite each other. Only the concurrency limit stays the endpoint's own.
+
 Tokens are estimated before sending (`request_tokens`) the way OpenAI's own limiter does: it
 does not tokenize either, it guesses from the characters and adds max_tokens, reserved at
 request time whatever the reply uses. Our guess, without tiktoken (its encodings would be
@@ -32,6 +40,7 @@ budget is reserved a third too high until each reply settles it.
 
 import asyncio
 import contextlib
+import hashlib
 import math
 import random
 import re
@@ -39,6 +48,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
@@ -329,10 +339,33 @@ def spent_for(headers: Mapping[str, str], tokens: int) -> float:
     return wait
 
 
+# ---- whose budget -----------------------------------------------------------------------------
+# What the OpenAI SDK sends to when an endpoint names no base URL (nor $OPENAI_BASE_URL).
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def account_scope(endpoint: Any) -> str:
+    """The provider account an endpoint's requests count against, as a Redis key part:
+    "account:" and a SHA-256 of its base URL (scheme and host in lower case, no trailing
+    slash), its model and its API key. The key is only ever an input of the hash, which
+    nothing stores: Redis, pages and logs see 32 hex digits."""
+    parts = urlsplit((endpoint.effective_base_url() or DEFAULT_BASE_URL).strip())
+    base = urlunsplit(
+        (parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, "")
+    )
+    seen = "\n".join(("evalsite provider account", base, endpoint.model, endpoint.api_key()))
+    return "account:" + hashlib.sha256(seen.encode()).hexdigest()[:32]
+
+
+def _scope(scope: int | str) -> str:
+    """An account scope as is; a bare endpoint id (tests, tools) is a scope of its own."""
+    return scope if isinstance(scope, str) else f"endpoint:{scope}"
+
+
 # ---- the shared budgets ---------------------------------------------------------------------
 class RateLimiter:
-    """Requests and tokens per minute for one endpoint, across every worker (GCRAs in Redis),
-    and the endpoint's shared pause.
+    """Requests and tokens per minute for one provider account (`scope`: see
+    `account_scope`), across every worker and endpoint (GCRAs in Redis), and its shared pause.
 
     Without an RPM or TPM limit no Redis call is made per request: the pause is then read by
     the chunk's heartbeat (`note_pause`) and obeyed from memory, a second late at most.
@@ -341,7 +374,7 @@ class RateLimiter:
     def __init__(
         self,
         client: Any,
-        endpoint_id: int,
+        scope: int | str,
         rpm: int | None = None,
         burst: int | None = None,
         *,
@@ -349,9 +382,10 @@ class RateLimiter:
         token_burst: int | None = None,
     ) -> None:
         self.client = client
-        self.key = f"{KEY_PREFIX}:endpoint:{endpoint_id}:rate"
-        self.tokens_key = f"{KEY_PREFIX}:endpoint:{endpoint_id}:tokens"
-        self.pause_key = pause_key(endpoint_id)
+        scope = _scope(scope)
+        self.key = f"{KEY_PREFIX}:{scope}:rate"
+        self.tokens_key = f"{KEY_PREFIX}:{scope}:tokens"
+        self.pause_key = pause_key(scope)
         self.interval_us = int(60_000_000 / rpm) if rpm else 0
         self.burst = max(1, burst if burst is not None else 1)
         self.token_us = 60_000_000 / tpm if tpm else 0.0
@@ -362,7 +396,7 @@ class RateLimiter:
         self.stated: tuple[int | None, int | None] = (rpm, tpm)
         self.concurrency = 1
         self.learned: tuple[int | None, int | None] = (None, None)
-        self.learned_key = learned_key(endpoint_id)
+        self.learned_key = learned_key(scope)
         self._published = 0.0  # time.monotonic() the learned limits were last written
         # One lane per chunk asks Redis at a time; the others queue here in order, so a
         # hundred waiting lanes do not all poll when a turn comes.
@@ -377,7 +411,7 @@ class RateLimiter:
         limit: a GCRA lets `burst` through at once on top of its rate, so the rate gives the
         burst back (600 RPM with a burst of 10 spaces requests for 591 a minute), and a
         sliding-window provider, the strictest kind, never answers 429."""
-        limiter = cls(client, endpoint.pk)
+        limiter = cls(client, account_scope(endpoint))
         limiter.stated = (endpoint.rpm_limit, endpoint.tpm_limit)
         limiter.concurrency = endpoint.concurrency_limit
         limiter._hold(*limiter.stated)
@@ -508,12 +542,12 @@ class RateLimiter:
             self.paused_until = max(self.paused_until, time.monotonic() + ms / 1000)
 
 
-def pause_key(endpoint_id: int) -> str:
-    return f"{KEY_PREFIX}:endpoint:{endpoint_id}:pause"
+def pause_key(scope: int | str) -> str:
+    return f"{KEY_PREFIX}:{_scope(scope)}:pause"
 
 
-def learned_key(endpoint_id: int) -> str:
-    return f"{KEY_PREFIX}:endpoint:{endpoint_id}:provider-limits"
+def learned_key(scope: int | str) -> str:
+    return f"{KEY_PREFIX}:{_scope(scope)}:provider-limits"
 
 
 def lower_limit(a: int | None, b: int | None) -> int | None:
@@ -521,18 +555,18 @@ def lower_limit(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
 
 
-def provider_limits(endpoint_ids: list[int]) -> dict[int, tuple[int | None, int | None]]:
-    """The limits each endpoint's provider last stated (RPM, TPM), read synchronously (one
-    MGET on the queue's Redis) for the pages and launches; (None, None) when none were seen
-    lately."""
-    if not endpoint_ids:
+def provider_limits(endpoints: list[Any]) -> dict[int, tuple[int | None, int | None]]:
+    """The limits each endpoint's provider account last stated (RPM, TPM) by endpoint id, read
+    synchronously (one MGET on the queue's Redis) for the pages and launches; (None, None)
+    when none were seen lately."""
+    if not endpoints:
         return {}
     import django_rq  # the sync client the queue uses; its import needs settings ready
 
     client = django_rq.get_connection("default")
-    values = client.mget([learned_key(pk) for pk in endpoint_ids])
+    values = client.mget([learned_key(account_scope(e)) for e in endpoints])
     found: dict[int, tuple[int | None, int | None]] = {}
-    for pk, value in zip(endpoint_ids, values, strict=True):
+    for pk, value in zip((e.pk for e in endpoints), values, strict=True):
         found[pk] = (None, None)
         if value is None:
             continue
