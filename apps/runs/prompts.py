@@ -17,7 +17,6 @@ Few-shot draws are deterministic per (template name and seed, item): `random.Ran
 with a string (hashed with SHA-512, so the same in every process), and never the item itself.
 """
 
-import json
 import random
 import re
 from collections.abc import Iterator, Sequence
@@ -29,6 +28,7 @@ from django.template.base import Template
 from django.template.engine import Engine
 
 from apps.datasets.models import Dataset, Item
+from apps.datasets.values import as_text
 
 # ---- the sandbox -----------------------------------------------------------------------------
 register = Library()
@@ -113,7 +113,7 @@ class DataMap:
         return len(self._data)
 
     def __str__(self) -> str:
-        return json.dumps(self._data, ensure_ascii=False)
+        return as_text(self._data)
 
 
 class DataList:
@@ -138,7 +138,9 @@ class DataList:
         return len(self._data)
 
     def __str__(self) -> str:
-        return ", ".join(str(plain(value)) for value in self._data)
+        # JSON, as judge prompts and pages show a list field (`as_text`): comma-joining lost
+        # the brackets and merged items that contain commas (#28.6).
+        return as_text(list(self._data))
 
 
 def plain(value: Any) -> Any:

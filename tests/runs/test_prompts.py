@@ -30,6 +30,17 @@ def test_fields_render_by_name_through_item_and_nested():
     ]
 
 
+def test_list_and_object_fields_read_as_json_as_on_pages_and_in_judge_prompts():
+    """#28.6: a list field was comma-joined without brackets in generation prompts, JSON in
+    judge prompts and on pages; one rendering (`as_text`) everywhere now."""
+    from apps.datasets.values import as_text
+
+    fields = {"choices": ["Paris, France", "Lyon"], "meta": {"lang": "日本語"}}
+    [message] = render("{{ choices }} | {{ meta }}", it=item(**fields))
+    assert message["content"] == '["Paris, France", "Lyon"] | {"lang": "日本語"}'
+    assert message["content"] == f"{as_text(fields['choices'])} | {as_text(fields['meta'])}"
+
+
 def test_no_html_escaping_in_prompts():
     assert render("{{ question }}", it=item(question="<b>&'\"</b>"))[0]["content"] == "<b>&'\"</b>"
 
