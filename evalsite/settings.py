@@ -279,6 +279,8 @@ RQ_QUEUES = {
     "default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": env_int("RQ_DEFAULT_TIMEOUT", 3600)},
 }
 RQ_SHOW_ADMIN_LINK = True
+# Every `manage.py rqworker` rides out a Redis outage instead of exiting (evalsite/worker.py).
+RQ = {"WORKER_CLASS": "evalsite.worker.Worker"}
 
 # The registry of run kinds: Run.Kind value -> dotted path of its plug-in (apps.runs.engine's
 # RunPlugin). The one list of kinds: the engine looks a run's kind up here and names no kind's

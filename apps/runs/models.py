@@ -813,7 +813,9 @@ class Run(models.Model):
             error="",
             started_at=None,
             finished_at=None,
-            heartbeat_at=None,
+            # The launch is its first sign of life: the recovery (apps.runs.engine.recovery)
+            # leaves a launch alone until it has been quiet for a while.
+            heartbeat_at=timezone.now(),
             interrupted_at=None,
         )
         self.refresh_from_db()

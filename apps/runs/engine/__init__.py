@@ -40,6 +40,15 @@ A dead chunk (its work horse or whole worker SIGKILLed, its machine gone)
     run is marked interrupted, shown as stalled, and resume finishes it. With no worker left
     at all, the run shows as stalled after `Run.STALL_AFTER` and resume finishes it too.
 
+Redis going away (killed, restarted, unreachable)
+    is not the run's failure. A chunk that meets it stops, commits the answers it has and
+    leaves its units registered (`chunk.REDIS_DOWN`); workers wait for Redis and carry on
+    (evalsite/worker.py). If Redis kept its state the reaper hands those units on as from any
+    dead chunk. If it restarted empty (or the launch's jobs never reached it), the database
+    still says the run is going: a recovery job the watchdog enqueues (apps.runs.engine.recovery)
+    finds such runs once quiet for a while and opens the same launch again with the units
+    that have no result yet. Either way the run finishes by itself, each result written once.
+
 A kind's plug-in (`RunPlugin`) has two sides. `RunExecutor`, what executes its runs (the
 engine and batch mode call only these):
     kind: str                                           Run.Kind value it serves
@@ -95,6 +104,7 @@ Modules, in the order they build on each other (none names a run kind's module):
     lifecycle     cancel, fail, finalize               chunk       the chunk job (`ChunkRunner`)
     batch         batch mode (the Batch API)           reaper      dead chunks' units handed back
     launch        `launch`                             watchdog    the worker thread that reaps
+    recovery      runs the database says are going and Redis does not know, put back
 """
 
 

@@ -5,6 +5,7 @@ the endpoint's shared limits, commit their results in the background, and keep i
 import asyncio
 import contextlib
 import functools
+import logging
 import math
 import threading
 import time
@@ -15,6 +16,8 @@ from typing import Any
 
 from django.db import close_old_connections, connection
 from django.utils import timezone
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from apps.runs.engine import cache
 from apps.runs.engine.budget import RunBudget
@@ -32,6 +35,7 @@ from apps.runs.engine.llm import LLM, Attempt, run_async
 from apps.runs.engine.redis_keys import (
     JOIN,
     LEAVE,
+    LIVE_KEY,
     RENEW,
     TAKE,
     again_key,
@@ -39,6 +43,7 @@ from apps.runs.engine.redis_keys import (
     job_id,
     jobs_key,
     launch_key,
+    live_field,
     redis_connection,
     stop_key,
     todo_key,
@@ -68,6 +73,14 @@ from apps.runs.engine.tuning import (
 from apps.runs.engine.writer import write_results
 from apps.runs.models import ErrorKind, Run
 
+logger = logging.getLogger(__name__)
+
+# Redis is gone (killed, restarting, loading its dump, the network): not the run's fault. A chunk
+# that meets one of these stops, commits what it has answered and leaves its units where the
+# watchdog finds them (apps.runs.engine.reaper, apps.runs.engine.recovery); the run goes on
+# once Redis is back. (BusyLoadingError, Redis reading its dump, is a ConnectionError.)
+REDIS_DOWN = (RedisConnectionError, RedisTimeoutError)
+
 
 # ---- the chunk job ------------------------------------------------------------------------------
 def chunk_timeout(run: Run, lanes: int, units: int = 0) -> int:
@@ -96,11 +109,15 @@ def chunk_timeout(run: Run, lanes: int, units: int = 0) -> int:
 
 
 def chunk_job(run_id: int, launch: int, n: int) -> str:
-    """The RQ job of one chunk. If the job itself crashes (a bug, the database or Redis gone,
-    RQ's time limit), the run is marked failed with the traceback and every other chunk of it
-    stops; RQ still records the job as failed."""
+    """The RQ job of one chunk. If the job itself crashes (a bug, the database gone, RQ's time
+    limit), the run is marked failed with the traceback and every other chunk of it stops; RQ
+    still records the job as failed. Redis going away is not a crash of the run: the chunk
+    stops and its units are handed on once Redis is back (see `REDIS_DOWN`)."""
     try:
         return run_chunk(run_id, launch, n)
+    except REDIS_DOWN:
+        logger.warning("run %s launch %s: chunk %s stopped: Redis went away", run_id, launch, n)
+        raise
     except BaseException:
         fail(run_id, traceback.format_exc())
         raise
@@ -118,6 +135,8 @@ def run_chunk(run_id: int, launch: int, n: int) -> str:
         args=[me, JOB_LEASE_SECONDS * 1000, KEY_TTL],
     )
     lease = LeaseKeeper(run_id, launch, me)
+    processed = 0
+    redis_lost = False
     try:
         plugin = executor_for(run)
         lanes = max(1, plugin.lanes(run))
@@ -128,6 +147,9 @@ def run_chunk(run_id: int, launch: int, n: int) -> str:
         # Our own thread does the ORM work: the event loop thread must not touch the DB.
         connection.close()
         processed = run_async(runner.execute())
+        redis_lost = runner.redis_lost
+    except REDIS_DOWN:
+        redis_lost = True
     except BaseException:
         # Fail the run before leaving, so the last one out does not call it complete.
         fail(run_id, traceback.format_exc())
@@ -135,18 +157,43 @@ def run_chunk(run_id: int, launch: int, n: int) -> str:
     finally:
         lease.stop()
         close_old_connections()
-        remaining, todo = conn.register_script(LEAVE)(
+        # Without Redis the chunk stays registered with its held units: the watchdog hands
+        # them on (reaper), or rebuilds the launch from the database if Redis lost it too.
+        if not redis_lost:
+            redis_lost = not _leave(conn, run_id, launch, me)
+    if redis_lost:
+        logger.warning(
+            "run %s launch %s: chunk %s stopped after %s units: Redis went away; the watchdog "
+            "hands its units on once Redis is back",
+            run_id,
+            launch,
+            me,
+            processed,
+        )
+        return f"{processed} units, then Redis went away"
+    return f"{processed} units"
+
+
+def _leave(conn: Any, run_id: int, launch: int, me: str) -> bool:
+    """Deregister the chunk; the last one out settles the run. False when Redis is gone."""
+    try:
+        remaining, todo, known = conn.register_script(LEAVE)(
             keys=[
                 jobs_key(run_id, launch),
                 todo_key(run_id, launch),
                 again_key(run_id, launch),
                 held_key(run_id, launch, me),
+                LIVE_KEY,
             ],
-            args=[me],
+            args=[me, live_field(run_id, launch)],
         )
-        if int(remaining) == 0 and int(todo) == 0:
-            finalize(run_id, launch)
-    return f"{processed} units"
+    except REDIS_DOWN:
+        return False
+    # A launch Redis no longer knows (it restarted empty meanwhile) is not over: its pending
+    # units are rebuilt from the database by the watchdog's recovery, which settles it.
+    if int(remaining) == 0 and int(todo) == 0 and int(known):
+        finalize(run_id, launch)
+    return True
 
 
 class LeaseKeeper:
@@ -194,6 +241,7 @@ class ChunkRunner:
         self.attempt_buffer: list[Attempt] = []
         self.processed = 0
         self.closing = False
+        self.redis_lost = False
         self.lease: LeaseKeeper | None = None
         self.held = held_key(run.pk, run.launch, me)
 
@@ -254,6 +302,9 @@ class ChunkRunner:
             lanes = [asyncio.create_task(self.lane()) for _ in range(self.lanes)]
             try:
                 await self._wait_lanes(lanes, helpers, watched=[writer])
+            except REDIS_DOWN:
+                # What was answered is still committed below; the rest stays pending.
+                self.lose_redis()
             finally:
                 # The writer is never cut mid-commit: it finishes its batch, then we flush.
                 self.closing = True
@@ -384,6 +435,11 @@ class ChunkRunner:
             return None  # not done: resume with a larger budget does it
         except Stopped:
             return None  # not done: it stays pending for resume
+        except REDIS_DOWN:
+            # The shared limits live in Redis: without it nothing may be sent, and the unit
+            # is not the endpoint's failure. It stays pending.
+            self.lose_redis()
+            return None
         except LLMError as exc:
             if exc.fatal:
                 self.attempt_buffer.extend(call.log)
@@ -411,6 +467,11 @@ class ChunkRunner:
             )
         result.attempts = call.log
         return result
+
+    def lose_redis(self) -> None:
+        """Redis went away: stop taking and sending; answers in hand are still committed."""
+        self.redis_lost = True
+        self.stop.set()
 
     async def fatal(self, message: str) -> None:
         if self.stop.is_set():
@@ -457,8 +518,12 @@ class ChunkRunner:
                 await self.db(self._write, batch, attempts)
             if batch:
                 # Committed: no longer ours to hand back should this process die now. (Dying
-                # between the commit and this, a key is handed back and dropped as settled.)
-                await self.redis.srem(self.held, *{r.key for r in batch})
+                # between the commit and this, a key is handed back and dropped as settled;
+                # so is one whose removal Redis missed while it was away.)
+                try:
+                    await self.redis.srem(self.held, *{r.key for r in batch})
+                except REDIS_DOWN:
+                    self.lose_redis()
             self.last_flush = time.monotonic()
 
     def _write(self, results: list[Result], stray_attempts: list[Attempt]) -> None:

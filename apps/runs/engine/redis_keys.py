@@ -140,12 +140,40 @@ redis.call('EXPIRE', KEYS[4], tonumber(ARGV[3]))
 return {source, keys}
 """
 
-# KEYS jobs, todo, again, held; ARGV me. Registered chunks include dead ones not yet reaped:
-# while one is there its units are not done, so nobody may call the run finished.
+# KEYS jobs, todo, again, held, live; ARGV me, live field. Registered chunks include dead ones
+# not yet reaped: while one is there its units are not done, so nobody may call the run finished.
+# The third value is whether Redis still knows the launch: after Redis restarted empty it does
+# not, and what is pending is the recovery's to rebuild from the database (apps.runs.engine.recovery),
+# not a reason to call the run interrupted.
 LEAVE = """
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('DEL', KEYS[4])
-return {redis.call('ZCARD', KEYS[1]), redis.call('LLEN', KEYS[2]) + redis.call('LLEN', KEYS[3])}
+return {
+  redis.call('ZCARD', KEYS[1]),
+  redis.call('LLEN', KEYS[2]) + redis.call('LLEN', KEYS[3]),
+  redis.call('HEXISTS', KEYS[5], ARGV[2])
+}
+"""
+
+# KEYS live, todo, again, seq, launch, stop; ARGV field, chunk timeout, ttl, launch, n chunks,
+# keys... Puts a launch the database says is going back into Redis, unless Redis knows it
+# (then -1: a launch is opened once, however many recoveries race). Returns the number of the
+# first of the n chunks to enqueue; numbers go on from what the launch used (`seq`), so a
+# job id is never reused while RQ may still hold it.
+OPEN = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return -1 end
+local ttl = tonumber(ARGV[3])
+local n = tonumber(ARGV[5])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[6])
+for i = 6, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+redis.call('EXPIRE', KEYS[2], ttl)
+local last = redis.call('INCRBY', KEYS[4], n)
+redis.call('EXPIRE', KEYS[4], ttl)
+redis.call('SET', KEYS[5], ARGV[4], 'EX', ttl)
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return last - n + 1
 """
 
 # KEYS jobs, held, again, seq; ARGV me, "expired" | "ended", requeue (1/0), ttl.

@@ -33,6 +33,14 @@ SLOT_LEASE_SECONDS = 15.0
 # The watchdog looks for dead chunks every WATCHDOG_TICK s, once across all workers (a Redis
 # lock), so a killed work horse (RQ records the job as ended at once) is replaced within ~2 s.
 WATCHDOG_TICK = 2.0
+# Runs the database says are going but Redis does not know (it restarted empty, or the jobs
+# never reached it: apps.runs.engine.recovery) are looked for every RECOVER_EVERY s, by a job
+# the watchdog enqueues (the watchdog itself never touches the database); one is put back once
+# its last sign of life (Run.heartbeat_at) is RECOVER_AFTER old. Longer than a chunk's database
+# heartbeat (DB_HEARTBEAT_EVERY) with room for a loaded machine, and than a chunk takes to stop
+# after Redis comes back (CANCEL_GRACE), so nothing that still works is doubled.
+RECOVER_EVERY = 10.0
+RECOVER_AFTER = 20.0
 # Once a chunk stops, units in flight get this long to finish before they are cut (they stay
 # pending for resume); long enough for an answer already streaming back.
 CANCEL_GRACE = 3.0

@@ -7,19 +7,25 @@ killed, the worker process that forked it lives on (and RQ there marks the job f
 the whole worker process is killed, another worker's watchdog sees the chunk's lease run out.
 It touches only Redis (never the database), so forking work horses from this process stays
 safe. One tick every WATCHDOG_TICK seconds across all workers (a Redis lock), not one per worker.
+Runs the database says are going but Redis does not know are found by a job it enqueues every
+RECOVER_EVERY seconds (apps.runs.engine.recovery), which may read the database. While Redis is
+away the ticks fail (logged once) and the watchdog keeps trying: it carries on when Redis is back.
 """
 
 import logging
 import sys
 import threading
 import time
+from typing import Any
 
 import django_rq
 
 from apps.runs.engine.batch import enqueue_due_batch_polls
 from apps.runs.engine.limits import KEY_PREFIX
 from apps.runs.engine.reaper import reap
+from apps.runs.engine.recovery import RECOVER_CLAIM, RECOVER_JOB_ID, RECOVER_KEY, recover_job
 from apps.runs.engine.tuning import WATCHDOG_TICK
+from evalsite.enqueue import enqueue_now
 
 LOCK_KEY = f"{KEY_PREFIX}:runs:watchdog"
 WORKER_COMMANDS = ("rqworker", "rqworker-pool")
@@ -56,8 +62,17 @@ def _watch() -> None:
             if conn.set(LOCK_KEY, "1", nx=True, px=int(WATCHDOG_TICK * 1000) - 200):
                 reap(conn)
                 enqueue_due_batch_polls(conn)
+                enqueue_recovery(conn)
             failing = False
         except Exception:
             if not failing:  # once per outage, not every tick
                 logger.exception("runs watchdog: could not check for dead chunks")
             failing = True
+
+
+def enqueue_recovery(conn: Any) -> bool:
+    """Enqueue the recovery job unless one is queued or ran within RECOVER_EVERY s."""
+    if not conn.set(RECOVER_KEY, "1", nx=True, ex=RECOVER_CLAIM):
+        return False
+    enqueue_now(recover_job, job_id=RECOVER_JOB_ID, timeout=600)
+    return True
