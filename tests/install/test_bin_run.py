@@ -1,5 +1,6 @@
-"""bin/run as a person runs it: it serves the demo, Ctrl-C stops all of it, and when one of its
-servers dies the others are stopped too. Part of the install stage (own bin/run each)."""
+"""bin/run as a person runs it: it serves the demo, Ctrl-C stops all of it, a worker that dies
+is started again, and when the web server dies the others are stopped too. Part of the install
+stage (own bin/run each)."""
 
 import http.cookiejar
 import os
@@ -87,13 +88,24 @@ def test_bin_run_serves_the_demo_and_ctrl_c_leaves_nothing_behind(bin_run):
 
 
 @pytest.mark.slow
-def test_bin_run_stops_everything_when_one_server_dies(bin_run):
+def test_bin_run_restarts_a_dead_worker_and_stops_everything_when_the_web_server_dies(bin_run):
     script, web_port, redis_port = bin_run
     script.wait_for(r"evalsite is running at")
     servers = server_processes(script)
-    pids = list(script.descendants())
 
     os.kill(servers["rqworker"], signal.SIGKILL)
+    script.wait_for(r"rqworker exited \(status \d+\)", timeout=30)
+    script.wait_for(r"starting worker again in \d+ s", timeout=30)
+    deadline = time.monotonic() + START_TIMEOUT
+    while server_processes(script).get("rqworker") in (None, servers["rqworker"]):
+        assert time.monotonic() < deadline, f"no new worker:\n{script.output}"
+        assert script.proc.poll() is None, f"bin/run exited:\n{script.output}"
+        time.sleep(0.2)
+    assert script.proc.poll() is None  # the stack kept serving
+    assert server_processes(script)["gunicorn"] == servers["gunicorn"]
+    pids = list(script.descendants())
+
+    os.kill(server_processes(script)["gunicorn"], signal.SIGKILL)
     assert script.proc.wait(timeout=60) != 0
-    script.wait_for(r"rqworker exited; stopping the others", timeout=10, after_exit=True)
+    script.wait_for(r"gunicorn exited; stopping the others", timeout=10, after_exit=True)
     wait_until_gone(pids, [web_port, redis_port])
