@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
 from tests.base import ROOT, free_port
 from tests.scripts import START_TIMEOUT, Script, script_env, server_processes, wait_until_gone
@@ -88,7 +89,9 @@ def test_bin_run_serves_the_demo_and_ctrl_c_leaves_nothing_behind(bin_run):
 
 
 @pytest.mark.slow
-def test_bin_run_restarts_a_dead_worker_and_stops_everything_when_the_web_server_dies(bin_run):
+def test_bin_run_restarts_a_dead_worker_or_redis_and_stops_everything_when_the_web_server_dies(
+    bin_run,
+):
     script, web_port, redis_port = bin_run
     script.wait_for(r"evalsite is running at")
     servers = server_processes(script)
@@ -103,6 +106,27 @@ def test_bin_run_restarts_a_dead_worker_and_stops_everything_when_the_web_server
         time.sleep(0.2)
     assert script.proc.poll() is None  # the stack kept serving
     assert server_processes(script)["gunicorn"] == servers["gunicorn"]
+
+    # Redis killed outright: started again on its port, with what it had a second before.
+    worker = server_processes(script)["rqworker"]
+    probe = redis.Redis(port=redis_port, socket_connect_timeout=5)
+    probe.set("evalsite:test:probe", "kept")
+    time.sleep(2)  # its append-only file is written every second
+    os.kill(servers["redis-server"], signal.SIGKILL)
+    script.wait_for(r"redis-server exited \(status \d+\)", timeout=30)
+    deadline = time.monotonic() + START_TIMEOUT
+    while server_processes(script).get("redis-server") in (None, servers["redis-server"]):
+        assert time.monotonic() < deadline, f"no new redis-server:\n{script.output}"
+        time.sleep(0.2)
+    wait_for_redis = time.monotonic() + START_TIMEOUT
+    while True:
+        try:
+            assert probe.get("evalsite:test:probe") == b"kept"
+            break
+        except redis.ConnectionError:
+            assert time.monotonic() < wait_for_redis, f"Redis did not come back:\n{script.output}"
+            time.sleep(0.2)
+    assert server_processes(script)["rqworker"] == worker  # the worker waited for it
     pids = list(script.descendants())
 
     os.kill(server_processes(script)["gunicorn"], signal.SIGKILL)
