@@ -18,6 +18,7 @@ urlpatterns = [
     path("<slug:slug>/", views.board, name="task"),
     path("<slug:slug>/export/", views.board_export, name="task-export"),
     path("<slug:slug>/compare/", views.compare, name="compare"),
+    path("<slug:slug>/regressions/", views.regressions, name="regressions"),
     path("<slug:slug>/robustness/", views.robustness, name="robustness"),
     path("<slug:slug>/agreement/", views.agreement, name="agreement"),
     path("<slug:slug>/pairwise/", views.pairwise, name="pairwise"),

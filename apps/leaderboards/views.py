@@ -1,8 +1,10 @@
 import json
 import math
 from collections.abc import Iterable
+from typing import Any
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
@@ -11,10 +13,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.access import AppRequest, reviewer_required
+from apps.datasets.csvsafe import csv_response
 from apps.datasets.models import Task
 from apps.judges.models import Judge
 from apps.leaderboards import agreement as agreement_mod
 from apps.leaderboards import alignment, boards, exports, formatting, pairs, pairwise_board
+from apps.leaderboards import regressions as regressions_mod
 from apps.leaderboards import robustness as robustness_mod
 from apps.leaderboards.compare import compare as compare_runs
 from apps.leaderboards.forms import ThresholdForm
@@ -162,6 +166,43 @@ def compare(request: AppRequest, slug: str) -> HttpResponse:
         "wanted": wanted,
     }
     return render(request, "leaderboards/compare.html", context)
+
+
+def _judge_runs(task: Task) -> list[Run]:
+    return list(
+        task.runs.judging()
+        .exclude(status=Run.Status.QUEUED)
+        .select_related("judge", "dataset", "source_run__endpoint")
+        .order_by("-pk")
+    )
+
+
+@require_GET
+def regressions(request: AppRequest, slug: str) -> HttpResponseBase:
+    """A baseline and a candidate run item by item: what improved, regressed, stayed or failed
+    in one, with a word-level diff of the responses; ?format=csv for every item."""
+    task = get_object_or_404(Task, slug=slug)
+    runs = _judge_runs(task)
+    by_id = {run.pk: run for run in runs}
+    a, b = _run_param(request, "a", by_id), _run_param(request, "b", by_id)
+    mode = "judge" if request.GET.get("values") == "judge" else "human"
+    context: dict[str, Any] = {"task": task, "a": a, "b": b, "mode": mode, "subjects": []}
+    context["runs"] = [(run, boards.model_label(run)) for run in runs]
+    if a and b and a != b and (subjects := regressions_mod.subjects_of(a, b)):
+        subject = request.GET.get("subject", "")
+        subject = subject if subject in subjects else subjects[0]
+        found = regressions_mod.changes(a, b, subject, mode)
+        if request.GET.get("format") == "csv":
+            name = f"{task.slug}-regressions-{a.pk}-{b.pk}-{subject}.csv"
+            rows = regressions_mod.csv_rows(found, subject)
+            return csv_response(name, regressions_mod.CSV_HEADER, rows)
+        show = request.GET.get("show", "")
+        shown = [c for c in found if c.state == show] if show in regressions_mod.STATES else found
+        page = Paginator(shown, 50).get_page(request.GET.get("page"))
+        context |= {"subjects": subjects, "subject": subject, "show": show, "page": page}
+        context |= {"counts": regressions_mod.counts(found), "total": len(found)}
+        context["rows"] = list(regressions_mod.shown(a, b, list(page.object_list)))
+    return render(request, "leaderboards/regressions.html", context)
 
 
 def _difference(raw: str) -> float | None:
