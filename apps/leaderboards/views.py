@@ -18,6 +18,7 @@ from apps.datasets.models import Task
 from apps.judges.models import Judge
 from apps.leaderboards import agreement as agreement_mod
 from apps.leaderboards import alignment, boards, exports, formatting, pairs, pairwise_board
+from apps.leaderboards import grid as grid_mod
 from apps.leaderboards import regressions as regressions_mod
 from apps.leaderboards import robustness as robustness_mod
 from apps.leaderboards.compare import compare as compare_runs
@@ -203,6 +204,47 @@ def regressions(request: AppRequest, slug: str) -> HttpResponseBase:
         context |= {"counts": regressions_mod.counts(found), "total": len(found)}
         context["rows"] = list(regressions_mod.shown(a, b, list(page.object_list)))
     return render(request, "leaderboards/regressions.html", context)
+
+
+@require_GET
+def grid(request: AppRequest, slug: str) -> HttpResponse:
+    """Items × models for one dataset and judge: each model's response and score per item."""
+    task = get_object_or_404(Task, slug=slug)
+    runs = _judge_runs(task)
+    pairs = {(run.dataset_id, run.judge_id): run for run in runs if run.judge_id}
+    choices = [(f"{d}-{j}", run) for (d, j), run in pairs.items()]
+    picked = request.GET.get("of", "") or (choices[0][0] if choices else "")
+    context: dict[str, Any] = {
+        "task": task,
+        "choices": choices,
+        "of": picked,
+        "params": request.GET,
+    }
+    if (run := dict(choices).get(picked)) is not None and run.judge is not None:
+        subjects = run.judge.subject_names
+        subject = request.GET.get("subject", "")
+        subject = subject if subject in subjects else subjects[0]
+        context |= {"subjects": subjects, "subject": subject, "tags": run.dataset.sorted_tag_counts()}
+        context["grid"] = grid_mod.build(
+            run.dataset,
+            run.judge,
+            subject,
+            "judge" if request.GET.get("values") == "judge" else "human",
+            request.GET.get("tag", ""),
+            _number(request.GET.get("low", "")),
+            _number(request.GET.get("high", "")),
+            request.GET.get("disagree") == "1",
+            request.GET.get("page"),
+        )
+    return render(request, "leaderboards/grid.html", context)
+
+
+def _number(raw: str) -> float | None:
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _difference(raw: str) -> float | None:
