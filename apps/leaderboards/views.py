@@ -224,7 +224,11 @@ def grid(request: AppRequest, slug: str) -> HttpResponse:
         subjects = run.judge.subject_names
         subject = request.GET.get("subject", "")
         subject = subject if subject in subjects else subjects[0]
-        context |= {"subjects": subjects, "subject": subject, "tags": run.dataset.sorted_tag_counts()}
+        context |= {
+            "subjects": subjects,
+            "subject": subject,
+            "tags": run.dataset.sorted_tag_counts(),
+        }
         context["grid"] = grid_mod.build(
             run.dataset,
             run.judge,
