@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from apps.runs.engine.launch import launch
 from apps.runs.engine.recovery import lost_runs, recover, recover_lost_runs
-from apps.runs.engine.redis_keys import LIVE_KEY, live_field, todo_key
+from apps.runs.engine.redis_keys import LIVE_KEY, jobs_key, live_field, todo_key
 from apps.runs.engine.tuning import RECOVER_AFTER
 from apps.runs.models import Response, Run
 from tests.base import free_port, wait_for
@@ -205,3 +205,22 @@ def test_a_resumed_run_is_not_recovered_in_its_old_launch(start, redis_conn):
         launch(Run.objects.get(pk=run.pk))  # a person resumed it meanwhile
     assert recover(stale, redis_conn) is False
     assert not redis_conn.hexists(LIVE_KEY, live_field(run.pk, 1))
+
+
+def test_a_known_launch_whose_chunk_jobs_were_lost_gets_a_chunk_again(start, redis_conn):
+    run = start(chunk_size=8)
+    old = timezone.now() - timedelta(seconds=RECOVER_AFTER + 1)
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=old)
+    queue = django_rq.get_queue("default")
+    # Its chunk jobs are still queued: waiting for a worker is not being lost.
+    assert recover_lost_runs() == []
+    queue.empty()  # Redis came back from a file older than their enqueueing
+    assert recover_lost_runs() == [run.pk]
+    assert queue.job_ids == [f"run-{run.pk}-l1-chunk-4"]  # after chunks 0-3 of the launch
+    assert recover_lost_runs() == []  # queued now
+    # A launch with a registered chunk is the reaper's; one with empty lists is finishing.
+    queue.empty()
+    redis_conn.zadd(jobs_key(run.pk, 1), {"run-x": 1})
+    assert recover_lost_runs() == []
+    redis_conn.delete(jobs_key(run.pk, 1), todo_key(run.pk, 1))
+    assert recover_lost_runs() == []

@@ -5,7 +5,8 @@ leases and RQ's queue. Those can be lost while the run's row says it is going: R
 empty (killed, no dump) or from a dump older than the launch, or the launch's jobs never
 reached Redis (the web process died, or Redis was down, between the commit and the push). The
 reaper (apps.runs.engine.reaper) reads only Redis, so such a run stayed "Queued" or "Running"
-for ever. `recover_job`, enqueued by the watchdog every RECOVER_EVERY seconds, finds them and
+for ever. So did a launch Redis knows, with work in its lists, whose chunk jobs were lost (Redis
+came back from a file written just before they were enqueued): it gets one more chunk. `recover_job`, enqueued by the watchdog every RECOVER_EVERY seconds, finds them and
 opens the same launch again from the database: its pending units (those without a result of
 this launch, exactly what the launch still has to do) go to a new work list and chunk jobs are
 enqueued, or the run is settled when nothing is pending.
@@ -23,6 +24,8 @@ import math
 from datetime import timedelta
 from typing import Any
 
+import django_rq
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -41,6 +44,7 @@ from apps.runs.engine.redis_keys import (
     batch_job_id,
     batch_submitting_key,
     job_id,
+    jobs_key,
     launch_key,
     live_field,
     redis_connection,
@@ -48,7 +52,13 @@ from apps.runs.engine.redis_keys import (
     stop_key,
     todo_key,
 )
-from apps.runs.engine.tuning import BATCH_SUBMIT_TIMEOUT, KEY_TTL, RECOVER_AFTER, RECOVER_EVERY
+from apps.runs.engine.tuning import (
+    BATCH_SUBMIT_TIMEOUT,
+    CHUNK_TIMEOUT_MIN,
+    KEY_TTL,
+    RECOVER_AFTER,
+    RECOVER_EVERY,
+)
 from apps.runs.models import Run
 from evalsite.enqueue import enqueue_now
 
@@ -72,15 +82,19 @@ def recover_job() -> str:
     return f"{len(recovered)} runs recovered" if recovered else "nothing lost"
 
 
+def quiet_runs() -> list[Run]:
+    """Active runs of registered kinds with no sign of life for RECOVER_AFTER."""
+    quiet = timezone.now() - timedelta(seconds=RECOVER_AFTER)
+    runs = Run.objects.active().filter(
+        launch__gt=0, interrupted_at__isnull=True, heartbeat_at__lt=quiet
+    )
+    return [run for run in runs if is_registered(run.kind)]
+
+
 def lost_runs(conn: Any = None) -> list[Run]:
     """Active runs, quiet for RECOVER_AFTER, whose launch Redis does not know."""
     conn = conn if conn is not None else redis_connection()
-    quiet = timezone.now() - timedelta(seconds=RECOVER_AFTER)
-    candidates = list(
-        Run.objects.active()
-        .filter(launch__gt=0, interrupted_at__isnull=True)
-        .filter(heartbeat_at__lt=quiet)
-    )
+    candidates = quiet_runs()
     if not candidates:
         return []
     live = {_text(field) for field in conn.hkeys(LIVE_KEY)}
@@ -88,8 +102,6 @@ def lost_runs(conn: Any = None) -> list[Run]:
     lost = []
     for run in candidates:
         field = live_field(run.pk, run.launch)
-        if not is_registered(run.kind):
-            continue
         if run.batch:
             if field in due or conn.exists(batch_submitting_key(run.pk, run.launch)):
                 continue
@@ -99,13 +111,68 @@ def lost_runs(conn: Any = None) -> list[Run]:
     return lost
 
 
+def orphaned_runs(conn: Any = None) -> list[Run]:
+    """Active runs, quiet for RECOVER_AFTER, whose launch Redis knows with work left in its
+    lists but no chunk to do it: none registered, none queued or starting in RQ (their jobs
+    were lost, e.g. Redis came back from a file a moment older than their enqueueing)."""
+    conn = conn if conn is not None else redis_connection()
+    candidates = [run for run in quiet_runs() if not run.batch]
+    if not candidates:
+        return []
+    live = {_text(field) for field in conn.hkeys(LIVE_KEY)}
+    candidates = [run for run in candidates if live_field(run.pk, run.launch) in live]
+    if not candidates:
+        return []
+    chunks = _jobs_in_rq()
+    orphaned = []
+    for run in candidates:
+        number = run.launch
+        if conn.zcard(jobs_key(run.pk, number)):
+            continue  # registered chunks: alive, or the reaper's to hand on
+        if not conn.llen(todo_key(run.pk, number)) + conn.llen(again_key(run.pk, number)):
+            continue
+        if any(name.startswith(f"run-{run.pk}-l{number}-chunk-") for name in chunks):
+            continue  # waiting for a worker
+        orphaned.append(run)
+    return orphaned
+
+
+def _jobs_in_rq() -> set[str]:
+    """Ids of the jobs RQ holds queued or started, in every queue."""
+    ids: set[str] = set()
+    for name in settings.RQ_QUEUES:
+        queue = django_rq.get_queue(name)
+        ids.update(queue.get_job_ids())
+        ids.update(queue.started_job_registry.get_job_ids())
+    return ids
+
+
+def hand_on(run: Run, conn: Any = None) -> str:
+    """Enqueue one more chunk for a launch whose chunks were lost; returns its job id. A chunk
+    too many does no harm: chunks take their keys from the lists one step at a time."""
+    conn = conn if conn is not None else redis_connection()
+    number = run.launch
+    timeout = int(conn.hget(LIVE_KEY, live_field(run.pk, number)) or CHUNK_TIMEOUT_MIN)
+    n = int(conn.incr(seq_key(run.pk, number)))
+    conn.expire(seq_key(run.pk, number), KEY_TTL)
+    name = job_id(run.pk, number, n)
+    enqueue_now(chunk_job, run.pk, number, n, job_id=name, timeout=timeout)
+    logger.warning(
+        "run %s launch %s: work left and no chunk to do it; enqueued %s", run.pk, number, name
+    )
+    return name
+
+
 def recover_lost_runs() -> list[int]:
-    """Put every lost run back on its way; returns their ids."""
+    """Put every lost or orphaned run back on its way; returns their ids."""
     conn = redis_connection()
     recovered = []
     for run in lost_runs(conn):
         if recover(run, conn):
             recovered.append(run.pk)
+    for run in orphaned_runs(conn):
+        hand_on(run, conn)
+        recovered.append(run.pk)
     return recovered
 
 
