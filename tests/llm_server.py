@@ -29,7 +29,10 @@ whitespace-delimited word with the whitespace before it (" Mars"; `text_offset` 
 starts), its log-probability is `word_logprobs[word]` when the word is listed, else
 -(1 + 0.25 × len(word)); the first token of a prompt has none (null), as in the real API.
 `completions` makes it a chat-only server ("absent": 404) or one with the llama.cpp bug of
-reporting every log-probability as 0 ("zero") or none at all ("null").
+reporting every log-probability as 0 ("zero") or none at all ("null"); `text_offset_shift`
+moves the offsets away from the tokens' text. `llama_cpp` behaves like llama-cpp-python's
+server, quirk for quirk (see DEFAULTS; bench/bench_llama_cpp.py checks them against the real
+one).
 
 Run by hand: `python -m tests.llm_server --port 8999`. Never imports Django.
 """
@@ -107,6 +110,12 @@ DEFAULTS: dict[str, Any] = {
     "completions": "logprobs",
     # {word: log-probability} for completion tokens; other words get -(1 + 0.25 * len(word)).
     "word_logprobs": {},
+    # Behave like llama-cpp-python's server (bench/bench_llama_cpp.py checks these against the
+    # real one): true for all of its quirks, or a list of some of LLAMA_CPP_QUIRKS.
+    "llama_cpp": False,
+    # Characters added to every echoed text_offset after the first (a server whose offsets
+    # point elsewhere than its tokens' text).
+    "text_offset_shift": 0,
     # Requests / tokens per minute, enforced over a sliding 60 s window (see RateWindow); None
     # is no limit, and then no x-ratelimit-* header is sent either.
     "rpm": None,
@@ -116,6 +125,18 @@ DEFAULTS: dict[str, Any] = {
     "rate_headers": True,
 }
 COMPLETIONS_MODES = ("logprobs", "absent", "zero", "null")
+LLAMA_CPP_QUIRKS = {
+    # A completions prompt that is a list of more than one: 500 with an empty message.
+    "lists": "a list of prompts answers 500",
+    # Every echoed text_offset after the first one character late, the first token showing a
+    # space the text lacks (its tokenizer's space prefix, counted in the offsets).
+    "offsets": "offsets one late",
+    # max_tokens 0: no limit (up to the end of its context).
+    "max_tokens": "max_tokens 0 means no limit",
+    # A chat response_format of type json_schema: 500 quoting a validation error (it knows
+    # "text" and "json_object", the latter with an optional "schema").
+    "json_schema": "json_schema refused",
+}
 ACTIONS = ("reply", "status", "garbage", "hang")
 RULE_KEYS = {"match", "regex", "scope", "model", "times", "latency", "retry_after", "finish_reason"}
 ERROR_TYPES = {
@@ -396,7 +417,7 @@ class RateWindow:
 
 @dataclass
 class Decision:
-    outcome: str  # reply | error | garbage | hang | bad_request
+    outcome: str  # reply | error | garbage | hang | bad_request | format_refused
     status: int
     delay: float
     text: str = ""
@@ -473,6 +494,11 @@ class State:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise ConfigError(f"{name} must be a non-negative int, got {value!r}")
                 new[name] = value
+        if "text_offset_shift" in knobs:
+            value = knobs["text_offset_shift"]
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"text_offset_shift must be an int, got {value!r}")
+            new["text_offset_shift"] = value
         for name in ("rpm", "tpm"):
             if name in knobs:
                 value = knobs[name]
@@ -499,6 +525,13 @@ class State:
             if not isinstance(knobs["echo_auth"], bool):
                 raise ConfigError("echo_auth must be true or false")
             new["echo_auth"] = knobs["echo_auth"]
+        if "llama_cpp" in knobs:
+            quirks = knobs["llama_cpp"]
+            if isinstance(quirks, bool):
+                quirks = sorted(LLAMA_CPP_QUIRKS) if quirks else []
+            if not isinstance(quirks, list) or not set(quirks) <= set(LLAMA_CPP_QUIRKS):
+                raise ConfigError(f"llama_cpp must be a bool or a list of {list(LLAMA_CPP_QUIRKS)}")
+            new["llama_cpp"] = quirks
         if "require_key" in knobs:
             if knobs["require_key"] is not None and not isinstance(knobs["require_key"], str):
                 raise ConfigError("require_key must be a string or null")
@@ -788,10 +821,17 @@ def build_app(state: State) -> web.Application:
         finished = False
         try:
             body, problem = _parse_body(await request.read())
+            with state.lock:
+                quirks = set(state.config["llama_cpp"] or ())
             if body is not None:
                 entry["model"] = body["model"]
                 entry["messages"] = body["messages"]
                 entry["params"] = {k: v for k, v in body.items() if k not in ("model", "messages")}
+            refusal = _llama_cpp_format_refusal(body) if body and "json_schema" in quirks else ""
+            if refusal:
+                state.record(entry, generation)
+                decision = Decision("format_refused", 500, 0.0, text=refusal)
+            elif body is not None:
                 decision = state.decide(entry, generation, body, key)
             else:
                 state.record(entry, generation)
@@ -800,7 +840,10 @@ def build_app(state: State) -> web.Application:
             if decision.delay:
                 await asyncio.sleep(decision.delay)
             authorization = request.headers.get("Authorization", "")
-            response = _respond(decision, body, n, entry, state, authorization)
+            if decision.outcome == "format_refused":
+                response = _llama_cpp_error(500, decision.text, "internal_server_error")
+            else:
+                response = _respond(decision, body, n, entry, state, authorization)
             if decision.headers:
                 response.headers.update(decision.headers)
             if decision.rate_entry is not None and entry["reply"] is not None:
@@ -843,8 +886,20 @@ def build_app(state: State) -> web.Application:
             with state.lock:
                 mode = state.config["completions"]
                 table = dict(state.config["word_logprobs"])
+                quirks = set(state.config["llama_cpp"] or ())
+                shift = state.config["text_offset_shift"]
             body, problem = _parse_completion_body(await request.read())
-            if mode == "absent":
+            if body is not None:
+                entry["model"] = body["model"]
+                entry["prompt"] = body["prompt"]
+                entry["params"] = {k: v for k, v in body.items() if k not in ("model", "prompt")}
+            if "lists" in quirks and body is not None and len(_prompts(body)) > 1:
+                # llama-cpp-python: `assert len(body.prompt) <= 1`, an AssertionError whose
+                # message is empty, answered as a server error.
+                state.record(entry, generation)
+                outcome = "list_refused"
+                response = _llama_cpp_error(500, "", "internal_server_error")
+            elif mode == "absent":
                 state.record(entry, generation)
                 outcome = "absent"
                 response = _error_response(
@@ -855,14 +910,7 @@ def build_app(state: State) -> web.Application:
                     state.record(entry, generation)
                     decision = Decision("bad_request", 400, 0.0, text=problem)
                 else:
-                    entry["model"] = body["model"]
-                    entry["prompt"] = body["prompt"]
-                    entry["params"] = {
-                        k: v for k, v in body.items() if k not in ("model", "prompt")
-                    }
-                    prompts = (
-                        body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
-                    )
+                    prompts = _prompts(body)
                     # The chat machinery decides faults, latency and keys for this request too.
                     seen = {"model": body["model"], "messages": [
                         {"role": "user", "content": "\n".join(prompts)}
@@ -872,7 +920,7 @@ def build_app(state: State) -> web.Application:
                 if decision.delay:
                     await asyncio.sleep(decision.delay)
                 if decision.outcome in ("reply", "hang") and body is not None:
-                    response = _completion_response(body, n, entry, mode, table)
+                    response = _completion_response(body, n, entry, mode, table, quirks, shift)
                 else:
                     authorization = request.headers.get("Authorization", "")
                     response = _respond(decision, None, n, entry, state, authorization)
@@ -1004,13 +1052,67 @@ def word_logprob(token: str, table: dict[str, float]) -> float:
     return -(1.0 + 0.25 * len(word))
 
 
+def _prompts(body: dict[str, Any]) -> list[str]:
+    return body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+
+
+def _llama_cpp_error(status: int, message: str, kind: str) -> web.Response:
+    """An error body as llama-cpp-python's server words it."""
+    error = {"message": message, "type": kind, "param": None, "code": None}
+    return web.json_response({"error": error}, status=status)
+
+
+def _llama_cpp_format_refusal(body: dict[str, Any]) -> str:
+    """llama-cpp-python's message for a response_format it does not know (it knows "text" and
+    "json_object"): its validation error, answered as a server error; blank when the body has
+    none such."""
+    wanted = body.get("response_format")
+    kind = wanted.get("type") if isinstance(wanted, dict) else None
+    if kind is None or kind in ("text", "json_object"):
+        return ""
+    detail = {
+        "type": "literal_error",
+        "loc": ("body", "response_format", "type"),
+        "msg": "Input should be 'text' or 'json_object'",
+        "input": kind,
+        "ctx": {"expected": "'text' or 'json_object'"},
+    }
+    return f"1 validation error:\n  {detail!r}\n\n    POST /v1/chat/completions"
+
+
+def _llama_cpp_shift(shown: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """llama-cpp-python's tokens and offsets: each offset is the length of the text of the
+    tokens before it, which starts with the space prefix its tokenizer adds (so every offset
+    after the first is one late), and the first token shows that space."""
+    if not shown:
+        return shown
+    (first, at), *rest = shown
+    return [(first if first[:1].isspace() else " " + first, at)] + [
+        (tok, at + 1) for tok, at in rest
+    ]
+
+
+# Tokens the server makes for max_tokens 0 with the llama_cpp "max_tokens" quirk (its "no
+# limit": up to the end of its context).
+UNLIMITED_TOKENS = 21
+
+
 def _completion_response(
-    body: dict[str, Any], n: int, entry: dict[str, Any], mode: str, table: dict[str, float]
+    body: dict[str, Any],
+    n: int,
+    entry: dict[str, Any],
+    mode: str,
+    table: dict[str, float],
+    quirks: set[str] | None = None,
+    shift: int = 0,
 ) -> web.Response:
-    prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+    prompts = _prompts(body)
     echo = bool(body.get("echo"))
     wanted = body.get("logprobs")
     max_tokens = body.get("max_tokens", 16)
+    quirks = quirks or set()
+    if "max_tokens" in quirks and max_tokens == 0:
+        max_tokens = UNLIMITED_TOKENS
     choices = []
     prompt_count = completion_count = 0
     for index, prompt in enumerate(prompts):
@@ -1020,6 +1122,10 @@ def _completion_response(
         prompt_count += len(prompt_tokens)
         completion_count += len(made)
         shown = (prompt_tokens if echo else []) + made
+        if "offsets" in quirks and echo:
+            shown = _llama_cpp_shift(shown)
+        if shift:
+            shown = shown[:1] + [(tok, at + shift) for tok, at in shown[1:]]
         logprobs: dict[str, Any] | None = None
         if wanted is not None and mode != "null":
             values: list[float | None] = []

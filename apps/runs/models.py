@@ -980,6 +980,12 @@ class ChoiceSetup(models.Model):
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="choice_setup")
     option_columns = models.JSONField(default=list)
     label_type = models.CharField(max_length=8, choices=LabelType.choices, default=LabelType.UPPER)
+    # How the endpoint is asked, as the probe before the run found it works
+    # (apps.runs.kinds.choices.probe_endpoint): each option in a request of its own where a
+    # list of prompts was refused (llama-cpp-python's server answers any list with a 500), and
+    # max_tokens 1 where 0 was read as "no limit" (or lists were refused), not 0.
+    one_prompt_per_request = models.BooleanField(default=False)
+    max_tokens = models.PositiveSmallIntegerField(default=0)
 
 
 class AttemptLog(models.Model):

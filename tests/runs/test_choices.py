@@ -18,7 +18,14 @@ from apps.judges.models import CHOICE_JUDGE, Judge, Score
 from apps.leaderboards import boards, exports
 from apps.runs.engine.chunk import run_chunk
 from apps.runs.engine.launch import launch
-from apps.runs.kinds.choices import ChoiceRunError, create_choice_run
+from apps.runs.kinds.choices import (
+    Asking,
+    ChoiceRunError,
+    ProbeRefused,
+    check_first_item,
+    create_choice_run,
+    probe_endpoint,
+)
 from apps.runs.models import AttemptLog, ChoiceSetup, Endpoint, PromptTemplate, Response, Run
 from tests.base import ROOT, make_user, subprocess_env, wait_for
 from tests.factories import (
@@ -78,11 +85,13 @@ def test_picks_and_scores_match_the_hand_computed_values(
     assert [o["logprob"] for o in c2.details["options"]] == [-0.5, -2.5, -4.0]
     assert c2.details["context_chars"] == len("Q: Which planet is red?\nAnswer:")
 
-    # One request per item with the three prompts, echo + logprobs and nothing generated.
+    # One request per item with the three prompts, echo + logprobs and nothing generated; the
+    # probe before the run sent the first item's request exactly so.
     sent = [e for e in llm_server.stats()["log"] if e.get("api") == "completions"]
     probe, *items = sent
-    assert probe["prompt"] == ["The quick brown fox jumps over the lazy dog."]
     assert len(items) == 2
+    assert (probe["prompt"], probe["params"]) == (items[0]["prompt"], items[0]["params"])
+    assert probe["prompt"][1] == "Q: Which gas do plants take in?\nAnswer: Carbon dioxide"
     c2_request = next(e for e in items if "red?" in e["prompt"][0])
     assert c2_request["prompt"] == [
         "Q: Which planet is red?\nAnswer: Mars",
@@ -161,7 +170,7 @@ def test_a_chat_only_endpoint_is_refused_before_any_run(
 @pytest.mark.parametrize(
     ("mode", "cause"),
     [
-        ("zero", "reports every log-probability as 0"),
+        ("zero", "item c1: Every option's log-probability is 0"),
         ("null", "returned no log-probabilities for the prompt"),
     ],
 )
@@ -223,13 +232,12 @@ def test_option_columns_and_labels(task, endpoint, choice_template, llm_server):
     assert [o["label"] for o in response.details["options"]] == ["1", "2"]
 
 
-def test_the_endpoint_probe_needs_no_run(endpoint, llm_server):
-    from apps.runs.engine.llm import check_prompt_logprobs
-
-    assert check_prompt_logprobs(endpoint).ok
+def test_the_endpoint_probe_needs_no_run(task, endpoint, choice_template, llm_server):
+    first = check_first_item(make_choice_dataset(task), choice_template, ["A", "B", "C"], "upper")
+    assert probe_endpoint(endpoint, first) == (Asking(), "")
     llm_server.configure(completions="absent")
-    check = check_prompt_logprobs(Endpoint.objects.get(pk=endpoint.pk))
-    assert not check.ok and "(404)" in check.message
+    with pytest.raises(ProbeRefused, match=r"\(404\)"):
+        probe_endpoint(Endpoint.objects.get(pk=endpoint.pk), first)
 
 
 # ---- the command line: real command processes and a real worker ---------------------------------

@@ -85,11 +85,13 @@ class Call:
                 for attempt in self.log[start:]:
                     attempt.unit = self.unit
 
-    async def prompt_logprobs(self, prompts: list[str]) -> Echo:
+    async def prompt_logprobs(self, prompts: list[str], *, max_tokens: int = 0) -> Echo:
         """Each prompt's token log-probabilities from the endpoint's completions API."""
         if self.llm is None:
             raise LLMError(ErrorKind.INTERNAL, "this run has no endpoint to ask")
-        return await self.llm.prompt_logprobs(prompts, log=self.log, item_id=self.item_id)
+        return await self.llm.prompt_logprobs(
+            prompts, log=self.log, item_id=self.item_id, max_tokens=max_tokens
+        )
 
     def record(self, attempt: Attempt) -> None:
         attempt.unit = self.unit if attempt.unit is None else attempt.unit

@@ -29,9 +29,11 @@ class LLMError(Exception):
         raw: str = "",
         attempts: int = 0,
         rate_limited: bool = False,
+        status: int | None = None,
     ) -> None:
         super().__init__(message)
         self.rate_limited = rate_limited
+        self.status = status  # the HTTP status the server answered, when it answered one
         self.kind = kind
         self.message = message
         self.retryable = retryable
@@ -137,7 +139,9 @@ def _status_error(
     raw = exc.response.text[:RAW_LIMIT] if exc.response is not None else ""
     if status in FATAL_STATUS:
         what = FATAL_STATUS[status].format(where=where, model=endpoint.model, api=api)
-        return LLMError(ErrorKind.API_ERROR, f"{what}: {detail}", fatal=True, raw=raw)
+        return LLMError(
+            ErrorKind.API_ERROR, f"{what}: {detail}", fatal=True, raw=raw, status=status
+        )
     if status == 429 or status >= 500 or status in (408, 409):
         what = "rate limited (429)" if status == 429 else f"the server failed ({status})"
         return LLMError(
@@ -147,5 +151,11 @@ def _status_error(
             retry_after=_retry_after(exc.response),
             raw=raw,
             rate_limited=status == 429,
+            status=status,
         )
-    return LLMError(ErrorKind.API_ERROR, f"the request was refused ({status}): {detail}", raw=raw)
+    return LLMError(
+        ErrorKind.API_ERROR,
+        f"the request was refused ({status}): {detail}",
+        raw=raw,
+        status=status,
+    )

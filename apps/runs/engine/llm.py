@@ -12,7 +12,9 @@ stops with a plain message instead of failing every item the same way. Every att
 appended to the caller's list as an `Attempt` (what was sent, the raw reply, the error,
 latency, tokens); the engine stores them according to the run's logging mode.
 `LLM.prompt_logprobs(prompts, ...)` asks the completions API for the prompts' token
-log-probabilities (echo + logprobs, for log-likelihood choice scoring) the same way.
+log-probabilities (echo + logprobs, for log-likelihood choice scoring) the same way. A
+`json_schema` response format the server refuses is asked again as `json_object` with the
+schema (`_send_chat`), as llama-cpp-python's server takes it.
 
 Speed (see bench/bench_generation.py): the client uses the SDK's aiohttp transport and the
 SDK's low-level `post` with a raw response, and the reply JSON is read as a dict; the SDK's
@@ -139,6 +141,32 @@ def cache_key(
         identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
     )
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def schema_refused(error: LLMError) -> bool:
+    """Whether a server's error refuses a request's json_schema response format: a 400 or 422
+    (a refused parameter, a FastAPI validation error), or any answer whose message names it
+    (llama-cpp-python's server answers 500 quoting its validation error: "Input should be
+    'text' or 'json_object'")."""
+    if error.status in (400, 422):
+        return True
+    named = "json_schema" in error.message or "response_format" in error.message
+    return error.status is not None and named
+
+
+def json_object_body(body: dict[str, Any]) -> dict[str, Any] | None:
+    """`body` asking for a JSON object with the same schema (`{"type": "json_object",
+    "schema": …}`, which llama-cpp-python's server and others enforce with a grammar) where it
+    asks for OpenAI's `json_schema`; None when it does not."""
+    wanted = body.get("response_format")
+    if not isinstance(wanted, dict) or wanted.get("type") != "json_schema":
+        return None
+    spec = wanted.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    fallback: dict[str, Any] = {"type": "json_object"}
+    if isinstance(schema, dict):
+        fallback["schema"] = schema
+    return {**body, "response_format": fallback}
 
 
 class Budget(Protocol):
@@ -375,6 +403,8 @@ class LLM:
         self._params = sampling_params(endpoint)
         self._extra = dict(endpoint.extra_params or {})
         self._price = endpoint.price_per_million()
+        # The server refused a json_schema response format: ask for json_object (see _send_chat).
+        self._json_object_only = False
         # Our own idempotency keys: the SDK would draw one from os.urandom per request.
         self._request_ids = (f"evalsite-{uuid.uuid4().hex}-{n}" for n in itertools.count())
 
@@ -414,8 +444,8 @@ class LLM:
             await self._reserve(self.budget, reserved)
         spent = 0.0
         try:
-            raw, parsed, attempt, latency = await self._send(
-                "/chat/completions", body, messages, parse_completion, log, item_id, round, epoch
+            raw, parsed, attempt, latency = await self._send_chat(
+                body, messages, log, item_id, round, epoch
             )
             data, text, finish, ptok, ctok = parsed
             cost = spent = self.cost(ptok, ctok)
@@ -436,6 +466,36 @@ class LLM:
         finally:
             if self.budget is not None:
                 await self.budget.settle(reserved, spent)
+
+    async def _send_chat(
+        self,
+        body: dict[str, Any],
+        messages: list[dict[str, str]],
+        log: list[Attempt],
+        item_id: int,
+        round: int | None,
+        epoch: int,
+    ) -> tuple[bytes, Any, int, int]:
+        """`_send` of a chat body; a `json_schema` response format the server refuses
+        (`schema_refused`: llama-cpp-python's server knows only `json_object`, which takes the
+        schema beside it) is sent again at once as `json_object` with the same schema, and once
+        that is answered, so is every later request of this client."""
+        fallback = json_object_body(body)
+        if fallback is not None and self._json_object_only:
+            body, fallback = fallback, None
+        try:
+            return await self._send(
+                "/chat/completions", body, messages, parse_completion, log, item_id, round, epoch,
+                give_up=schema_refused if fallback is not None else None,
+            )  # fmt: skip
+        except LLMError as exc:
+            if fallback is None or not schema_refused(exc):
+                raise
+        answer = await self._send(
+            "/chat/completions", fallback, messages, parse_completion, log, item_id, round, epoch
+        )
+        self._json_object_only = True
+        return answer
 
     async def _reserve(self, budget: Budget, amount: float) -> None:
         """Reserve `amount` of the budget, waiting while requests in flight hold it; a
@@ -489,10 +549,11 @@ class LLM:
         return Reply(text, hit["finish_reason"], ptok, ctok, 0, 0.0, text, 0, cached=True)
 
     async def prompt_logprobs(
-        self, prompts: list[str], *, log: list[Attempt], item_id: int
+        self, prompts: list[str], *, log: list[Attempt], item_id: int, max_tokens: int = 0
     ) -> "Echo":
         """The log-probability of every token of each prompt, from the completions API asked to
-        echo the prompts and generate nothing (`echo`, `logprobs=1`, `max_tokens=0`), all
+        echo the prompts and generate nothing (`echo`, `logprobs=1`, `max_tokens=0`; 1 for a
+        server that reads 0 as "no limit": the token it makes is not part of the prompt), all
         prompts in one request. Same limits, retries and logs as `chat`; only the endpoint's
         `extra_params` go along (sampling settings mean nothing here)."""
         body = {
@@ -501,7 +562,7 @@ class LLM:
             "prompt": prompts,
             "echo": True,
             "logprobs": 1,
-            "max_tokens": 0,
+            "max_tokens": max_tokens,
         }
         shown = [{"role": "prompt", "content": prompt} for prompt in prompts]
         parse = functools.partial(parse_echo, count=len(prompts))
@@ -560,10 +621,12 @@ class LLM:
         item_id: int,
         round: int | None,
         epoch: int,
+        give_up: Callable[[LLMError], bool] | None = None,
     ) -> tuple[bytes, Any, int, int]:
         """Post `body` to `path` until it is answered and `parse` accepts the reply, within the
         shared limits (requests and tokens) and with backoff; returns (raw, parsed, attempt
-        number, latency ms). Failed attempts are logged here, the good one by the caller."""
+        number, latency ms). Failed attempts are logged here, the good one by the caller. An
+        error for which `give_up` says so is raised at once, retryable or not."""
         max_tokens = completion_budget(body)
         tokens = request_tokens(messages, max_tokens)
         attempt = 0
@@ -608,6 +671,8 @@ class LLM:
                 # Raised out here, not in the except block: the SDK's exception, with the text
                 # the server sent, does not ride along as the scrubbed error's __context__.
                 if error.fatal or not error.retryable or attempt > self.max_retries:
+                    raise error
+                if give_up is not None and give_up(error):
                     raise error
                 await self._backoff(attempt, error.retry_after)
                 continue
@@ -666,6 +731,7 @@ class LLM:
             raw=self.scrub.error(found.raw),
             attempts=attempt.attempt,
             rate_limited=found.rate_limited,
+            status=found.status,
         )
         attempt.raw_reply, attempt.error_kind, attempt.error = error.raw, error.kind, error.message
         attempt.traceback = self.scrub.error("".join(traceback.format_exception(exc)))
@@ -729,43 +795,17 @@ async def _check(endpoint: Endpoint) -> ConnectionCheck:
     )
 
 
-PROBE_PROMPT = "The quick brown fox jumps over the lazy dog."
+# A probe waits this long at most for an answer (less if the endpoint's own timeout is less):
+# long enough for a CPU server to read a few prompts, short enough that a form does not hang.
+PROBE_TIMEOUT = 60.0
 
 
-async def _probe_logprobs(endpoint: Endpoint) -> ConnectionCheck:
-    stop = asyncio.Event()
-    llm = LLM(endpoint, slots=None, rate=None, stop=stop, connections=1, max_retries=0)
-    llm.timeout = min(llm.timeout, 20.0)
-    where = endpoint.effective_base_url() or "the OpenAI API"
-    try:
-        echo = await llm.prompt_logprobs([PROBE_PROMPT], log=[], item_id=0)
-    except LLMError as exc:
-        return ConnectionCheck(False, exc.message)  # scrubbed by the client
-    finally:
-        await llm.close()
-    values = [v for v in echo.prompts[0].logprobs if v is not None]
-    if not values:
-        return ConnectionCheck(
-            False, f"the completions API at {where} returned no log-probabilities for the prompt"
-        )
-    if all(v == 0 for v in values):
-        return ConnectionCheck(
-            False,
-            f"the completions API at {where} reports every log-probability as 0, so every "
-            "option would score the same (a server that does not compute them)",
-        )
-    echoed = echo.prompts[0]
-    if PROBE_PROMPT not in echoed.text and PROBE_PROMPT not in "".join(echoed.tokens):
-        return ConnectionCheck(False, f"the completions API at {where} did not echo the prompt")
-    return ConnectionCheck(
-        True, f"{endpoint.model} returns prompt log-probabilities.", echo.latency_ms
-    )
-
-
-def check_prompt_logprobs(endpoint: Endpoint) -> ConnectionCheck:
-    """Whether the endpoint can score choices: one tiny echo + logprobs request, no retries; the
-    cause in plain words when it cannot (no completions API, no or all-zero log-probabilities)."""
-    return run_async(_probe_logprobs(endpoint))
+def probe_client(endpoint: Endpoint) -> LLM:
+    """A client for asking an endpoint once before a run: one connection, no retries (a probe
+    says what is wrong at once), no shared limits, and no longer than `PROBE_TIMEOUT` a request."""
+    llm = LLM(endpoint, slots=None, rate=None, stop=asyncio.Event(), connections=1, max_retries=0)
+    llm.timeout = min(llm.timeout, PROBE_TIMEOUT)
+    return llm
 
 
 def run_async[T](coro: Coroutine[Any, Any, T]) -> T:

@@ -8,10 +8,13 @@ For each item:
   (one would merge with the continuation's space into a token that starts in the context);
 - each option's *continuation* is `JOIN` (one space) + the option text, and the prompt sent is
   context + continuation; all options of the item go in one request (a list prompt) with
-  `echo`, `logprobs=1`, `max_tokens=0` (apps.runs.engine.llm.LLM.prompt_logprobs);
+  `echo`, `logprobs=1`, `max_tokens=0` (apps.runs.engine.llm.LLM.prompt_logprobs), or as the
+  probe found the endpoint must be asked (`Asking`: one request per option, max_tokens 1);
 - an option's log-likelihood is the sum of the log-probabilities of the tokens that *start* in
   its continuation (text_offset ≥ len(context), counted from where the prompt starts in the
-  echoed text, and before the prompt's end: a token a server generates anyway is left out);
+  echoed text, and before the prompt's end: a token a server generates anyway is left out),
+  once the offsets are checked against the tokens' text (`offset_shift`, corrected by a known
+  shift when every token then fits) and those tokens spell the continuation;
 - the raw pick is the option with the greatest sum; the normalised pick the greatest sum per
   character of the option text (Python characters, the leading space not counted: what
   lm-eval-harness's acc_norm divides by). Characters, not tokens: a token count depends on the
@@ -24,13 +27,16 @@ choice judge (apps.judges, kind "choice") turns into accuracy and accuracy_norm 
 
 Failures are the item's, with a plain message: a template or option that cannot be read, an
 API error after retries, a reply without log-probabilities, an option whose continuation has no
-token of its own, or log-probabilities that are all 0 (a server that does not compute them:
-llama.cpp scored every choice 0). Before a run is created the endpoint is probed
-(`check_prompt_logprobs`): a chat-only endpoint or one without real log-probabilities is refused
-with the cause, and no run is left behind.
+token of its own, offsets that do not point at the tokens' text, or log-probabilities that are
+all 0 (a server that does not compute them: llama.cpp scored every choice 0). Before a run is
+created the endpoint is probed with the dataset's first item, sent exactly as the run will send
+it (`probe_endpoint`): a chat-only endpoint, one without real log-probabilities or with offsets
+that cannot be trusted is refused with the cause, and no run is left behind; one that refuses a
+list of prompts (llama-cpp-python's server) is asked one option at a time.
 """
 
 from argparse import ArgumentParser
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,8 +50,9 @@ from apps.datasets.options import (
     labels_for,
 )
 from apps.runs.engine.contract import Call, Result
+from apps.runs.engine.errors import LLMError
 from apps.runs.engine.launch import launch
-from apps.runs.engine.llm import Echo, PromptLogprobs, check_prompt_logprobs
+from apps.runs.engine.llm import LLM, Attempt, Echo, PromptLogprobs, probe_client, run_async
 from apps.runs.kinds.generation import Failure, GenerationPlugin, GenerationUnit
 from apps.runs.models import (
     ChoiceSetup,
@@ -104,18 +111,79 @@ class ScoringError(ValueError):
     """The reply cannot give this item's log-likelihoods; the message says which option/why."""
 
 
+# Where a server's text_offset may be off by a known amount, tried in this order after 0:
+# llama-cpp-python counts each offset in a text that starts with the tokenizer's space prefix,
+# so every token after the first is said to start one character late.
+KNOWN_SHIFTS = (1, -1)
+
+
+def _checkable(token: str) -> bool:
+    """Whether a token's text can be looked for in the echoed text: not empty, not a byte
+    fragment of a character ("bytes:\\xe2", or a lone replacement character)."""
+    return bool(token) and not token.startswith("bytes:") and "\ufffd" not in token
+
+
+def _fits(echoed: PromptLogprobs, shift: int) -> bool:
+    """Whether every checkable token's text is in the echoed text at its offset - `shift`.
+    The first token may carry a space the text lacks (a tokenizer's space prefix), or point
+    before the text once shifted."""
+    text = echoed.text
+    for index, (token, offset) in enumerate(zip(echoed.tokens, echoed.offsets, strict=True)):
+        at = offset - shift
+        if not _checkable(token):
+            continue
+        if index == 0 and (at < 0 or text.startswith(token.removeprefix(" "), max(at, 0))):
+            continue
+        if at < 0 or text[at : at + len(token)] != token:
+            return False
+    return True
+
+
+def offset_shift(echoed: PromptLogprobs) -> int:
+    """How far the server's text_offset values are from where its tokens' text is in the echoed
+    text: 0 when they point right, else a shift of `KNOWN_SHIFTS` that makes every token's text
+    fit; ScoringError naming the first token out of place when none does."""
+    for shift in (0, *KNOWN_SHIFTS):
+        if _fits(echoed, shift):
+            return shift
+    text = echoed.text
+    for index, (token, offset) in enumerate(zip(echoed.tokens, echoed.offsets, strict=True)):
+        if index and _checkable(token) and text[offset : offset + len(token)] != token:
+            raise ScoringError(
+                f"the token offsets do not point at the tokens' text (token {index} "
+                f"{token!r} is said to start at {offset}, where the text reads "
+                f"{text[offset : offset + len(token)]!r})"
+            )
+    raise ScoringError("the token offsets do not point at the tokens' text")
+
+
 def continuation_logprob(echoed: PromptLogprobs, prompt: str, context: str) -> tuple[float, int]:
     """(sum of the log-probabilities, number of tokens) of the tokens starting in the
-    continuation, i.e. at or after len(context) and before the end of `prompt`."""
-    base = max(echoed.text.find(prompt), 0)  # a server may put a BOS text before the prompt
+    continuation, i.e. at or after len(context) and before the end of `prompt`, once their
+    offsets are checked against their text (`offset_shift`) and they are seen to spell the
+    continuation; ScoringError otherwise."""
+    base = echoed.text.find(prompt)  # a server may put a BOS text before the prompt
+    if base < 0:
+        raise ScoringError("the endpoint did not echo the prompt as it was sent")
+    shift = offset_shift(echoed)
     start, end = base + len(context), base + len(prompt)
-    values = [
-        value
-        for value, offset in zip(echoed.logprobs, echoed.offsets, strict=True)
-        if start <= offset < end
-    ]
-    if not values:
+    inside = [index for index, offset in enumerate(echoed.offsets) if start <= offset - shift < end]
+    if not inside:
         raise ScoringError("no token starts in its continuation")
+    before = inside[0] - 1
+    token = echoed.tokens[before] if before >= 0 else ""
+    if _checkable(token) and echoed.offsets[before] - shift + len(token) > start:
+        raise ScoringError(
+            f"the token {token!r} spans the context's end and the option's start, so no "
+            "log-probability is the option's alone"
+        )
+    tokens = [echoed.tokens[index] for index in inside]
+    if all(_checkable(token) for token in tokens) and "".join(tokens) != prompt[len(context) :]:
+        raise ScoringError(
+            f"the tokens at its offsets spell {''.join(tokens)!r}, not its continuation "
+            f"{prompt[len(context) :]!r}"
+        )
+    values = [echoed.logprobs[index] for index in inside]
     if any(value is None for value in values):
         raise ScoringError("the endpoint gave no log-probability for a token of it")
     return float(sum(v for v in values if v is not None)), len(values)
@@ -141,6 +209,36 @@ def pick(context: str, labels: list[str], options: list[str], echo: Echo) -> Pic
     return Picks(scores[raw].label, scores[norm].label, scores)
 
 
+@dataclass(frozen=True, slots=True)
+class Asking:
+    """How a run asks its endpoint for the options' log-probabilities (ChoiceSetup's fields,
+    found by `probe_endpoint`): all options in one request (a list prompt) or one request
+    each, and the max_tokens sent (0; 1 where a server reads 0 as "no limit")."""
+
+    one_prompt_per_request: bool = False
+    max_tokens: int = 0
+
+
+async def ask(
+    prompts: list[str],
+    asking: Asking,
+    send: Callable[[list[str], int], Awaitable[Echo]],
+) -> Echo:
+    """The echo of every prompt, asked as `asking` says through `send(prompts, max_tokens)`;
+    one request per prompt is merged into one Echo (tokens, cost, latency and requests added)."""
+    if not asking.one_prompt_per_request:
+        return await send(prompts, asking.max_tokens)
+    echoes = [await send([prompt], asking.max_tokens) for prompt in prompts]
+    return Echo(
+        [echo.prompts[0] for echo in echoes],
+        sum(echo.prompt_tokens for echo in echoes),
+        sum(echo.completion_tokens for echo in echoes),
+        sum(echo.cost for echo in echoes),
+        sum(echo.latency_ms for echo in echoes),
+        sum(echo.attempts for echo in echoes),
+    )
+
+
 @dataclass(slots=True)
 class ChoiceUnit(GenerationUnit):
     context: str = ""
@@ -154,6 +252,7 @@ class ChoiceContext:
     renderer: PromptRenderer
     columns: list[str]
     label_type: str
+    asking: Asking = field(default_factory=Asking)
 
 
 @dataclass(slots=True)
@@ -173,7 +272,8 @@ class ChoicePlugin(GenerationPlugin):
     def prepare(self, run: Run) -> ChoiceContext:  # type: ignore[override]
         setup = ChoiceSetup.objects.get(run=run)
         renderer = PromptRenderer.for_template(run.template, item_dataset_id=run.dataset_id)
-        return ChoiceContext(renderer, list(setup.option_columns), setup.label_type)
+        asking = Asking(setup.one_prompt_per_request, setup.max_tokens)
+        return ChoiceContext(renderer, list(setup.option_columns), setup.label_type, asking)
 
     def load_units(  # type: ignore[override]
         self, run: Run, ctx: ChoiceContext, keys: list[str]
@@ -203,7 +303,11 @@ class ChoicePlugin(GenerationPlugin):
         if unit.error:
             return self.failed_result(run, ctx, unit, unit.error_kind, unit.error)
         prompts = [unit.context + JOIN + option for option in unit.options]
-        echo = await call.prompt_logprobs(prompts)  # LLMError: the engine records the failure
+
+        async def send(some: list[str], most: int) -> Echo:
+            return await call.prompt_logprobs(some, max_tokens=most)
+
+        echo = await ask(prompts, ctx.asking, send)  # LLMError: the engine records the failure
         try:
             picks = pick(unit.context, unit.labels, unit.options, echo)
         except ScoringError as exc:
@@ -330,9 +434,19 @@ def resolve_options(
     return columns, label_type
 
 
+@dataclass(slots=True)
+class FirstItem:
+    """The first item of a dataset as a run would score it (what the probe sends)."""
+
+    key: str
+    context: str
+    labels: list[str]
+    options: list[str]
+
+
 def check_first_item(
     dataset: Dataset, template: PromptTemplate, columns: list[str], kind: str
-) -> None:
+) -> FirstItem:
     """The first item renders and has its options, or ChoiceRunError says why (a wrong mapping
     shows here, not as every item failing)."""
     row = dataset.items.order_by("position").values(*ItemData.VALUES).first()
@@ -341,7 +455,7 @@ def check_first_item(
     item = ItemData.from_values(row)
     try:
         rendered = PromptRenderer.for_template(template, dataset.pk).render(item, preview=True)
-        item_options(item.fields, columns, kind)
+        options = item_options(item.fields, columns, kind)
     except (PromptError, OptionsError) as exc:
         raise ChoiceRunError(f"Item {item.key}: {exc}") from None
     if rendered.missing:
@@ -349,6 +463,79 @@ def check_first_item(
             f"The template uses {', '.join(rendered.missing)}, which item {item.key} of "
             f"{dataset} does not have."
         )
+    context = choice_context(rendered.messages)
+    return FirstItem(item.key, context, labels_for(kind, len(options)), options)
+
+
+class ProbeRefused(ValueError):
+    """The endpoint cannot score choices; the message is the cause."""
+
+
+def _generated(echo: Echo, prompts: list[str]) -> bool:
+    """Whether the server made tokens after the prompts although asked for none."""
+    return echo.completion_tokens > 0 or any(
+        echoed.text.find(prompt) + len(prompt) < len(echoed.text)
+        for echoed, prompt in zip(echo.prompts, prompts, strict=True)
+    )
+
+
+async def _ask_first(llm: LLM, prompts: list[str]) -> tuple[Asking, Echo, str]:
+    """The first item's echo, asked as a run would ask it: all its options in one request with
+    max_tokens 0; where that list is answered with an error status, one request per option
+    with max_tokens 1 (the server that refuses lists, llama-cpp-python's, reads 0 as "no
+    limit"). (how, echo, a note on what was found); LLMError when neither way is answered."""
+    log: list[Attempt] = []
+    try:
+        echo = await llm.prompt_logprobs(prompts, log=log, item_id=0)
+    except LLMError as exc:
+        if exc.fatal or exc.status is None or len(prompts) < 2:
+            raise
+        asking = Asking(one_prompt_per_request=True, max_tokens=1)
+        refused = exc.message
+    else:
+        if not _generated(echo, prompts):
+            return Asking(), echo, ""
+        asking = Asking(max_tokens=1)
+        return asking, echo, "it generated tokens when asked for none, so it is sent max_tokens 1"
+
+    async def send(some: list[str], most: int) -> Echo:
+        return await llm.prompt_logprobs(some, log=log, item_id=0, max_tokens=most)
+
+    try:
+        echo = await ask(prompts, asking, send)
+    except LLMError as exc:
+        raise LLMError(
+            exc.kind,
+            f"a list of {len(prompts)} prompts was refused ({refused}), and one prompt alone "
+            f"too: {exc.message}",
+            fatal=exc.fatal,
+            status=exc.status,
+        ) from None
+    return asking, echo, f"it refused a list of prompts ({refused}), so each option is sent alone"
+
+
+async def _probe(endpoint: Endpoint, first: FirstItem) -> tuple[Asking, str]:
+    prompts = [first.context + JOIN + option for option in first.options]
+    llm = probe_client(endpoint)
+    try:
+        asking, echo, note = await _ask_first(llm, prompts)
+    except LLMError as exc:
+        raise ProbeRefused(exc.message) from None  # scrubbed by the client
+    finally:
+        await llm.close()
+    try:
+        pick(first.context, first.labels, first.options, echo)
+    except ScoringError as exc:
+        raise ProbeRefused(f"item {first.key}: {str(exc).rstrip('.')}") from None
+    return asking, note
+
+
+def probe_endpoint(endpoint: Endpoint, first: FirstItem) -> tuple[Asking, str]:
+    """How a run can ask `endpoint` for the options' log-probabilities, found by scoring the
+    dataset's first item exactly as the run will (`_ask_first`), its offsets checked against
+    its tokens' text (`continuation_logprob`): (how, a note on what was found, blank when
+    nothing was odd), or ProbeRefused with the cause."""
+    return run_async(_probe(endpoint, first))
 
 
 def create_choice_run(
@@ -370,16 +557,19 @@ def create_choice_run(
     if template.task_id != dataset.task_id:
         raise ChoiceRunError("The template belongs to another task than the dataset.")
     columns, kind = resolve_options(dataset, option_columns, label_type)
-    check_first_item(dataset, template, columns, kind)
+    first = check_first_item(dataset, template, columns, kind)
+    asking = Asking()
     if probe:
         # Outside the transaction: a network round trip must not hold the database.
-        check = check_prompt_logprobs(endpoint)
-        if not check.ok:
+        try:
+            asking, _ = probe_endpoint(endpoint, first)
+        except ProbeRefused as exc:
             raise ChoiceRunError(
-                f"Endpoint {endpoint.name} cannot score choices by log-likelihood: "
-                f"{check.message}. Choice scoring needs a completions API that returns prompt "
-                "log-probabilities (echo + logprobs), as vLLM serves."
-            )
+                f"Endpoint {endpoint.name} cannot score choices by log-likelihood: {exc}. "
+                "Choice scoring needs a completions API that returns prompt log-probabilities "
+                "(echo + logprobs) whose token offsets point at the tokens' text, as vLLM "
+                "serves."
+            ) from None
     with transaction.atomic():
         run = Run.objects.create(
             task_id=dataset.task_id,
@@ -394,7 +584,13 @@ def create_choice_run(
             total=dataset.items.count(),
             created_by=user if getattr(user, "pk", None) else None,
         )
-        ChoiceSetup.objects.create(run=run, option_columns=columns, label_type=kind)
+        ChoiceSetup.objects.create(
+            run=run,
+            option_columns=columns,
+            label_type=kind,
+            one_prompt_per_request=asking.one_prompt_per_request,
+            max_tokens=asking.max_tokens,
+        )
         launch(run, Run.Mode.RESUME)
     return run
 
