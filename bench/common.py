@@ -76,6 +76,7 @@ def live_stack(prefix: str, *, workers: int = 1, **server_config: Any) -> Iterat
         import django
 
         django.setup()
+        from django.conf import settings
         from django.core.management import call_command
 
         from tests.llm_server import LLMServer
@@ -86,7 +87,7 @@ def live_stack(prefix: str, *, workers: int = 1, **server_config: Any) -> Iterat
         for _ in range(workers):
             started.append(
                 subprocess.Popen(
-                    [sys.executable, "manage.py", "rqworker", "default"],
+                    [sys.executable, "manage.py", "rqworker", *settings.RQ_QUEUES],
                     cwd=ROOT,
                     env=dict(os.environ),
                     stdout=subprocess.DEVNULL,

@@ -1,20 +1,24 @@
 """Enqueueing background jobs, for every app: after commit (or at once where no transaction can
-be open), always with our own job id."""
+be open), always with our own job id, on the queue of its kind of work."""
 
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import django_rq
 from django.db import transaction
+
+# The queues of settings.RQ_QUEUES, by kind of work (a worker serves them in that order):
+# dataset imports and perturbed copies; batch polls; run chunks and batch submits; the rest.
+Queue = Literal["imports", "polls", "runs", "default"]
 
 
 def enqueue(
     func: Callable[..., Any] | str,
     *args: Any,
+    queue: Queue,
     job_id: str | None = None,
     timeout: int = 3600,
-    queue: str = "default",
 ) -> str:
     """Enqueue `func(*args)` once the current transaction commits; return the job id.
 
@@ -24,7 +28,7 @@ def enqueue(
     """
     job_id = job_id or f"{getattr(func, '__name__', func)}-{uuid.uuid4().hex}"
     transaction.on_commit(
-        lambda: enqueue_now(func, *args, job_id=job_id, timeout=timeout, queue=queue)
+        lambda: enqueue_now(func, *args, queue=queue, job_id=job_id, timeout=timeout)
     )
     return job_id
 
@@ -32,9 +36,9 @@ def enqueue(
 def enqueue_now(
     func: Callable[..., Any] | str,
     *args: Any,
+    queue: Queue,
     job_id: str,
     timeout: int = 3600,
-    queue: str = "default",
 ) -> None:
     """Enqueue at once: for callers outside any transaction (the runs watchdog thread)."""
     django_rq.get_queue(queue).enqueue(

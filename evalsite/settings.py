@@ -275,8 +275,15 @@ AXES_VERBOSE = False  # no "AXES: BEGIN" banner in every manage.py command's out
 CLIENT_IP_HEADER = env("CLIENT_IP_HEADER")
 
 REDIS_URL = env("REDIS_URL", "redis://127.0.0.1:6379/0")
+# One queue per kind of work, in the order a worker serves them: RQ takes the next job from the
+# first of its queues that has one, so an upload's import (or a perturbed copy) starts before
+# the next chunk of a long run, and a batch's poll is not held up behind the chunks either.
+# "default" takes the rest (worker checks, board summaries) and jobs queued before the queues
+# were split. `bin/run`'s worker listens to all of them in this order; a larger install may run
+# a worker per queue (README, "More workers").
 RQ_QUEUES = {
-    "default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": env_int("RQ_DEFAULT_TIMEOUT", 3600)},
+    name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": env_int("RQ_DEFAULT_TIMEOUT", 3600)}
+    for name in ("imports", "polls", "default", "runs")
 }
 RQ_SHOW_ADMIN_LINK = True
 # Every `manage.py rqworker` rides out a Redis outage instead of exiting (evalsite/worker.py).

@@ -59,10 +59,24 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_burst_worker(timeout: float = 120, **extra_env: str) -> subprocess.CompletedProcess:
-    """Run a real RQ worker process in burst mode: it works the queue empty and exits."""
+def worker_queues() -> list[str]:
+    """Every queue, in the order a worker serves them (settings.RQ_QUEUES), as `bin/run`'s
+    worker listens."""
+    from django.conf import settings
+
+    return list(settings.RQ_QUEUES)
+
+
+def run_burst_worker(
+    timeout: float = 120, options: tuple[str, ...] = (), **extra_env: str
+) -> subprocess.CompletedProcess:
+    """Run a real RQ worker process in burst mode: it works the queues empty and exits (or
+    stops where `options` such as ("--max-jobs", "1") say)."""
     return subprocess.run(
-        [sys.executable, "manage.py", "rqworker", "default", "--burst", "--with-scheduler"],
+        [
+            *(sys.executable, "manage.py", "rqworker", *worker_queues()),
+            *("--burst", "--with-scheduler", *options),
+        ],
         cwd=ROOT,
         env=subprocess_env(**extra_env),
         capture_output=True,
@@ -75,7 +89,7 @@ def run_burst_worker(timeout: float = 120, **extra_env: str) -> subprocess.Compl
 def start_worker(**extra_env: str) -> subprocess.Popen:
     """Start a long-running real RQ worker process; the caller stops (or kills) it."""
     return subprocess.Popen(
-        [sys.executable, "manage.py", "rqworker", "default"],
+        [sys.executable, "manage.py", "rqworker", *worker_queues()],
         cwd=ROOT,
         env=subprocess_env(**extra_env),
         stdout=subprocess.PIPE,
@@ -85,7 +99,7 @@ def start_worker(**extra_env: str) -> subprocess.Popen:
 
 
 def work(timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
-    """Let a real RQ worker process work the queue empty."""
+    """Let a real RQ worker process work the queues empty."""
     result = run_burst_worker(timeout=timeout, **env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result

@@ -178,7 +178,9 @@ def redis_claim(redis_server: str) -> RedisClaim:
 @pytest.fixture(autouse=True)
 def _redis_settings(redis_claim: RedisClaim, settings) -> Iterator[None]:
     """Every test talks to this process's Redis, emptied before it starts."""
-    settings.RQ_QUEUES = {"default": {"URL": redis_claim.url, "DEFAULT_TIMEOUT": 600}}
+    settings.RQ_QUEUES = {
+        name: {"URL": redis_claim.url, "DEFAULT_TIMEOUT": 600} for name in settings.RQ_QUEUES
+    }
     settings.REDIS_URL = redis_claim.url
     redis_claim.reset()
     yield

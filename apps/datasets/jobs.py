@@ -86,7 +86,7 @@ def start_background_import(
             upload_path=str(path),
             created_by=user if getattr(user, "pk", None) else None,
         )
-        enqueue(import_dataset_job, dataset.pk, job_id=import_job_id(dataset.pk))
+        enqueue(import_dataset_job, dataset.pk, queue="imports", job_id=import_job_id(dataset.pk))
     return dataset
 
 
@@ -142,6 +142,7 @@ def start_background_perturb(original: Dataset, name: str, seed: int, user: Any 
         name,
         seed,
         user_id,
+        queue="imports",
         job_id=perturb_job_id(original.pk, name, seed),
     )
 

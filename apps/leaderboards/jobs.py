@@ -12,7 +12,11 @@ def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
     after the run finished is fast."""
     if run.kind == Run.Kind.JUDGE:
         enqueue(
-            refresh_summary, run.pk, job_id=f"board-summary-{run.pk}-l{run.launch}", timeout=1800
+            refresh_summary,
+            run.pk,
+            queue="default",
+            job_id=f"board-summary-{run.pk}-l{run.launch}",
+            timeout=1800,
         )
 
 

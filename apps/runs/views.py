@@ -2,6 +2,7 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
@@ -468,12 +469,13 @@ def system(request: AppRequest) -> HttpResponse:
     if request.htmx and request.htmx.target == "worker-round-trip":
         context = {"checks": checks, "waiting": waiting}
         return render(request, "runs/system.html#round-trip", context)
-    queue = django_rq.get_queue("default")
+    queues = [django_rq.get_queue(name) for name in settings.RQ_QUEUES]
     context = {
         "checks": checks,
         "waiting": waiting,
-        "queued_jobs": queue.count,
-        "workers": Worker.all(connection=queue.connection),
+        "queues": [(queue.name, queue.count) for queue in queues],
+        "queued_jobs": sum(queue.count for queue in queues),
+        "workers": Worker.all(connection=queues[0].connection),
         "active_runs": Run.objects.active().select_related("task")[:50],
     }
     return render(request, "runs/system.html", context)
@@ -483,6 +485,8 @@ def system(request: AppRequest) -> HttpResponse:
 @reviewer_required
 def check_worker(request: AppRequest) -> HttpResponse:
     check = WorkerCheck.objects.create(requested_by=request.user)
-    enqueue(jobs.check_worker, check.pk, job_id=f"worker-check-{check.pk}", timeout=60)
+    enqueue(
+        jobs.check_worker, check.pk, queue="default", job_id=f"worker-check-{check.pk}", timeout=60
+    )
     messages.info(request, "Asked a worker to answer; its reply shows below when it comes.")
     return redirect("runs:system")

@@ -49,7 +49,7 @@ def test_a_large_upload_is_imported_by_a_real_worker(reviewer_client, task, sett
     again = reviewer_client.post(map_url, {"name": "big", "format": "csv"}, follow=True)
     assert "no longer here" in again.content.decode()  # ...so a second submit cannot re-import
     assert Dataset.objects.count() == 1
-    queue = django_rq.get_queue("default")
+    queue = django_rq.get_queue("imports")
     assert f"import-dataset-{dataset.pk}" in queue.job_ids  # enqueued after commit, our own id
 
     page = reviewer_client.get(dataset.get_absolute_url()).content.decode()

@@ -40,6 +40,24 @@ def test_nothing_is_enqueued_when_the_transaction_rolls_back(reviewer_user):
 
     queue = django_rq.get_queue("default")
     with pytest.raises(RuntimeError), transaction.atomic():
-        enqueue(jobs.check_worker, 1, job_id="never")
+        enqueue(jobs.check_worker, 1, queue="default", job_id="never")
         raise RuntimeError("rolled back")
     assert "never" not in queue.job_ids
+
+
+def test_bin_run_and_the_readme_start_workers_of_every_queue_in_settings_order(settings):
+    from tests.base import ROOT
+
+    order = list(settings.RQ_QUEUES)
+    assert order[0] == "imports" and order[-1] == "runs"  # uploads first, long chunks last
+    bin_run = [line for line in (ROOT / "bin/run").read_text().splitlines() if "rqworker " in line]
+    assert len(bin_run) == 1 and f"rqworker {' '.join(order)} --with-scheduler" in bin_run[0]
+    readme = (ROOT / "README.md").read_text()
+    assert f"rqworker {' '.join(order)} --with-scheduler" in readme  # another machine's worker
+    split = [
+        line.split("rqworker ")[1].split("#")[0].split()
+        for line in readme.splitlines()
+        if "manage.py rqworker" in line
+    ]
+    served = {name for args in split for name in args if not name.startswith("-")}
+    assert served == set(order)  # the per-queue example leaves no queue without a worker

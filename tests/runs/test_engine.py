@@ -46,7 +46,7 @@ def snapshot(run: Run) -> dict[int, tuple]:
 def test_a_run_answers_every_item_exactly_once_with_tokens_and_cost(start, dataset, llm_server):
     run = start(logging_mode="all")
     assert run.status == Run.Status.QUEUED and run.total == 30
-    assert django_rq.get_queue("default").job_ids == [f"run-{run.pk}-l1-chunk-0"]
+    assert django_rq.get_queue("runs").job_ids == [f"run-{run.pk}-l1-chunk-0"]
     work(EVALSITE_PRICE_TABLE=PRICES)
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED, run.error
@@ -232,7 +232,7 @@ def busy_horses(run: Run) -> list[tuple[str, int]]:
 
 def replacement_chunks(run: Run, launched: int) -> list[str]:
     """Chunk jobs the watchdog enqueued (numbers after the launch's) wherever they are now."""
-    queue = django_rq.get_queue("default")
+    queue = django_rq.get_queue("runs")
     ids = set(queue.job_ids)
     for registry in (queue.started_job_registry, queue.finished_job_registry):
         ids.update(registry.get_job_ids())
@@ -300,7 +300,7 @@ def test_a_killed_work_horse_hands_its_units_to_a_live_worker_by_itself(
         f"horse killed: units handed over after {handed_over_after(run, 6, killed):.1f} s,"
         f" run completed after {time.time() - killed:.1f} s"
     )
-    failed = django_rq.get_queue("default").failed_job_registry.get_job_ids()
+    failed = django_rq.get_queue("runs").failed_job_registry.get_job_ids()
     assert job in failed  # RQ saw the horse die...
     assert replacement_chunks(run, launched=6)  # ...and the watchdog replaced its chunk
     assert_every_item_once(run, at_kill, llm_server, 300)
@@ -345,7 +345,7 @@ def test_the_watchdog_hands_back_only_dead_chunks_units_and_nothing_already_answ
     fresh, RQ recorded the failure), chunk 2 is slow but alive (fresh lease, job running).
     Chunk 0 had committed 3 of its 10 units before dying."""
     run = start(chunk_size=10)
-    django_rq.get_queue("default").empty()  # the three jobs were taken by those workers
+    django_rq.get_queue("runs").empty()  # the three jobs were taken by those workers
     run.mark_running()
     seconds, micros = redis_conn.time()
     now_ms = seconds * 1000 + micros // 1000
@@ -403,7 +403,7 @@ def test_the_concurrency_limit_holds_with_three_workers_on_one_run(
     stats = llm_server.stats(log=False)
     assert stats["requests"] == 90
     assert stats["peak_concurrency"] == 3  # never above the limit, and the limit was used
-    queue = django_rq.get_queue("default")
+    queue = django_rq.get_queue("runs")
     registry = queue.finished_job_registry
     busy = set()
     for name in registry.get_job_ids():
@@ -420,7 +420,7 @@ def test_a_stalled_run_is_shown_and_can_be_resumed(start, reviewer_client, llm_s
         started_at=timezone.now(),
         heartbeat_at=timezone.now() - Run.STALL_AFTER - timezone.timedelta(seconds=5),
     )
-    django_rq.get_queue("default").empty()  # its worker died with the jobs
+    django_rq.get_queue("runs").empty()  # its worker died with the jobs
     page = reviewer_client.get(run.get_absolute_url()).content.decode()
     assert "Stalled" in page and 'id="resume-run"' in page and 'id="cancel-run"' not in page
     response = reviewer_client.post(f"/runs/{run.pk}/resume/")

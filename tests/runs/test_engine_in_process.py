@@ -112,7 +112,7 @@ def fake_run(task, monkeypatch, settings, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         assert launch(run) == N
     # Nobody works the queue: the test runs the chunk itself.
-    django_rq.get_queue("default").empty()
+    django_rq.get_queue("runs").empty()
     return run, plugin
 
 
@@ -146,7 +146,7 @@ def test_a_second_launch_does_only_what_is_left(fake_run, django_capture_on_comm
     run.refresh_from_db()
     with django_capture_on_commit_callbacks(execute=True):
         assert launch(run, Run.Mode.RESUME) == 1  # item 3: the failed 7 has its result
-    django_rq.get_queue("default").empty()
+    django_rq.get_queue("runs").empty()
     run_chunk(run.pk, run.launch, 0)
     assert plugin.performed == ["3"]
     run.refresh_from_db()

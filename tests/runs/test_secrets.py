@@ -289,7 +289,7 @@ def test_an_echoed_key_is_nowhere_after_generation_and_judge_runs(
     assert {"runs.attemptlog", "judges.judgeround", "judges.score"} <= {r["model"] for r in rows}
     worker.terminate()
     worker_output = worker.communicate(timeout=30)[0]
-    assert "run_chunk" in worker_output or "default:" in worker_output, worker_output[-2000:]
+    assert "run_chunk" in worker_output or "runs:" in worker_output, worker_output[-2000:]
     everything = {
         **pages,
         "database": out.getvalue(),

@@ -8,6 +8,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from apps.runs.models import WorkerCheck
+from evalsite.enqueue import enqueue_now
 from tests.base import make_user
 
 
@@ -29,6 +30,24 @@ def test_a_waiting_check_keeps_the_section_asking_until_a_minute_has_passed(admi
     page = admin_client.get(reverse("runs:system")).content.decode()
     assert "no answer within a minute: is a worker running?" in page
     assert "hx-trigger" not in page
+
+
+@pytest.mark.django_db
+def test_the_page_counts_the_jobs_waiting_in_each_queue_in_the_order_workers_serve_them(
+    admin_client, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):  # django-rq enqueues on commit
+        for n in range(3):
+            enqueue_now("apps.runs.jobs.check_worker", 0, queue="runs", job_id=f"r{n}")
+        enqueue_now("apps.runs.jobs.check_worker", 0, queue="imports", job_id="i")
+    page = admin_client.get(reverse("runs:system")).content.decode()
+    table = page.split('<table id="queues">')[1].split("</table>")[0]
+    rows = [row.split("</tr>")[0] for row in table.split("<tr>")[2:]]
+    assert [(r.split("<code>")[1].split("<")[0], r.split('"num">')[1].split("<")[0]) for r in rows] == [
+        ("imports", "1"), ("polls", "0"), ("default", "0"), ("runs", "3")
+    ]  # fmt: skip
+    assert "<strong>4</strong> jobs waiting" in page
+    assert "rqworker imports polls default runs</code>" in page  # no worker: how to start one
 
 
 @pytest.mark.browser

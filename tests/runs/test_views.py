@@ -146,9 +146,7 @@ def test_the_start_form_starts_a_run_and_enqueues_its_chunks(
     )
     import django_rq
 
-    assert django_rq.get_queue("default").job_ids == [
-        f"run-{run.pk}-l1-chunk-{n}" for n in range(3)
-    ]
+    assert django_rq.get_queue("runs").job_ids == [f"run-{run.pk}-l1-chunk-{n}" for n in range(3)]
     assert redis_conn.llen(f"evalsite:run:{run.pk}:l1:todo") == 30
 
 

@@ -654,7 +654,9 @@ def enqueue_due_batch_polls(conn: Any = None) -> list[str]:
         n = conn.incr(batch_polls_key(run_id, launch))
         conn.expire(batch_polls_key(run_id, launch), KEY_TTL)
         name = batch_job_id(run_id, launch, f"poll-{n}")
-        enqueue_now(poll_job, run_id, launch, job_id=name, timeout=BATCH_POLL_TIMEOUT)
+        enqueue_now(
+            poll_job, run_id, launch, queue="polls", job_id=name, timeout=BATCH_POLL_TIMEOUT
+        )
         started.append(name)
     return started
 

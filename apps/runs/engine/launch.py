@@ -97,7 +97,15 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
 
         transaction.on_commit(_push)
         for n in range(n_jobs):
-            enqueue(chunk_job, run_id, number, n, job_id=job_id(run_id, number, n), timeout=timeout)
+            enqueue(
+                chunk_job,
+                run_id,
+                number,
+                n,
+                queue="runs",
+                job_id=job_id(run_id, number, n),
+                timeout=timeout,
+            )
     run.refresh_from_db()
     return len(keys)
 
@@ -138,6 +146,7 @@ def _launch_batch(run: Run, keys: list[str]) -> int:
         submit_job,
         run_id,
         number,
+        queue="runs",
         job_id=batch_job_id(run_id, number, "submit"),
         timeout=BATCH_SUBMIT_TIMEOUT,
     )

@@ -89,7 +89,15 @@ def reap(conn: Any = None) -> list[str]:
             if n <= 0:
                 continue
             replacement = job_id(run_id, launch, n)
-            enqueue_now(chunk_job, run_id, launch, n, job_id=replacement, timeout=int(timeout_raw))
+            enqueue_now(
+                chunk_job,
+                run_id,
+                launch,
+                n,
+                queue="runs",
+                job_id=replacement,
+                timeout=int(timeout_raw),
+            )
             logger.warning(
                 "run %s launch %s: chunk %s died (%s); its units went to %s",
                 run_id,
