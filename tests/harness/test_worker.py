@@ -50,7 +50,8 @@ def test_bin_run_and_the_readme_start_workers_of_every_queue_in_settings_order(s
 
     order = list(settings.RQ_QUEUES)
     assert order[0] == "imports" and order[-1] == "runs"  # uploads first, long chunks last
-    bin_run = [line for line in (ROOT / "bin/run").read_text().splitlines() if "rqworker " in line]
+    script = (ROOT / "bin/run").read_text().splitlines()
+    bin_run = [line for line in script if "manage.py rqworker " in line]
     assert len(bin_run) == 1 and f"rqworker {' '.join(order)} --with-scheduler" in bin_run[0]
     readme = (ROOT / "README.md").read_text()
     assert f"rqworker {' '.join(order)} --with-scheduler" in readme  # another machine's worker

@@ -79,7 +79,9 @@ def own_redis(tmp_path: Path, settings) -> Iterator[RedisServer]:
     this test starts get its URL through settings.RQ_QUEUES (tests.base.subprocess_env)."""
     server = RedisServer(tmp_path)
     server.start()
-    settings.RQ_QUEUES = {"default": {"URL": server.url, "DEFAULT_TIMEOUT": 600}}
+    settings.RQ_QUEUES = {
+        name: {"URL": server.url, "DEFAULT_TIMEOUT": 600} for name in settings.RQ_QUEUES
+    }
     settings.REDIS_URL = server.url
     try:
         yield server
@@ -172,7 +174,7 @@ def test_recovery_opens_a_lost_launch_once_with_only_its_pending_units(start, re
     pending = [str(i.pk) for i in run.dataset.items.order_by("position")[10:]]
     assert [k.split(":")[0] for k in todo] == pending
     assert redis_conn.hexists(LIVE_KEY, live_field(run.pk, 1))
-    chunks = [j for j in django_rq.get_queue("default").job_ids if j.startswith(f"run-{run.pk}-")]
+    chunks = [j for j in django_rq.get_queue("runs").job_ids if j.startswith(f"run-{run.pk}-")]
     assert len(chunks) == math.ceil(20 / 8)
     assert all(int(j.rsplit("-", 1)[1]) >= 1 for j in chunks)
 
@@ -189,7 +191,7 @@ def test_recovery_settles_a_lost_run_with_nothing_pending(start, redis_conn):
     assert recover_lost_runs() == [run.pk]
     run.refresh_from_db()
     assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, 30, 0)
-    assert not [j for j in django_rq.get_queue("default").job_ids if j.startswith("run-")]
+    assert not [j for j in django_rq.get_queue("runs").job_ids if j.startswith("run-")]
 
 
 def test_a_resumed_run_is_not_recovered_in_its_old_launch(start, redis_conn):
@@ -211,7 +213,7 @@ def test_a_known_launch_whose_chunk_jobs_were_lost_gets_a_chunk_again(start, red
     run = start(chunk_size=8)
     old = timezone.now() - timedelta(seconds=RECOVER_AFTER + 1)
     Run.objects.filter(pk=run.pk).update(heartbeat_at=old)
-    queue = django_rq.get_queue("default")
+    queue = django_rq.get_queue("runs")
     # Its chunk jobs are still queued: waiting for a worker is not being lost.
     assert recover_lost_runs() == []
     queue.empty()  # Redis came back from a file older than their enqueueing

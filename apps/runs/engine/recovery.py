@@ -156,7 +156,7 @@ def hand_on(run: Run, conn: Any = None) -> str:
     n = int(conn.incr(seq_key(run.pk, number)))
     conn.expire(seq_key(run.pk, number), KEY_TTL)
     name = job_id(run.pk, number, n)
-    enqueue_now(chunk_job, run.pk, number, n, job_id=name, timeout=timeout)
+    enqueue_now(chunk_job, run.pk, number, n, queue="runs", job_id=name, timeout=timeout)
     logger.warning(
         "run %s launch %s: work left and no chunk to do it; enqueued %s", run.pk, number, name
     )
@@ -223,7 +223,15 @@ def recover(run: Run, conn: Any = None) -> bool:
         )
         return True
     for n in range(first, first + n_jobs):
-        enqueue_now(chunk_job, run.pk, number, n, job_id=job_id(run.pk, number, n), timeout=timeout)
+        enqueue_now(
+            chunk_job,
+            run.pk,
+            number,
+            n,
+            queue="runs",
+            job_id=job_id(run.pk, number, n),
+            timeout=timeout,
+        )
     logger.warning(
         "run %s launch %s: Redis did not know it; %s pending units went to %s new chunks",
         run.pk,
@@ -246,6 +254,7 @@ def _recover_batch(run: Run, conn: Any) -> bool:
             submit_job,
             run.pk,
             number,
+            queue="runs",
             job_id=batch_job_id(run.pk, number, "submit"),
             timeout=BATCH_SUBMIT_TIMEOUT,
         )

@@ -74,5 +74,5 @@ def enqueue_recovery(conn: Any) -> bool:
     """Enqueue the recovery job unless one is queued or ran within RECOVER_EVERY s."""
     if not conn.set(RECOVER_KEY, "1", nx=True, ex=RECOVER_CLAIM):
         return False
-    enqueue_now(recover_job, job_id=RECOVER_JOB_ID, timeout=600)
+    enqueue_now(recover_job, queue="default", job_id=RECOVER_JOB_ID, timeout=600)
     return True
