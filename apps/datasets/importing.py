@@ -1,8 +1,9 @@
 """From a read file to stored items: the column mapping, the item rows, and one atomic write.
 
-`import_dataset` is the one entry point for the page, the CLI, the background job and other
-apps' loaders. Everything that can be wrong with a file or a mapping is found before the first
-item is written; the write itself is one transaction, so no half-written dataset ever exists.
+`import_dataset` is the one entry point for the page, the CLI and other apps' loaders; the
+background job imports big files with `fill_dataset_from_file`, which streams them. Whatever
+is wrong with a file or a mapping stops the import with a message naming the row and field;
+the write is one transaction, so no half-written dataset ever exists.
 """
 
 import json
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 
 from apps.datasets.conversations import (
     CONVERSATION_NAMES,
@@ -24,14 +25,32 @@ from apps.datasets.conversations import (
     parse_conversation,
     parse_turn_references,
 )
-from apps.datasets.models import Dataset, Item, Task, fingerprint_of, mapping_roles, tags_text
-from apps.datasets.readers import DatasetError, Table, read_table
+from apps.datasets.models import (
+    Dataset,
+    Fingerprint,
+    Item,
+    Task,
+    fingerprint_of,
+    mapping_roles,
+    tags_text,
+)
+from apps.datasets.readers import (
+    DatasetError,
+    RowStream,
+    Table,
+    Unstreamable,
+    read_table,
+    stream_rows,
+)
 from apps.datasets.signals import dataset_imported
 from apps.datasets.values import as_text
 
 log = logging.getLogger(__name__)
 
 WRITE_BATCH = 5000
+# A streamed import writes a batch once it holds this many characters of the file, however few
+# rows that is: memory holds one batch (several copies of it: row dicts, JSON, search text).
+WRITE_BATCH_CHARS = 4 * 1024 * 1024
 KEY_MAX_LENGTH = Item._meta.get_field("key").max_length or 255
 ID_NAMES = ("id", "uid", "qid", "key", "item_id", "question_id", "_id")
 REFERENCE_NAMES = ("answer", "reference", "label", "target", "gold", "expected", "output")
@@ -338,6 +357,19 @@ ItemRow = tuple[int, str, str, str, str, str, str, str, str]
 
 
 @dataclass
+class RowState:
+    """What `build_item_rows` carries from one batch of a streamed import to the next."""
+
+    seen: set[str] = field(default_factory=set)
+    tag_counter: Counter[str] = field(default_factory=Counter)
+    tag_cache: dict[Any, tuple[list[str], str, str]] = field(default_factory=dict)
+
+
+class RepeatedId(DatasetError):
+    """An id seen in an earlier batch: the message that lists every place needs the file."""
+
+
+@dataclass
 class ItemRows:
     """Item rows ready for one INSERT each: (position, key, fields, reference, tags, tags_text,
     search_text, conversation, turn_references), with JSON already serialised."""
@@ -381,8 +413,12 @@ def conversation_of(
     return messages, references
 
 
-def build_item_rows(table: Table, mapping: Mapping) -> ItemRows:
+def build_item_rows(
+    table: Table, mapping: Mapping, state: RowState | None = None, start: int = 0
+) -> ItemRows:
     """Every item of the table as insertable values; raises on the first bad id or conversation.
+    A streamed import passes each batch as a table, its `state` and the position of its first
+    row (`start`); an id repeated from an earlier batch raises `RepeatedId`.
 
     Hot loop of a 100k-row import: one JSON encoder, tag parsing cached per distinct text
     (tags repeat), and the search text joined directly when every value is a string.
@@ -390,19 +426,22 @@ def build_item_rows(table: Table, mapping: Mapping) -> ItemRows:
     encode = json.JSONEncoder(ensure_ascii=False).encode
     id_column, reference_column = mapping.id_column, mapping.reference_column
     tags_column = mapping.tags_column
-    seen: set[str] = set()
-    tag_counter: Counter[str] = Counter()
-    tag_cache: dict[Any, tuple[list[str], str, str]] = {}
+    streamed = state is not None
+    state = state if state is not None else RowState()
+    seen, tag_counter, tag_cache = state.seen, state.tag_counter, state.tag_cache
     no_tags: tuple[list[str], str, str] = ([], "[]", "")
     out: list[ItemRow] = []
     conversations = mapping.conversation_column is not None
     append = out.append
-    for position, row in enumerate(table.rows):
+    for index, row in enumerate(table.rows):
+        position = start + index
         if id_column is None:
             key = str(position)
         else:
-            key = _key_of(row.get(id_column), table, position, id_column)
+            key = _key_of(row.get(id_column), table, index, id_column)
             if key in seen:
+                if streamed:
+                    raise RepeatedId(key)
                 keys = [as_text(r.get(id_column)).strip() for r in table.rows]
                 raise _duplicate_error(table, id_column, keys, key)
             seen.add(key)
@@ -420,7 +459,7 @@ def build_item_rows(table: Table, mapping: Mapping) -> ItemRows:
             tag_counter.update(tags)
         conversation, references = "[]", "[]"
         if conversations:
-            messages, turn_references = conversation_of(row, mapping, table, position)
+            messages, turn_references = conversation_of(row, mapping, table, index)
             conversation, references = encode(messages), encode(turn_references)
         try:
             search = "\n".join(row.values())
@@ -501,6 +540,51 @@ def announce_imported(dataset: Dataset) -> tuple[str, ...]:
     return dataset.announced
 
 
+def _still_importing(dataset: Dataset) -> bool:
+    """Lock the dataset's row; False when another run of the same job finished first (or the
+    dataset was deleted): items are written once, by whoever got here first."""
+    status = (
+        Dataset.objects.select_for_update()
+        .filter(pk=dataset.pk)
+        .values_list("status", flat=True)
+        .first()
+    )
+    return status == Dataset.Status.IMPORTING
+
+
+def _finish(
+    dataset: Dataset,
+    table: Table,
+    mapping: Mapping,
+    count: int,
+    tag_counts: dict[str, int],
+    fingerprint: str,
+) -> None:
+    """The dataset ready, its items written (inside the caller's transaction)."""
+    dataset.columns = table.columns
+    dataset.format = table.format
+    dataset.sheet = table.sheet
+    dataset.mapping = mapping.to_dict()
+    dataset.row_count = count
+    dataset.progress = count
+    dataset.tag_counts = tag_counts
+    dataset.fingerprint = fingerprint
+    dataset.status = Dataset.Status.READY
+    dataset.error = ""
+    dataset.upload_path = ""
+    dataset.save()
+    dataset.task.remember_mapping(mapping.to_dict(), table.columns)
+    # Later apps react once the items are visible (auto-judging of response columns).
+    transaction.on_commit(lambda: announce_imported(dataset))
+
+
+def _fingerprinted(items: ItemRows, rows: list[dict[str, Any]]) -> Any:
+    return (
+        (row[1], fields, row[3], json.loads(row[4]))
+        for row, fields in zip(items.rows, rows, strict=True)
+    )
+
+
 def fill_dataset(
     dataset: Dataset, table: Table, mapping: Mapping, progress: Progress | None = None
 ) -> Dataset:
@@ -509,39 +593,92 @@ def fill_dataset(
         progress("checking", 0, len(table.rows))
     items = build_item_rows(table, mapping)
     with transaction.atomic():
-        status = (
-            Dataset.objects.select_for_update()
-            .filter(pk=dataset.pk)
-            .values_list("status", flat=True)
-            .first()
-        )
-        if status != Dataset.Status.IMPORTING:
-            # Another run of the same job finished first (or the dataset was deleted):
-            # items are written once, by whoever got here first.
+        if not _still_importing(dataset):
             return dataset
         write_items(dataset, items, progress)
-        dataset.columns = table.columns
-        dataset.format = table.format
-        dataset.sheet = table.sheet
-        dataset.mapping = mapping.to_dict()
-        dataset.row_count = len(items.rows)
-        dataset.progress = len(items.rows)
-        dataset.tag_counts = items.tag_counts
-        dataset.fingerprint = fingerprint_of(
-            dataset.mapping,
-            (
-                (row[1], fields, row[3], json.loads(row[4]))
-                for row, fields in zip(items.rows, table.rows, strict=True)
-            ),
-        )
-        dataset.status = Dataset.Status.READY
-        dataset.error = ""
-        dataset.upload_path = ""
-        dataset.save()
-        dataset.task.remember_mapping(mapping.to_dict(), table.columns)
-        # Later apps react once the items are visible (auto-judging of response columns).
-        transaction.on_commit(lambda: announce_imported(dataset))
+        fingerprint = fingerprint_of(mapping.to_dict(), _fingerprinted(items, table.rows))
+        _finish(dataset, table, mapping, len(items.rows), items.tag_counts, fingerprint)
     return dataset
+
+
+def fill_dataset_from_file(
+    dataset: Dataset, path: Path, mapping: Mapping, progress: Progress | None = None
+) -> Dataset:
+    """Import the file at `path` into `dataset` as `fill_dataset` does, streaming CSV, JSONL and
+    Parquet: rows go to the database a batch at a time (`WRITE_BATCH` rows or
+    `WRITE_BATCH_CHARS` characters, whichever comes first) inside one transaction, so memory
+    holds a batch, never the file, and a problem anywhere leaves no item. Where the stream
+    meets a problem only the whole-file reader words (see apps.datasets.readers.Unstreamable),
+    or a repeated id (its message lists every row that has it), the
+    transaction is rolled back and the file is read whole, which says what is wrong exactly
+    as a small upload is told. JSON documents and Excel workbooks are read whole."""
+    try:
+        stream = stream_rows(path, dataset.format)
+    except (Unstreamable, DatasetError):
+        stream = None
+    if stream is not None:
+        try:
+            return _fill_streamed(dataset, stream, mapping, progress)
+        except (Unstreamable, RepeatedId, IntegrityError):
+            pass  # rolled back: the whole-file reader below says what is wrong
+        finally:
+            stream.close()
+    table = read_table(path, dataset.format, dataset.file_name, dataset.sheet or None)
+    return fill_dataset(dataset, table, mapping, progress)
+
+
+def _fill_streamed(
+    dataset: Dataset, stream: RowStream, mapping: Mapping, progress: Progress | None
+) -> Dataset:
+    state = RowState()
+    fingerprint = Fingerprint(mapping.to_dict())
+    count = 0
+    rows: list[dict[str, Any]] = []
+    origins: list[int] = []
+    chars = 0
+
+    def write() -> None:
+        nonlocal count, rows, origins, chars
+        batch = Table(stream.format, stream.columns, rows, origins)
+        items = build_item_rows(batch, mapping, state, start=count)
+        # Ids repeated batches apart are the database's to find (its unique (dataset, key)
+        # index: an IntegrityError): a set of every id would grow with the file.
+        state.seen.clear()
+        write_items(dataset, items)
+        fingerprint.update(_fingerprinted(items, rows))
+        count += len(rows)
+        rows, origins, chars = [], [], 0
+        if progress:
+            progress("writing", count, _expected_rows(stream, count))
+
+    with transaction.atomic():
+        if not _still_importing(dataset):
+            return dataset
+        if progress:
+            progress("writing", 0, stream.total or 0)
+        for origin, row, size in stream.rows:
+            rows.append(row)
+            origins.append(origin)
+            chars += size
+            if len(rows) >= WRITE_BATCH or chars >= WRITE_BATCH_CHARS:
+                write()
+        if rows:
+            write()
+        if not count:
+            raise Unstreamable  # no data rows: the whole-file reader says so
+        table = Table(stream.format, stream.columns, [])
+        tag_counts = dict(state.tag_counter.most_common())
+        _finish(dataset, table, mapping, count, tag_counts, fingerprint.hexdigest())
+    return dataset
+
+
+def _expected_rows(stream: RowStream, done: int) -> int:
+    """The rows a streamed file will have: its own count (Parquet), else as many as the bytes
+    read so far suggest."""
+    if stream.total:
+        return stream.total
+    read = stream.read()
+    return max(done, round(done * stream.size / read)) if read else done
 
 
 def import_dataset(

@@ -15,13 +15,13 @@ from rq.job import Job, JobStatus
 from apps.datasets.importing import (
     Mapping,
     clear_progress,
-    fill_dataset,
+    fill_dataset_from_file,
     import_dataset,
     progress_reporter,
 )
 from apps.datasets.models import Dataset, Task
 from apps.datasets.perturb import PerturbError, check_perturbation, perturb_dataset
-from apps.datasets.readers import DatasetError, read_table
+from apps.datasets.readers import DatasetError
 from apps.datasets.uploads import StagedUpload
 from evalsite.enqueue import enqueue
 
@@ -43,8 +43,7 @@ def import_dataset_job(dataset_id: int) -> None:
             raise DatasetError("The uploaded file is gone; upload it again.")
         report = progress_reporter(dataset_id)
         report("reading", 0, 0)
-        table = read_table(path, dataset.format, dataset.file_name, dataset.sheet or None)
-        fill_dataset(dataset, table, Mapping.from_dict(dataset.mapping), report)
+        fill_dataset_from_file(dataset, path, Mapping.from_dict(dataset.mapping), report)
     except DatasetError as exc:
         dataset.mark_failed(str(exc))
     except Exception as exc:

@@ -412,13 +412,26 @@ def fingerprint_of(mapping: dict[str, Any], rows: Iterable[tuple[str, Any, str, 
     """sha256 over the mapping and each item's (key, fields, reference, tags) in position
     order. Fields are written with sorted keys: PostgreSQL's jsonb does not keep a file's key
     order, and the same data must give the same fingerprint on both databases."""
-    digest = hashlib.sha256()
-    digest.update(json.dumps(mapping, sort_keys=True, ensure_ascii=False).encode())
-    dump = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
-    for key, fields, reference, tags in rows:
-        digest.update(b"\x1e")
-        digest.update(dump([key, fields, reference, tags]).encode())
-    return digest.hexdigest()
+    fingerprint = Fingerprint(mapping)
+    fingerprint.update(rows)
+    return fingerprint.hexdigest()
+
+
+class Fingerprint:
+    """`fingerprint_of`, fed a batch of items at a time (a streamed import)."""
+
+    def __init__(self, mapping: dict[str, Any]) -> None:
+        self.digest = hashlib.sha256()
+        self.digest.update(json.dumps(mapping, sort_keys=True, ensure_ascii=False).encode())
+        self.dump = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+
+    def update(self, rows: Iterable[tuple[str, Any, str, Any]]) -> None:
+        for key, fields, reference, tags in rows:
+            self.digest.update(b"\x1e")
+            self.digest.update(self.dump([key, fields, reference, tags]).encode())
+
+    def hexdigest(self) -> str:
+        return self.digest.hexdigest()
 
 
 def tags_text(tags: list[str]) -> str:

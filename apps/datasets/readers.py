@@ -27,7 +27,7 @@ import json
 import posixpath
 import re
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -560,6 +560,166 @@ def _read_jsonl(text: str, file_name: str) -> Table:
     return Table("jsonl", _columns_of(rows), rows, origins)
 
 
+# ---- reading row by row (the import in a worker) --------------------------------------------
+# A big upload is imported from a stream of rows, so memory holds a batch of rows and never the
+# file (apps.datasets.importing.fill_dataset_from_file). The stream reads only files it can
+# read exactly as the whole-file readers above do; anything else it meets (a ragged CSV row, a
+# JSONL line that is not an object, bytes that are not UTF-8, NUL…) ends it with `Unstreamable`,
+# and the file is read whole instead, so that every message stays that reader's, word for word.
+# JSON (one document) and Excel workbooks are always read whole.
+STREAM_CHUNK = 1024 * 1024
+
+
+class Unstreamable(Exception):
+    """The stream met what only the whole-file reader words: read the file whole instead."""
+
+
+@dataclass
+class RowStream:
+    """A file's rows as (origin, row, characters) in order; `columns` grows for JSONL (keys in
+    order of first use, as `_columns_of`), `read` is how many bytes were read so far."""
+
+    format: str
+    columns: list[str]
+    rows: Iterator[tuple[int, dict[str, Any], int]]
+    size: int
+    handle: Any = None
+    total: int | None = None  # rows, when the file says (Parquet)
+
+    def read(self) -> int:
+        return self.handle.buffer.tell() if self.handle is not None else 0
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
+def stream_rows(path: Path, fmt: str) -> RowStream | None:
+    """The rows of the CSV, JSONL or Parquet file at `path` (format `fmt`, as the upload
+    settled it) one by one; None for a format that is read whole. DatasetError for a file too
+    big or missing, Unstreamable for one to read whole."""
+    _sized(path)
+    length = path.stat().st_size
+    if fmt == "parquet":
+        parquet, columns, total = _open_parquet(path)
+        return RowStream("parquet", columns, _parquet_rows(parquet, columns), length, total=total)
+    if fmt not in ("csv", "jsonl"):
+        return None
+    with path.open("rb") as raw:
+        head = raw.read(4)
+    if not head or head.startswith((b"\xff\xfe", b"\xfe\xff", ZIP_MAGIC)):
+        raise Unstreamable
+    # JSONL lines end at "\n" only (as `_read_jsonl` splits); CSV is split as csv wants it.
+    handle = path.open(
+        encoding="utf-8-sig", errors="strict", newline="\n" if fmt == "jsonl" else ""
+    )
+    try:
+        if fmt == "csv":
+            columns, rows = _csv_stream(handle, path.name)
+        else:
+            columns = []
+            rows = _jsonl_stream(handle, columns)
+    except BaseException:
+        handle.close()
+        raise
+    return RowStream(fmt, columns, rows, length, handle)
+
+
+def _checked_lines(lines: Iterable[str]) -> Iterator[str]:
+    try:
+        for line in lines:
+            if "\x00" in line:
+                raise Unstreamable
+            yield line
+    except UnicodeDecodeError:
+        raise Unstreamable from None
+
+
+def _csv_stream(
+    handle: Any, file_name: str
+) -> tuple[list[str], Iterator[tuple[int, dict[str, Any], int]]]:
+    lines = _checked_lines(handle)
+    first = next(lines, "")
+    if not first or (first.endswith("\r") and not first.endswith("\r\n")):
+        raise Unstreamable  # empty, or old Mac line ends: `_read_csv` reads its header line
+    delimiter = _delimiter(first.rstrip("\r\n"), file_name)
+    sized: list[int] = [0]
+
+    def measured() -> Iterator[str]:
+        yield first
+        for line in lines:
+            sized[0] += len(line)
+            yield line
+
+    reader = csv.reader(measured(), delimiter=delimiter, strict=True)
+    numbered = enumerate(reader, start=1)
+    try:
+        header = next(((n, r) for n, r in numbered if r), None)
+    except csv.Error:
+        raise Unstreamable from None
+    if header is None:
+        raise Unstreamable
+    columns = _check_header(header[1])
+
+    def rows() -> Iterator[tuple[int, dict[str, Any], int]]:
+        width, seen = len(columns), 0
+        try:
+            for number, record in numbered:
+                if not record:
+                    continue
+                if len(record) != width:
+                    raise Unstreamable
+                yield number, dict(zip(columns, record, strict=True)), sized[0] - seen
+                seen = sized[0]
+        except csv.Error:
+            raise Unstreamable from None
+
+    return columns, rows()
+
+
+def _jsonl_stream(handle: Any, columns: list[str]) -> Iterator[tuple[int, dict[str, Any], int]]:
+    known: set[str] = set()
+    loads = json.loads
+    for number, line in enumerate(_checked_lines(handle), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = loads(line)
+        except json.JSONDecodeError:
+            raise Unstreamable from None
+        if not isinstance(row, dict):
+            raise Unstreamable
+        if len(row) != len(known) or any(key not in known for key in row):
+            for key in row:
+                if key not in known:
+                    known.add(key)
+                    columns.append(key)
+        yield number, row, len(line)
+
+
+def _parquet_rows(
+    parquet: pyarrow.parquet.ParquetFile, columns: list[str]
+) -> Iterator[tuple[int, dict[str, Any], int]]:
+    number = 0
+    try:
+        # Batches of rows, or of fewer when rows are long (the file says how long, per group).
+        groups = parquet.metadata
+        per_row = max(
+            (
+                groups.row_group(i).total_byte_size / max(groups.row_group(i).num_rows, 1)
+                for i in range(groups.num_row_groups)
+            ),
+            default=1,
+        )
+        size = int(max(1, min(PARQUET_BATCH, STREAM_CHUNK * 8 // max(per_row, 1))))
+        for batch in _parquet_batches(parquet, columns, size):
+            for row in batch:
+                number += 1
+                yield number, row, sum(len(v) for v in row.values())
+    except (pyarrow.ArrowException, OSError):
+        raise Unstreamable from None
+
+
 # ---- Excel (.xlsx) ------------------------------------------------------------------------
 ZIP_MAGIC = b"PK\x03\x04"
 # An encrypted .xlsx is an OLE compound file, as is an Excel 97–2003 .xls.
@@ -831,6 +991,41 @@ def read_parquet(source: Path | bytes, limit: int | None = None) -> Table:
 
     Rows are numbered from 1, the first record being row 1 (a Parquet file has no header row).
     """
+    parquet, columns, total = _open_parquet(source)
+    rows: list[dict[str, Any]] = []
+    try:
+        for batch in _parquet_batches(parquet, columns, limit or PARQUET_BATCH):
+            rows.extend(batch)
+            if limit is not None:
+                break
+    except (pyarrow.ArrowException, OSError) as exc:
+        raise DatasetError(
+            f"The Parquet file is damaged: the rows after row {len(rows)} cannot be read "
+            f"({exc}). Write it again and upload it again."
+        ) from None
+    table = Table("parquet", columns, rows, list(range(1, len(rows) + 1)))
+    if len(rows) < total:
+        table.complete = False
+        table.preview_note = (
+            f"The preview shows the first {len(rows):,} of the file's {total:,} rows. "
+            "The import reads them all."
+        )
+    return table
+
+
+def _parquet_batches(
+    parquet: pyarrow.parquet.ParquetFile, columns: list[str], size: int
+) -> Iterator[list[dict[str, Any]]]:
+    """The file's rows as dicts of text, `size` rows at a time."""
+    schema = parquet.schema_arrow
+    converters = [parquet_texts(schema.field(i).type) for i in range(len(columns))]
+    for batch in parquet.iter_batches(batch_size=size, use_threads=False):
+        texts = [convert(array) for convert, array in zip(converters, batch.columns, strict=True)]
+        yield [dict(zip(columns, values, strict=True)) for values in zip(*texts, strict=True)]
+
+
+def _open_parquet(source: Path | bytes) -> tuple[pyarrow.parquet.ParquetFile, list[str], int]:
+    """The file opened, its columns and its number of rows, or DatasetError saying why not."""
     head = source[:4] if isinstance(source, bytes) else _head(source, 4)
     if not head:
         raise DatasetError("The file is empty.")
@@ -862,31 +1057,7 @@ def read_parquet(source: Path | bytes, limit: int | None = None) -> Table:
     total = parquet.metadata.num_rows
     if total == 0:
         raise DatasetError(f"The Parquet file has columns ({', '.join(columns)}) but no rows.")
-    converters = [parquet_texts(schema.field(i).type) for i in range(len(columns))]
-    rows: list[dict[str, Any]] = []
-    try:
-        for batch in parquet.iter_batches(batch_size=limit or PARQUET_BATCH, use_threads=False):
-            texts = [
-                convert(array) for convert, array in zip(converters, batch.columns, strict=True)
-            ]
-            rows.extend(
-                dict(zip(columns, values, strict=True)) for values in zip(*texts, strict=True)
-            )
-            if limit is not None:
-                break
-    except (pyarrow.ArrowException, OSError) as exc:
-        raise DatasetError(
-            f"The Parquet file is damaged: the rows after row {len(rows)} cannot be read "
-            f"({exc}). Write it again and upload it again."
-        ) from None
-    table = Table("parquet", columns, rows, list(range(1, len(rows) + 1)))
-    if len(rows) < total:
-        table.complete = False
-        table.preview_note = (
-            f"The preview shows the first {len(rows):,} of the file's {total:,} rows. "
-            "The import reads them all."
-        )
-    return table
+    return parquet, columns, total
 
 
 def _json_default(value: Any) -> Any:

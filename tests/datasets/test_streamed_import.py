@@ -1,0 +1,176 @@
+"""The worker's import streams CSV, JSONL and Parquet files to the database a batch at a time
+(`fill_dataset_from_file`): the same dataset as reading the file whole, never the file in
+memory, and every problem told exactly as the whole-file import tells it, with nothing written."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from apps.datasets import importing, readers
+from apps.datasets.importing import Mapping, fill_dataset, fill_dataset_from_file
+from apps.datasets.models import Dataset, Item
+from apps.datasets.readers import DatasetError, read_table
+from tests.datasets import samples
+
+pytestmark = pytest.mark.django_db
+
+ROWS = [
+    {"id": f"r{i}", "question": f"What is {i} + {i}?\nShow the sum.", "tags": "math;easy"}
+    for i in range(23)
+]
+
+
+def files(tmp_path: Path) -> dict[str, Path]:
+    csv_path = tmp_path / "rows.csv"
+    csv_path.write_bytes(
+        b"\xef\xbb\xbf"  # a BOM, and a blank line that still counts as a row
+        + samples.csv_bytes(["id", "question", "tags"], [list(r.values()) for r in ROWS[:5]])
+        + b"\r\n"
+        + samples.csv_bytes(["id", "question", "tags"], [list(r.values()) for r in ROWS[5:]]).split(
+            b"\n", 1
+        )[1]
+    )
+    jsonl_path = tmp_path / "rows.jsonl"
+    lines = [json.dumps(r, ensure_ascii=False) for r in ROWS]
+    lines[7] = json.dumps({**ROWS[7], "extra": [1, {"a": None}]})  # a column from line 8 on
+    jsonl_path.write_text("\n".join(lines[:3]) + "\n\n" + "\n".join(lines[3:]) + "\n")
+    parquet_path = tmp_path / "rows.parquet"
+    parquet_path.write_bytes(
+        samples.parquet_bytes(
+            {name: [r[name] for r in ROWS] for name in ("id", "question", "tags")}
+        )
+    )
+    return {"csv": csv_path, "jsonl": jsonl_path, "parquet": parquet_path}
+
+
+def new_dataset(task, fmt: str, name: str) -> Dataset:
+    return Dataset.objects.create(
+        task=task, name=name, format=fmt, status=Dataset.Status.IMPORTING, file_name=f"x.{fmt}"
+    )
+
+
+def stored(dataset: Dataset) -> tuple:
+    dataset.refresh_from_db()
+    items = list(
+        Item.objects.filter(dataset=dataset)
+        .order_by("position")
+        .values_list("position", "key", "fields", "reference", "tags", "search_text")
+    )
+    return (
+        dataset.status,
+        dataset.columns,
+        dataset.row_count,
+        dataset.tag_counts,
+        dataset.fingerprint,
+        items,
+    )
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_a_streamed_import_stores_what_reading_the_file_whole_stores(
+    task, tmp_path, monkeypatch, fmt
+):
+    path = files(tmp_path)[fmt]
+    mapping = Mapping(id_column="id", tags_column="tags")
+    whole = new_dataset(task, fmt, "whole")
+    fill_dataset(whole, read_table(path, fmt), mapping.validated(read_table(path, fmt).columns))
+    # Batches of 4 rows: the 23 rows span six of them.
+    monkeypatch.setattr(importing, "WRITE_BATCH", 4)
+    writes: list[int] = []
+    write_items = importing.write_items
+    monkeypatch.setattr(
+        importing,
+        "write_items",
+        lambda d, items: writes.append(len(items.rows)) or write_items(d, items),
+    )
+    # Never the whole file: the whole-file reader is not called.
+    monkeypatch.setattr(importing, "read_table", lambda *a, **k: pytest.fail("read whole"))
+    streamed = new_dataset(task, fmt, "streamed")
+    progress: list[tuple] = []
+    fill_dataset_from_file(
+        streamed,
+        path,
+        mapping.validated(read_table(path, fmt).columns),
+        lambda *args: progress.append(args),
+    )
+    assert writes == [4, 4, 4, 4, 4, 3]
+    assert progress[-1][:2] == ("writing", 23)
+    assert stored(streamed) == stored(whole)
+    assert stored(streamed)[0] == "ready" and stored(streamed)[2] == 23
+    if fmt == "jsonl":
+        assert stored(streamed)[1] == ["id", "question", "tags", "extra"]
+
+
+def test_a_batch_ends_at_a_number_of_characters_too(task, tmp_path, monkeypatch):
+    path = files(tmp_path)["csv"]
+    monkeypatch.setattr(importing, "WRITE_BATCH_CHARS", 100)  # about two rows
+    writes: list[int] = []
+    write_items = importing.write_items
+    monkeypatch.setattr(
+        importing,
+        "write_items",
+        lambda d, items: writes.append(len(items.rows)) or write_items(d, items),
+    )
+    dataset = new_dataset(task, "csv", "chars")
+    fill_dataset_from_file(dataset, path, Mapping(id_column="id"))
+    assert sum(writes) == 23 and max(writes) <= 3 and len(writes) >= 8
+
+
+def whole_error(path: Path, fmt: str, mapping: Mapping, task) -> str:
+    with pytest.raises(DatasetError) as whole:
+        fill_dataset(new_dataset(task, fmt, "whole-error"), read_table(path, fmt), mapping)
+    return str(whole.value)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "content", "expected"),
+    [
+        # A ragged row far into the file, after batches were written.
+        (
+            "csv",
+            "id,q\n" + "".join(f"r{i},x\n" for i in range(30)) + "r30,x,y\n",
+            "Row 32 (line 32)",
+        ),
+        # A quoted field never closed.
+        ("csv", "id,q\n" + "".join(f"r{i},x\n" for i in range(30)) + 'r30,"x\n', "never closed"),
+        # An id repeated batches apart: every row that has it is named.
+        ("csv", "id,q\n" + "".join(f"r{i % 25},x\n" for i in range(26)), "row 2, row 27"),
+        # An id missing: its row, as a person finds it.
+        ("csv", "id,q\n" + "".join(f"r{i},x\n" for i in range(20)) + ",x\n", "Row 22 has no id"),
+        ("jsonl", "".join(f'{{"id": "r{i}"}}\n' for i in range(20)) + "[1]\n", "Line 21 is a list"),
+        ("jsonl", "".join(f'{{"id": "r{i}"}}\n' for i in range(20)) + "{oops\n", "Line 21 is not"),
+        ("csv", "id,q\n" + "".join(f"r{i},x\n" for i in range(20)) + "r20,\x00\n", "NUL bytes"),
+        ("csv", "id,q\nr1,caf\xe9\n", "line 2 has the byte 0xE9"),
+        ("csv", "id,q\n", "only a header row"),
+        ("csv", "  \n\n", "The file is empty."),
+    ],
+)
+def test_a_problem_is_told_as_the_whole_file_import_tells_it_and_nothing_is_written(
+    task, tmp_path, monkeypatch, fmt, content, expected
+):
+    path = tmp_path / f"bad.{fmt}"
+    path.write_bytes(content.encode("latin-1" if "\xe9" in content else "utf-8"))
+    mapping = Mapping(id_column="id")
+    told = whole_error(path, fmt, mapping, task)
+    assert expected in told
+    monkeypatch.setattr(importing, "WRITE_BATCH", 4)
+    dataset = new_dataset(task, fmt, "streamed-error")
+    with pytest.raises(DatasetError) as streamed:
+        fill_dataset_from_file(dataset, path, mapping)
+    assert str(streamed.value) == told
+    assert Item.objects.count() == 0
+    dataset.refresh_from_db()
+    assert dataset.status == Dataset.Status.IMPORTING  # the job marks it failed
+
+
+def test_only_a_few_rows_are_in_memory_at_once(tmp_path):
+    """The stream hands rows over one by one: 100 rows in, it has read a few kB of the file."""
+    path = tmp_path / "many.csv"
+    path.write_text("id,q\n" + "".join(f"r{i},{'x' * 50}\n" for i in range(5000)))
+    stream = readers.stream_rows(path, "csv")
+    assert stream is not None
+    first = [next(stream.rows) for _ in range(100)]
+    assert first[0][:2] == (2, {"id": "r0", "q": "x" * 50}) and first[-1][0] == 101
+    assert stream.read() < path.stat().st_size / 4  # far from the end of the file
+    stream.close()
