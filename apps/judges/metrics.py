@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from sacrebleu.metrics import BLEU
 
 from apps.judges.parsing import JudgeReplyError, parse_mcq_choice
@@ -542,6 +543,153 @@ def numeric_match(prediction: str, references: list[str], options: dict[str, Any
         ):
             return 100.0
     return 0.0
+
+
+@register(
+    "macro_f1",
+    display_name="Label match",
+    unit="%",
+    options=NORMALISE_OPTIONS,
+    description=(
+        "For classification (labels such as entailment / neutral / contradiction): 100 when "
+        "the predicted label equals the reference label after normalisation, else 0, so the "
+        "mean is accuracy; the board adds macro-F1 over the labels of the whole corpus "
+        "(Dynabench's f1 for nli and sentiment, sklearn's f1_score(average=\"macro\"))."
+    ),
+)
+def label_match(prediction: str, references: list[str], options: dict[str, Any]) -> float:
+    return exact_match(prediction, references, options)
+
+
+# ---- corpus-level metrics ---------------------------------------------------------------------
+# Some metrics are reported over the whole corpus, not as a mean of per-item values: corpus BLEU
+# sums n-gram matches over every segment before taking the geometric mean (the mean of sentence
+# BLEU was 1.9 points below it on the board's example), and macro-F1 counts each label's
+# precision and recall over every item. Each is computed from per-item statistics that add up,
+# so a bootstrap over items only re-weights them: `CorpusTable.value(counts)` with each item's
+# count in the resample.
+@dataclass(frozen=True)
+class CorpusMetric:
+    name: str
+    display_name: str
+    reference: str  # the implementation nobody on this project wrote that the tests pin it to
+
+
+CORPUS_METRICS: dict[str, CorpusMetric] = {
+    "bleu": CorpusMetric("corpus_bleu", "Corpus BLEU", "sacrebleu.corpus_bleu"),
+    "macro_f1": CorpusMetric("macro_f1", "Macro-F1", 'sklearn f1_score(average="macro")'),
+}
+
+
+class CorpusTable:
+    """Per-item statistics of a corpus metric; `value(counts)` is the metric over the items
+    drawn `counts` times each (all ones: the corpus itself)."""
+
+    name: str = ""
+    n: int = 0
+
+    def value(self, counts: np.ndarray) -> float:
+        raise NotImplementedError
+
+
+class BleuTable(CorpusTable):
+    """sacrebleu's segment statistics [hyp length, closest ref length, matches per order,
+    n-grams per order], summed over the corpus and scored by sacrebleu's own `compute_bleu`
+    (no effective order at corpus level, as `corpus_bleu`)."""
+
+    name = "corpus_bleu"
+
+    def __init__(
+        self, predictions: Sequence[str], references: Sequence[Sequence[str]], options: dict
+    ) -> None:
+        texts = [*predictions, *(ref for refs in references for ref in refs)]
+        self.tokenize = bleu_tokenizer(texts, options["tokenize"])
+        self.max_n = int(options["max_n"])
+        self.smooth = str(options["smooth"])
+        scorer = _bleu_scorer(options["lowercase"], self.max_n, self.smooth, self.tokenize)
+        rows = []
+        for prediction, refs in zip(predictions, references, strict=True):
+            score = scorer.sentence_score(prediction, list(refs))
+            rows.append([score.sys_len, score.ref_len, *score.counts, *score.totals])
+        self.stats = np.array(rows, dtype=float).reshape(len(rows), 2 + 2 * self.max_n)
+        self.n = len(rows)
+
+    def value(self, counts: np.ndarray) -> float:
+        total = counts @ self.stats
+        n = self.max_n
+        return float(
+            BLEU.compute_bleu(
+                correct=[int(x) for x in total[2 : 2 + n]],
+                total=[int(x) for x in total[2 + n :]],
+                sys_len=int(total[0]),
+                ref_len=int(total[1]),
+                smooth_method=self.smooth,
+                effective_order=False,
+                max_ngram_order=n,
+            ).score
+        )
+
+
+class MacroF1Table(CorpusTable):
+    """Each item's reference label (its first reference) and predicted label, normalised as
+    the metric's options say. Macro-F1 over every label that occurs as a reference or a
+    prediction (sklearn's default), each label's F1 = 2·TP / (2·TP + FP + FN)."""
+
+    name = "macro_f1"
+
+    def __init__(
+        self, predictions: Sequence[str], references: Sequence[Sequence[str]], options: dict
+    ) -> None:
+        flags = {key: options[key] for key in NORMALISE_OPTIONS}
+        pairs = [
+            _normalise_pair(prediction, refs[0], flags)
+            for prediction, refs in zip(predictions, references, strict=True)
+        ]
+        labels = sorted({label for pair in pairs for label in pair})
+        index = {label: i for i, label in enumerate(labels)}
+        self.k = len(labels)
+        self.pred = np.array([index[p] for p, _ in pairs], dtype=np.int64)
+        self.true = np.array([index[t] for _, t in pairs], dtype=np.int64)
+        self.hit = (self.pred == self.true).astype(float)
+        self.n = len(pairs)
+
+    def value(self, counts: np.ndarray) -> float:
+        counts = counts.astype(float)
+        tp = np.bincount(self.true, weights=counts * self.hit, minlength=self.k)
+        as_true = np.bincount(self.true, weights=counts, minlength=self.k)
+        as_pred = np.bincount(self.pred, weights=counts, minlength=self.k)
+        present = (as_true + as_pred) > 0  # FN = as_true − TP, FP = as_pred − TP
+        if not present.any():
+            return float("nan")
+        f1 = 2 * tp[present] / (as_true[present] + as_pred[present])
+        return float(100.0 * f1.mean())
+
+
+def corpus_table(
+    metric_name: str,
+    predictions: Sequence[str],
+    references: Sequence[Sequence[str]],
+    options: Mapping[str, Any] | None = None,
+) -> CorpusTable:
+    """The corpus statistics of a metric that has a corpus form (CORPUS_METRICS); each item's
+    references are its usable ones, already post-processed."""
+    if metric_name not in CORPUS_METRICS:
+        raise MetricError(f"{metric_name} has no corpus-level form.")
+    merged = validate_options(metric_name, options)
+    if metric_name == "bleu":
+        return BleuTable(predictions, references, merged)
+    return MacroF1Table(predictions, references, merged)
+
+
+def corpus_bootstrap(table: CorpusTable, resamples: int, seed: int) -> np.ndarray:
+    """The corpus metric over `resamples` resamples of the items (with replacement, n of n,
+    one `rng.integers(0, n, n)` per resample, so a reference can draw the same items)."""
+    rng = np.random.default_rng(seed)
+    out = np.empty(resamples)
+    for b in range(resamples):
+        drawn = rng.integers(0, table.n, size=table.n)
+        out[b] = table.value(np.bincount(drawn, minlength=table.n))
+    return out
 
 
 # ---- post-processors ------------------------------------------------------------------------

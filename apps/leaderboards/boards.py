@@ -17,7 +17,8 @@ import numpy as np
 
 from apps.datasets.models import Dataset, Task
 from apps.judges.models import Judge
-from apps.leaderboards import items, summaries
+from apps.leaderboards import corpus, items, summaries
+from apps.leaderboards.corpus import CorpusCell
 from apps.leaderboards.epochs import Reduction
 from apps.leaderboards.items import doubtful_count, flaky_count
 from apps.leaderboards.memo import Memo, review_state
@@ -266,10 +267,17 @@ class Board:
     flaky: dict[int, int] = field(default_factory=dict)  # run id → items whose epochs disagree
     # run id → items the task's rule sends to people that nobody reviewed yet (#14.4)
     doubtful: dict[int, int] = field(default_factory=dict)
+    # run id → the corpus-level metric (corpus BLEU, macro-F1) of a metric judge that has one
+    corpus: dict[int, CorpusCell] = field(default_factory=dict)
 
     @property
     def mode(self) -> str:
         return self.params.mode
+
+    @property
+    def corpus_metric(self) -> CorpusCell | None:
+        """The corpus metric's name and label, as the first model's cell has them."""
+        return next(iter(self.corpus.values()), None)
 
     @property
     def has_copies(self) -> bool:
@@ -431,6 +439,15 @@ def build(task: Task, params: Params) -> Board:
         }
     if not board.reduction.is_mean:
         epoch_cells(board, tag)
+    if corpus.has_corpus_metric(judge):
+        subject = board.subjects[0].name
+        board.corpus = {
+            row.run.pk: dataclasses.replace(
+                corpus.corpus_cell(row.run, judge, tag, params.scoring),
+                item_mean=row.cells["judge"][subject].mean,
+            )
+            for row in board.rows
+        }
     board.coverage = item_coverage(board)
     if params.common and board.coverage is not None:
         common_items(board, tag)

@@ -35,6 +35,7 @@ from apps.judges.metrics import (
         ("bleu", "BLEU", "BLEU", True, (0.0, 100.0), True),
         ("regex_match", "Regex match", "%", True, (0.0, 100.0), False),
         ("numeric_match", "Numeric match", "%", True, (0.0, 100.0), True),
+        ("macro_f1", "Label match", "%", True, (0.0, 100.0), True),
     ],
 )
 def test_every_metric_declares_itself(
@@ -66,6 +67,7 @@ def test_registry_holds_exactly_the_documented_metrics_and_postprocessors() -> N
         "bleu",
         "regex_match",
         "numeric_match",
+        "macro_f1",
     }
     assert set(POSTPROCESSORS) == {
         "extract_choice",
@@ -101,7 +103,7 @@ def test_unknown_metric_names_the_known_ones() -> None:
     with pytest.raises(MetricError) as caught:
         evaluate("rouge", "a", ["a"])
     assert str(caught.value) == (
-        "Unknown metric 'rouge'; known metrics: accuracy, bleu, exact_match, numeric_match, regex_match, token_f1."
+        "Unknown metric 'rouge'; known metrics: accuracy, bleu, exact_match, macro_f1, numeric_match, regex_match, token_f1."
     )
 
 

@@ -108,7 +108,7 @@ def test_metric_round_postprocesses_and_uses_options() -> None:
         (JudgeSpec(kind="mcq", subjects=({"name": "a", "min": 0, "max": 1}, {"name": "b", "min": 0, "max": 1})),
          "A mcq judge gives one value; list at most one subject."),
         (JudgeSpec(kind="metric", metric="rouge"),
-         "Unknown metric 'rouge'; known metrics: accuracy, bleu, exact_match, numeric_match, regex_match, token_f1."),
+         "Unknown metric 'rouge'; known metrics: accuracy, bleu, exact_match, macro_f1, numeric_match, regex_match, token_f1."),
         (JudgeSpec(kind="metric", metric="regex_match"), "Regex match needs a non-empty 'pattern' option."),
         (JudgeSpec(kind="choice", subjects=({"name": "score", "min": 0, "max": 100},)),
          "A log-likelihood choice judge gives accuracy and accuracy_norm, no other subjects."),

@@ -23,6 +23,7 @@ def test_the_methods_page_names_each_method_and_its_reference() -> None:
         "bradley-terry",
         "agreement",
         "parsing",
+        "corpus",
     ):
         assert f'id="{anchor}"' in html
     for text in (
@@ -37,6 +38,8 @@ def test_the_methods_page_names_each_method_and_its_reference() -> None:
         "Normal(1000, 400",
         "Laplace",
         "Chen et al.",
+        "corpus_bleu",
+        'f1_score(average="macro")',
     ):
         assert text in html, text
 
