@@ -111,6 +111,7 @@ class JudgeForm(forms.ModelForm):
             "ask_confidence": "Ask the judge how sure it is (a confidence from 0 to 1)",
             "reply_format": "How the reply is read",
             "reply_pattern": "Reply pattern (regular expression)",
+            "postprocess_reference": "Post-process the reference too",
         }
         help_texts = {
             "system_prompt": "Blank: the built-in prompt for the kind.",
@@ -223,6 +224,7 @@ class JudgeForm(forms.ModelForm):
             return data
         if kind != Judge.Kind.METRIC:
             data["metric"], data["metric_options"], data["postprocess"] = "", {}, ""
+            data["postprocess_reference"] = False
         if kind not in (Judge.Kind.MCQ, Judge.Kind.MCQ_RULE):
             data["label_type"], data["label_count"] = Judge.LabelType.UPPER, 4
         if kind not in (Judge.Kind.RUBRIC, Judge.Kind.MCQ):
@@ -269,6 +271,7 @@ class JudgeForm(forms.ModelForm):
                 metric=data.get("metric") or "",
                 metric_options=data.get("metric_options") or {},
                 postprocess=data.get("postprocess") or "",
+                postprocess_reference=bool(data.get("postprocess_reference")),
             )
             spec.check()
         except ValueError as exc:
@@ -331,7 +334,14 @@ class JudgeForm(forms.ModelForm):
         judge = self.save(commit=False)
         judge.task = self.task
         judge.subjects = self.cleaned_data["subjects"]
-        for name in ("metric", "metric_options", "postprocess", "label_type", "label_count"):
+        for name in (
+            "metric",
+            "metric_options",
+            "postprocess",
+            "postprocess_reference",
+            "label_type",
+            "label_count",
+        ):
             setattr(judge, name, self.cleaned_data[name])
         for name in ("n_iter", "system_prompt", "user_prompt"):
             setattr(judge, name, self.cleaned_data[name])

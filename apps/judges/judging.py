@@ -52,7 +52,12 @@ from apps.judges.judge_prompts import (
     with_examples,
 )
 from apps.judges.launching import JudgeRunError, create_judge_run, find_judge, parse_responses
-from apps.judges.metrics import MetricError, get_metric, usable_references
+from apps.judges.metrics import (
+    MetricError,
+    get_metric,
+    processed_references,
+    usable_references,
+)
 from apps.judges.models import (
     ArchivedRound,
     Judge,
@@ -424,6 +429,8 @@ class JudgePlugin(RunPlugin):
                 if spec.kind == Judge.Kind.METRIC and ctx.metric_needs_reference:
                     try:
                         unit.references = usable_references(unit.references)
+                        if spec.postprocess_reference:  # checked here, applied when scored
+                            processed_references(spec.postprocess or None, unit.references)
                     except MetricError as exc:
                         raise AnswerKeyError(str(exc)) from None
         except AnswerKeyError as exc:

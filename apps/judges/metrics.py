@@ -189,11 +189,14 @@ def evaluate(
     references: Sequence[str] | str | None,
     options: Mapping[str, Any] | None = None,
     postprocess: str | Sequence[str] | None = None,
+    *,
+    postprocess_reference: bool = False,
 ) -> float:
     """Score one prediction against its references (a list, or one string).
 
-    The prediction is post-processed first (never the references). A metric that needs a
-    reference raises MetricError when none is given, naming the metric.
+    The prediction is post-processed first, and with `postprocess_reference` each reference
+    too (UltraEval's processed_output). A metric that needs a reference raises MetricError
+    when none is given, naming the metric; so does a reference post-processed to nothing.
     """
     metric = get_metric(metric_name)
     merged = validate_options(metric_name, options)
@@ -205,6 +208,8 @@ def evaluate(
         refs = ["" if ref is None else str(ref) for ref in references]
     if metric.needs_reference and not refs:
         raise MetricError(f"{metric.display_name} needs at least one reference answer.")
+    if postprocess_reference:
+        refs = processed_references(postprocess, refs)
     if metric.needs_reference:
         refs = usable_references(refs)
     text = "" if prediction is None else str(prediction)
@@ -212,6 +217,21 @@ def evaluate(
 
 
 _postprocess = postprocess  # `evaluate` takes a parameter of the same name
+
+
+def processed_references(names: str | Sequence[str] | None, references: Sequence[str]) -> list[str]:
+    """The references post-processed like the prediction. A reference the post-processing
+    leaves blank (no number for Last number) is dropped when others are left; when none is
+    left, MetricError says which reference and which post-processing."""
+    processed = [postprocess(names, ref) for ref in references]
+    kept = [ref for ref in processed if not is_blank(ref)]
+    if references and not kept:
+        named = ", ".join([names] if isinstance(names, str) else list(names or []))
+        raise MetricError(
+            f"Post-processing the reference ({named}) left nothing of "
+            f"{references[0][:80]!r}: there is nothing to compare with."
+        )
+    return processed
 
 
 def is_blank(reference: str | None) -> bool:

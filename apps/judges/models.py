@@ -63,6 +63,15 @@ class Judge(Versioned):
     postprocess = models.CharField(
         max_length=50, blank=True
     )  # a key of the post-processor registry
+    # Post-process the references the same way (UltraEval's processed_output: gsm8k's worked
+    # answer "… #### 72" compared as "72").
+    postprocess_reference = models.BooleanField(
+        default=False,
+        help_text=(
+            "Apply the same post-processing to the reference answers (a gsm8k reference "
+            "“… #### 72” becomes “72” with Last number)."
+        ),
+    )
     n_iter = models.PositiveIntegerField(default=1)
     aggregation = models.CharField(
         max_length=8, choices=Aggregation.choices, default=Aggregation.MEAN
@@ -109,7 +118,7 @@ class Judge(Versioned):
             ("reply_format", "reply_pattern", "use_structured_output", "ask_confidence"),
         ),
         ((Kind.MCQ, Kind.MCQ_RULE), ("label_type", "label_count")),
-        ((Kind.METRIC,), ("metric", "metric_options", "postprocess")),
+        ((Kind.METRIC,), ("metric", "metric_options", "postprocess", "postprocess_reference")),
     )
 
     CONTENT_FIELDS = (
@@ -122,6 +131,7 @@ class Judge(Versioned):
         "metric",
         "metric_options",
         "postprocess",
+        "postprocess_reference",
         "n_iter",
         "aggregation",
         "use_structured_output",

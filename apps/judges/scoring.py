@@ -45,6 +45,7 @@ class JudgeSpec:
     metric: str = ""
     metric_options: Mapping[str, Any] = field(default_factory=dict)
     postprocess: str = ""
+    postprocess_reference: bool = False
     ask_confidence: bool = False
     reply_format: str = "json"
     reply_pattern: str = ""
@@ -59,6 +60,7 @@ class JudgeSpec:
             metric=judge.metric or "",
             metric_options=dict(judge.metric_options or {}),
             postprocess=judge.postprocess or "",
+            postprocess_reference=bool(getattr(judge, "postprocess_reference", False)),
             ask_confidence=bool(getattr(judge, "ask_confidence", False)),
             reply_format=str(getattr(judge, "reply_format", "") or "json"),
             reply_pattern=str(getattr(judge, "reply_pattern", "") or ""),
@@ -116,7 +118,8 @@ def score_text(spec: JudgeSpec, text: str, references: Sequence[str] = ()) -> Ru
     rubric: `text` is the judge's reply, parsed with `parse_rubric_reply`.
     mcq / mcq_rule: `text` is the judge's reply / the response; the labels it chose are
     compared with the answer key, `references[0]` (100 when equal, else 0).
-    metric: `text` is the response, scored against `references` after post-processing.
+    metric: `text` is the response, scored against `references` after post-processing (of the
+    references too when the judge says so).
     """
     if spec.kind == "rubric":
         return parse_rubric_reply(
@@ -138,7 +141,12 @@ def score_text(spec: JudgeSpec, text: str, references: Sequence[str] = ()) -> Ru
         return score_choice(spec, text, references)
     if spec.kind == "metric":
         value = evaluate(
-            spec.metric, text, list(references), spec.metric_options, spec.postprocess or None
+            spec.metric,
+            text,
+            list(references),
+            spec.metric_options,
+            spec.postprocess or None,
+            postprocess_reference=spec.postprocess_reference,
         )
         return RubricResult({name: value}, "")
     raise ValueError(f"Judge kind must be one of {', '.join(KINDS)}, not {spec.kind!r}.")

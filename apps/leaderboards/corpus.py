@@ -20,6 +20,7 @@ from apps.judges.metrics import (
     MetricError,
     corpus_bootstrap,
     corpus_table,
+    processed_references,
     usable_references,
 )
 from apps.judges.metrics import postprocess as apply_postprocess
@@ -81,6 +82,12 @@ def corpus_inputs(
         if not refs or (prediction is None and not strict):
             left_out += 1
             continue
+        if judge.postprocess_reference:
+            try:
+                refs = usable_references(processed_references(judge.postprocess or None, refs))
+            except MetricError:
+                left_out += 1
+                continue
         predictions.append(apply_postprocess(judge.postprocess or None, prediction or ""))
         references.append(refs)
     return predictions, references, left_out
