@@ -88,6 +88,7 @@ from apps.runs.engine.llm import Attempt
 from apps.runs.engine.tuning import RULE_LANES
 from apps.runs.estimate import evenly_spaced
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run
+from apps.runs.response_schema import judged_text
 
 NOTHING_TO_JUDGE = "Nothing to judge:"  # how source problems start (auto-judge looks for it)
 
@@ -359,12 +360,24 @@ class JudgePlugin(RunPlugin):
                     out[row["id"]][0] = (as_text(value), "", "")
             return out
         source = f"run #{run.source_run_id}"
+        schema = (
+            Run.objects.filter(pk=run.source_run_id)
+            .values_list("response_schema", flat=True)
+            .first()
+        )
         responses = Response.objects.filter(
             run_id=run.source_run_id, item_id__in=list(out), epoch__lt=epochs
         ).values_list("item_id", "epoch", "status", "text", "error_kind", "error", "details")
         for item_id, epoch, status, text, error_kind, error, details in responses:
             if status == Response.Status.OK and kind == Judge.Kind.CHOICE:
                 out[item_id][epoch] = choice_text(details, source)
+            elif status == Response.Status.OK and schema:
+                judged, why = judged_text(text, schema)
+                out[item_id][epoch] = (
+                    (judged, "", "")
+                    if judged is not None
+                    else (None, ErrorKind.NO_RESPONSE, f"{NOTHING_TO_JUDGE} {why}")
+                )
             elif status == Response.Status.OK:
                 out[item_id][epoch] = (text, "", "")
             else:

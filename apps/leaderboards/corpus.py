@@ -28,6 +28,7 @@ from apps.judges.models import Judge
 from apps.leaderboards.memo import Memo, run_state
 from apps.leaderboards.stats import RESAMPLES, SEED, Interval, percentile_ci
 from apps.runs.models import Response, Run
+from apps.runs.response_schema import judged_text
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,15 @@ def predictions_of(run: Run) -> dict[int, str]:
             for pk, fields in rows
             if (value := (fields or {}).get(run.source_column)) is not None
         }
-    return dict(
-        Response.objects.filter(
-            run_id=run.source_run_id, epoch=0, status=Response.Status.OK
-        ).values_list("item_id", "text")
-    )
+    responses = Response.objects.filter(
+        run_id=run.source_run_id, epoch=0, status=Response.Status.OK
+    ).values_list("item_id", "text")
+    schema = run.source_run.response_schema if run.source_run is not None else {}
+    if not schema:
+        return dict(responses)
+    # What the judge scored: the schema's answer key; an invalid response counts as none.
+    judged = {pk: judged_text(text, schema)[0] for pk, text in responses}
+    return {pk: text for pk, text in judged.items() if text is not None}
 
 
 def corpus_inputs(

@@ -9,6 +9,7 @@ from apps.datasets.models import Dataset, Task
 from apps.runs.engine.budget import check_budget
 from apps.runs.models import ChoiceSetup, Endpoint, Generator, LoggingMode, PromptTemplate, Run
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer, validate_template_sources
+from apps.runs.response_schema import clean_schema
 
 RESERVED_PARAMS = {"model", "messages", "stream", "n"}
 
@@ -281,6 +282,19 @@ class GenerationRunForm(CostFields):
         min_value=1, max_value=10_000, initial=200, help_text="Items per background job."
     )
     batch = batch_field()
+    response_schema = forms.JSONField(
+        required=False,
+        label="Each response must be JSON with",
+        widget=forms.Textarea(
+            attrs={"rows": 2, "placeholder": '{"keys": {"pred": "string"}, "answer": "pred"}'}
+        ),
+        help_text=(
+            "Optional (Dynabench's verify_response): the keys each response must have and their "
+            "types (string, number, integer, boolean, array, object, any); “answer” names the "
+            "key judges score. A response that is not such JSON is marked invalid with the "
+            "reason, and judges fail its item (strict boards count it at the worst value)."
+        ),
+    )
 
     def __init__(self, *args: Any, task: Task, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -303,10 +317,17 @@ class GenerationRunForm(CostFields):
         "logging_mode",
         "chunk_size",
         "batch",
+        "response_schema",
     ]
 
     def clean_epochs(self) -> int:
         return self.cleaned_data.get("epochs") or 1
+
+    def clean_response_schema(self) -> dict[str, Any]:
+        try:
+            return clean_schema(self.cleaned_data.get("response_schema"))
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def unsaved_run(self) -> Run:
         """The run these choices make, unsaved (for the cost estimate)."""

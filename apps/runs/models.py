@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from apps.datasets.models import Dataset, Frozen, Item, Task, Versioned, slug_validator
 from apps.datasets.values import as_text
+from apps.runs import response_schema
 
 
 class ErrorKind(models.TextChoices):
@@ -417,6 +418,9 @@ class Run(models.Model):
     # Samples per item (generation runs): each item is answered this many times, one Response
     # per epoch, and judges score every epoch (see `judged_epochs`).
     epochs = models.PositiveIntegerField(default=1)
+    # Generation runs: the JSON each response must be (apps/runs/response_schema.py, Dynabench's
+    # verify_response); {} for free text. An invalid response is kept and judges fail its item.
+    response_schema = models.JSONField(default=dict, blank=True)
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
@@ -532,6 +536,14 @@ class Run(models.Model):
                 f"{self.total} unit{'s' if self.total != 1 else ''} (content → questions → answers)"
             )
         return f"{self.total} items"
+
+    def response_problem(self, text: str) -> str:
+        """Why a response of this run is invalid under its response schema ("" when valid)."""
+        return response_schema.check(text, self.response_schema)[0]
+
+    @property
+    def response_schema_text(self) -> str:
+        return response_schema.describe(self.response_schema) if self.response_schema else ""
 
     @property
     def judged_epochs(self) -> int:

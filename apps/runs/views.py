@@ -203,6 +203,7 @@ def generation_start(request: AppRequest) -> HttpResponse:
         batch=form.cleaned_data["batch"],
         use_cache=form.cache_choice(),
         budget_usd=form.cleaned_data.get("budget_usd"),
+        response_schema=form.cleaned_data.get("response_schema"),
     )
     messages.success(request, f"Started run #{run.pk}: {run.size_text}.")
     return redirect(run)

@@ -22,6 +22,7 @@ from apps.runs.engine.llm import Reply
 from apps.runs.estimate import evenly_spaced
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, PromptTemplate, Response, Run
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer
+from apps.runs.response_schema import clean_schema
 
 
 @dataclass(slots=True)
@@ -346,6 +347,7 @@ def create_generation_run(
     batch: bool = False,
     use_cache: bool | None = None,
     budget_usd: Any = None,
+    response_schema: dict[str, Any] | None = None,
 ) -> Run:
     """A new generation run, launched (its jobs are enqueued when the transaction commits);
     `batch` sends it through the provider's Batch API (apps.runs.engine.batch); `use_cache` None:
@@ -374,6 +376,7 @@ def create_generation_run(
             logging_mode=logging_mode,
             chunk_size=max(1, chunk_size),
             epochs=epochs,
+            response_schema=clean_schema(response_schema),
             batch=batch,
             use_cache=use_cache,
             budget_usd=budget,

@@ -5,10 +5,18 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from apps.datasets.values import as_text
-from apps.runs.models import Endpoint
+from apps.runs.models import Endpoint, Response, Run
 from apps.runs.models import usd as money
 
 register = template.Library()
+
+
+@register.filter
+def invalid_because(response: Response, run: Run) -> str:
+    """Why an answered response breaks its run's response schema ("" when it does not)."""
+    if response.status != Response.Status.OK or not run.response_schema:
+        return ""
+    return run.response_problem(response.text)
 
 
 @register.filter
