@@ -1214,10 +1214,39 @@ def parse_mcq_choice(text: str, label_type: str, label_count: int) -> frozenset[
     )
 
 
+def target_scores_labels(
+    scores: dict[str, Any], label_type: str, label_count: int | None = None
+) -> list[str]:
+    """The labels of UltraEval's target_scores (option → 1 right, 0 wrong), the options labelled
+    in the dict's order as its transforms write them ("(A) yes (B) no"). A score other than 0 or
+    1, or more options than labels, raises AnswerKeyError naming it."""
+    shown = _clip(json.dumps(scores, ensure_ascii=False))
+    if len(scores) < 2:
+        raise AnswerKeyError(f"target_scores {shown} has fewer than 2 options.")
+    count = len(scores) if label_count is None else label_count
+    if len(scores) > count:
+        raise AnswerKeyError(
+            f"target_scores {shown} has {len(scores)} options, more than the judge's {count}."
+        )
+    try:
+        labels = labels_for(label_type, len(scores))
+    except ValueError as exc:
+        raise AnswerKeyError(f"target_scores {shown}: {exc}") from None
+    for option, score in scores.items():
+        if isinstance(score, bool) or score not in (0, 1):
+            raise AnswerKeyError(
+                f"target_scores {shown} gives option {option!r} the score {score!r}: use 1 "
+                "for a right option and 0 for a wrong one."
+            )
+    return [label for label, score in zip(labels, scores.values(), strict=True) if score == 1]
+
+
 def parse_answer_key(
     value: Any, label_type: str | None = None, label_count: int | None = None
 ) -> frozenset[str]:
-    """An item's answer key as a set of labels: "A,C", "AC", "A C", '["A","C"]', "2", 2, ["A"].
+    """An item's answer key as a set of labels: "A,C", "AC", "A C", '["A","C"]', "2", 2, ["A"],
+    or UltraEval's target_scores '{"Yes": 1, "No": 0}' (the options in order, the ones scored 1
+    correct: here A).
 
     Without `label_type` the type is inferred (digits, else the letters' case); with it,
     letters are brought to its case. "N", "None" and "[]" mean no option is correct (unless N
@@ -1233,13 +1262,23 @@ def parse_answer_key(
         text = unicodedata.normalize("NFKC", value).strip()
         if not text:
             raise AnswerKeyError("The answer key is empty.")
-        if text.startswith("["):
+        if text.startswith("{"):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                raise AnswerKeyError(f"Answer key {shown!r} is not a valid JSON object.") from None
+        elif text.startswith("["):
             try:
                 value = json.loads(text)
             except ValueError:
                 raise AnswerKeyError(f"Answer key {shown!r} is not a valid JSON list.") from None
         else:
             value = [p for p in re.split(r"(?:\s*(?:[,;/&+、和与及]|\band\b)\s*|\s+)", text) if p]
+    if isinstance(value, dict):
+        label_type = label_type or "upper"
+        value = target_scores_labels(value, label_type, label_count)
+        if not value:
+            return frozenset()
     if not isinstance(value, list | tuple | set | frozenset):
         raise AnswerKeyError(f"Answer key {shown} is not a set of option labels.")
     pieces = [str(piece).strip() for piece in value]

@@ -547,7 +547,8 @@ def test_parse_answer_key(key: object, kwargs: dict, expected: str) -> None:
         ("   ", {}, "The answer key is empty."),
         (None, {}, "Answer key null is not a set of option labels."),
         (True, {}, "Answer key true is not a set of option labels."),
-        ({"a": 1}, {}, 'Answer key {"a": 1} is not a set of option labels.'),
+        # A dict is UltraEval's target_scores (tests/judges/test_target_scores.py).
+        ({"a": 1}, {}, 'target_scores {"a": 1} has fewer than 2 options.'),
         ("[A, C", {}, "Answer key '[A, C' is not a valid JSON list."),
         ("A1", {}, "Answer key 'A1': 'A1' is not an option label."),
         ("A?", {}, "Answer key 'A?': 'A?' is not an option label."),
