@@ -22,5 +22,6 @@ urlpatterns = [
     path("<slug:slug>/grid/", views.grid, name="grid"),
     path("<slug:slug>/robustness/", views.robustness, name="robustness"),
     path("<slug:slug>/agreement/", views.agreement, name="agreement"),
+    path("<slug:slug>/metrics/", views.metrics, name="metrics"),
     path("<slug:slug>/pairwise/", views.pairwise, name="pairwise"),
 ]

@@ -17,7 +17,15 @@ from apps.datasets.csvsafe import csv_response
 from apps.datasets.models import Task
 from apps.judges.models import Judge
 from apps.leaderboards import agreement as agreement_mod
-from apps.leaderboards import alignment, boards, exports, formatting, pairs, pairwise_board
+from apps.leaderboards import (
+    alignment,
+    boards,
+    exports,
+    formatting,
+    metric_board,
+    pairs,
+    pairwise_board,
+)
 from apps.leaderboards import grid as grid_mod
 from apps.leaderboards import regressions as regressions_mod
 from apps.leaderboards import robustness as robustness_mod
@@ -81,6 +89,7 @@ def board(request: AppRequest, slug: str) -> HttpResponse:
         "epoch_views": formatting.epoch_views(built),
         "alarms": [] if request.htmx else alignment.alarms(task),
         "has_copies": task.datasets.filter(perturbed_from__isnull=False).exists(),
+        "metric_judges": len({j.name for j in built.judges if j.kind == Judge.Kind.METRIC}),
     }
     template = "leaderboards/board.html#board" if request.htmx else "leaderboards/board.html"
     return render(request, template, context)
@@ -295,6 +304,20 @@ def robustness(request: AppRequest, slug: str) -> HttpResponseBase:
         "scoring_views": SCORING_VIEWS,
     }
     return render(request, "leaderboards/robustness.html", context)
+
+
+@require_GET
+def metrics(request: AppRequest, slug: str) -> HttpResponse:
+    """Every metric judge of the task as columns, one row per model, sorted by ?perf=."""
+    task = get_object_or_404(Task, slug=slug)
+    built = metric_board.build(
+        task,
+        names=request.GET.getlist("judge") or None,
+        perf=request.GET.get("perf"),
+        scoring=request.GET.get("scoring") or "strict",
+    )
+    context = {"task": task, "board": built, "scoring_views": SCORING_VIEWS}
+    return render(request, "leaderboards/metrics.html", context)
 
 
 @require_GET

@@ -24,6 +24,11 @@ def test_the_methods_page_names_each_method_and_its_reference() -> None:
         "agreement",
         "parsing",
         "corpus",
+        "seed-formats",
+        "reference-postprocess",
+        "target-scores",
+        "response-schema",
+        "metric-board",
     ):
         assert f'id="{anchor}"' in html
     for text in (
@@ -40,6 +45,9 @@ def test_the_methods_page_names_each_method_and_its_reference() -> None:
         "Chen et al.",
         "corpus_bleu",
         'f1_score(average="macro")',
+        "processed_output",
+        "verify_response",
+        "perf_metric",
     ):
         assert text in html, text
 
