@@ -37,6 +37,7 @@ from apps.datasets.csvsafe import cell, neutralise
 from apps.datasets.models import Item
 from apps.judges.models import Comparison, JudgeRound, judge_of
 from apps.leaderboards.boards import Board, Row
+from apps.leaderboards.corpus import CorpusCell
 from apps.leaderboards.pairs import Pairs
 from apps.leaderboards.pairwise_board import PairwiseBoard
 from apps.leaderboards.people import PeopleAgreement
@@ -534,6 +535,8 @@ def board_header(board: Board) -> list[str]:
             header += [f"{info.name}.{mode}.{stat}" for stat in STAT_COLUMNS]
         header.append(f"{info.name}.overridden")
     header += ["epochs", "model_epoch_reduction", "flaky_items"]
+    if (corpus := board.corpus_metric) is not None:  # corpus BLEU, macro-F1 (#29.12)
+        header += [corpus.name, *(f"{corpus.name}.{c}" for c in ("ci_low", "ci_high", "n"))]
     header += ["judge", "scoring", "epoch_reduction", "items", "clustered_by", "tag", "sort"]
     header.append("overall.formula")
     for info in board.subjects:
@@ -581,7 +584,20 @@ def board_records(board: Board) -> Iterator[dict[str, Any]]:
             # The model's own reduction: pass@n where it has only n < k epochs (#29.10).
             "model_epoch_reduction": board.reduction_for(row.run).query,
             "flaky_items": board.flaky.get(row.run.pk) if board.epochs > 1 else None,
+            "corpus": _corpus_record(board.corpus.get(row.run.pk)),
         }
+
+
+def _corpus_record(found: CorpusCell | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {
+        "metric": found.name,
+        "value": found.value,
+        "ci_low": found.ci.low if found.ci else None,
+        "ci_high": found.ci.high if found.ci else None,
+        "n": found.n,
+    }
 
 
 def board_meta(board: Board) -> dict[str, Any]:
@@ -652,6 +668,10 @@ def board_csv(board: Board) -> Iterable[str]:
                 ]
             row.append(entry["overridden"])
         row += [record["epochs"], record["model_epoch_reduction"], record["flaky_items"]]
+        if board.corpus_metric is not None:
+            corpus = record["corpus"] or {}
+            row += [_rounded(corpus.get(k), BOARD_DIGITS) for k in ("value", "ci_low", "ci_high")]
+            row.append(corpus.get("n"))
         writer.writerow(row + [cell(value) for value in built_with])
     return [buffer.getvalue()]
 

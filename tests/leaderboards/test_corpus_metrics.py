@@ -3,6 +3,9 @@ macro-F1 over labels, each with a bootstrap interval over items, pinned to sacre
 corpus_bleu and sklearn's f1_score(average="macro"), the interval to a seeded resampling
 written here with those same references."""
 
+import csv
+import io
+import json
 import re
 from collections.abc import Callable
 
@@ -163,3 +166,19 @@ def test_the_board_shows_corpus_bleu_beside_the_mean(bleu_board, viewer_client):
 def test_boards_of_other_judges_have_no_corpus_table(board_data, viewer_client):
     page = viewer_client.get(reverse("leaderboards:task", args=["demo"])).content.decode()
     assert 'id="corpus"' not in page
+
+
+def test_the_board_csv_and_jsonl_carry_the_corpus_value(bleu_board, viewer_client):
+    single = [[refs[0]] for refs in REFERENCES]
+    strict = sacrebleu.corpus_bleu([*HYPOTHESES[:7], ""], reference_streams(single)).score
+    url = reverse("leaderboards:task-export", args=["translate"])
+    text = viewer_client.get(url, {"format": "csv"}).getvalue().decode("utf-8-sig")
+    header, row = list(csv.reader(io.StringIO(text)))[:2]
+    found = dict(zip(header, row, strict=True))
+    assert float(found["corpus_bleu"]) == pytest.approx(strict, abs=0.005)  # 2 digits
+    assert float(found["corpus_bleu.ci_low"]) < strict < float(found["corpus_bleu.ci_high"])
+    assert found["corpus_bleu.n"] == "8"
+    lines = viewer_client.get(url, {"format": "jsonl"}).getvalue().decode().splitlines()
+    record = next(json.loads(line) for line in lines if '"corpus"' in line)
+    assert record["corpus"]["metric"] == "corpus_bleu"
+    assert record["corpus"]["value"] == pytest.approx(strict, abs=1e-9)

@@ -58,7 +58,7 @@ def test_every_board_links_to_it(board_data) -> None:
     client.force_login(make_user("viewer"))
     slug = board_data["task"].slug
     target = reverse("leaderboards:methods")
-    for name in ("task", "compare", "agreement"):
+    for name in ("task", "compare", "agreement", "metrics"):
         html = client.get(reverse(f"leaderboards:{name}", args=[slug])).content.decode()
         assert f'href="{target}" id="methods-link"' in html, name
     # The pairwise board links it beside its ratings (tests/review/test_ab.py).
