@@ -436,11 +436,13 @@ def _bleu_scorer(lowercase: bool, max_n: int, smooth: str, tokenize: str) -> BLE
     unit="BLEU",
     options={"lowercase": False, "max_n": 4, "smooth": "exp", "tokenize": "auto"},
     description="Sentence BLEU (0–100) by sacrebleu: up to 4-grams, exponential smoothing, "
-    "13a tokens (Chinese, Japanese and Korean text by character).",
+    "13a tokens (Chinese, Japanese and Korean text by character); the board adds corpus BLEU, "
+    "the number papers report.",
 )
 def bleu(prediction: str, references: list[str], options: dict[str, Any]) -> float:
-    """sacrebleu's own sentence BLEU, so scores are the ones papers report (its tokeniser keeps
-    "don't" and "3.5" whole where a word regex would split them)."""
+    """sacrebleu's own sentence BLEU (its tokeniser keeps "don't" and "3.5" whole where a word
+    regex would split them). Papers report corpus BLEU, which is not the mean of these: boards
+    show it beside the mean (BleuTable)."""
     tokenize = bleu_tokenizer([prediction, *references], options["tokenize"])
     scorer = _bleu_scorer(options["lowercase"], options["max_n"], options["smooth"], tokenize)
     return float(scorer.sentence_score(prediction, list(references)).score)
