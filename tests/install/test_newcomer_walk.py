@@ -224,6 +224,8 @@ def walk(page: Page, url: str, llm_server: LLMServer) -> None:
     choose(page, "select[name=a]", "walk-model-b · correctness v1")
     choose(page, "select[name=b]", "walk-model-a · correctness v1")
     page.click("button:has-text('Compare')")
+    # The table is on the next page: wait for it (reading at once read the old page at load 50).
+    expect(page.locator("#comparison tr[data-subject=correctness] td").first).to_be_visible()
     compared = cells(page, "#comparison tr[data-subject=correctness]")
     # paired n, A wins, B wins, ties, mean A, mean B, A − B
     assert compared[:7] == ["3", "1", "0", "2", "4.00", "3.33", "0.67"], compared
