@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.datasets",
     "apps.runs",
+    "apps.drafting",
     "apps.judges",
     "apps.review",
     "apps.leaderboards",
@@ -296,7 +297,7 @@ RQ = {"WORKER_CLASS": "evalsite.worker.Worker"}
 RUN_KINDS = {
     "generation": "apps.runs.kinds.generation.GENERATION",
     "choice": "apps.runs.kinds.choices.CHOICE",
-    "gen_dataset": "apps.runs.drafting.DATASET_GENERATION",
+    "gen_dataset": "apps.drafting.drafts.DATASET_GENERATION",
     "judge": "apps.judges.judging.JUDGE",
     "check": "apps.judges.judging.CHECK",
     "pairwise": "apps.judges.pairwise.PAIRWISE",

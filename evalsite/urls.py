@@ -22,6 +22,7 @@ urlpatterns = [
     path("accounts/", include("apps.accounts.urls")),
     path("", include("apps.datasets.urls")),
     path("runs/", include("apps.runs.urls")),
+    path("runs/", include("apps.drafting.urls")),  # generators and drafts kept their URLs
     path("judges/", include("apps.judges.urls")),
     path("review/", include("apps.review.urls")),
     path("leaderboards/", include("apps.leaderboards.urls")),

@@ -16,8 +16,9 @@ from typing import Any
 from django.utils import timezone
 
 from apps.datasets.models import Dataset, Item, Task, tags_text
+from apps.drafting.models import DraftItem, DraftSetup, DraftUnit, Generator
 from apps.judges.models import Judge, JudgeRound, Score
-from apps.runs.models import AttemptLog, Generator, Response, Run
+from apps.runs.models import AttemptLog, Response, Run
 
 # A two-subject rubric on 1–5, the judge most tests need.
 SUBJECTS = [
@@ -460,8 +461,6 @@ def make_draft(
 ) -> Dataset:
     """A finished dataset generation run's draft: one unit per entry of `units`, each a list of
     (question, reference); `decisions` (in item order) are set as if people had decided."""
-    from apps.runs.models import DraftItem, DraftUnit
-
     dataset = Dataset.objects.new_version(
         generator.task, generator.name, format=Dataset.Format.JSONL, status=Dataset.Status.DRAFT
     )
@@ -469,12 +468,12 @@ def make_draft(
         task=generator.task,
         kind=Run.Kind.GENERATE_DATASET,
         dataset=dataset,
-        generator=generator,
         status=Run.Status.COMPLETED,
         total=len(units),
         done=len(units),
         launch=1,
     )
+    DraftSetup.objects.create(run=run, generator=generator)
     decided = iter(decisions)
     for index, pairs in enumerate(units):
         text = content.format(n=index + 1)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.runs import generator_views, views
+from apps.runs import views
 
 app_name = "runs"
 urlpatterns = [
@@ -23,19 +23,6 @@ urlpatterns = [
     path("prompts/new/", views.template_create, name="template-create"),
     path("prompts/<int:pk>/", views.template_detail, name="template-detail"),
     path("prompts/<int:pk>/edit/", views.template_edit, name="template-edit"),
-    path("generators/", generator_views.generator_list, name="generator-list"),
-    path("generators/new/", generator_views.generator_create, name="generator-create"),
-    path("generators/<int:pk>/", generator_views.generator_detail, name="generator-detail"),
-    path("generators/<int:pk>/edit/", generator_views.generator_edit, name="generator-edit"),
-    path(
-        "generators/<int:pk>/generate/",
-        generator_views.generator_generate,
-        name="generator-generate",
-    ),
-    path("drafts/<int:pk>/", generator_views.draft_review, name="draft-review"),
-    path("drafts/<int:pk>/publish/", generator_views.draft_publish, name="draft-publish"),
-    path("drafts/<int:pk>/discard/", generator_views.draft_discard, name="draft-discard"),
-    path("drafts/items/<int:pk>/", generator_views.draft_decide, name="draft-decide"),
     path("system/", views.system, name="system"),
     path("system/check-worker/", views.check_worker, name="check-worker"),
 ]

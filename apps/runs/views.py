@@ -6,7 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import Count, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -16,6 +16,7 @@ from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets.models import Dataset, Item, Task
 from apps.runs import jobs
 from apps.runs.engine.budget import check_budget
+from apps.runs.engine.contract import is_registered, plugin_for
 from apps.runs.engine.launch import LaunchError, launch
 from apps.runs.engine.lifecycle import cancel
 from apps.runs.engine.limits import provider_limits
@@ -26,8 +27,6 @@ from apps.runs.kinds.choices import ChoiceRunError, create_choice_run
 from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import (
     AttemptLog,
-    DraftItem,
-    DraftUnit,
     Endpoint,
     LoggingMode,
     PromptTemplate,
@@ -73,27 +72,9 @@ def run_detail(request: AppRequest, pk: int) -> HttpResponse:
     }
     if request.htmx and request.htmx.target == "responses":
         return render(request, "runs/run_detail.html#responses", context)
-    if run.kind == Run.Kind.GENERATE_DATASET:
-        context.update(_draft_units(run))
+    if is_registered(run.kind):
+        context.update(plugin_for(run).page_context(run))
     return render(request, "runs/run_detail.html", context)
-
-
-def _draft_units(run: Run) -> dict[str, Any]:
-    """A dataset generation run's units, each failed one with its last failed attempt."""
-    units = list(
-        DraftUnit.objects.filter(run=run)
-        .annotate(item_count=Count("items"))
-        .order_by("index")[:500]
-    )
-    failed = [unit.index for unit in units if unit.status == DraftUnit.Status.FAILED]
-    logs = {
-        log.unit: log
-        for log in AttemptLog.objects.filter(run=run, unit__in=failed, ok=False).order_by("pk")
-    }
-    for unit in units:
-        unit.log = logs.get(unit.index)  # type: ignore[attr-defined]
-    pending = DraftItem.objects.filter(dataset_id=run.dataset_id).undecided().count()
-    return {"units": units, "to_review": pending}
 
 
 @require_POST

@@ -199,7 +199,7 @@ def test_cli_import_starts_the_models_and_the_board_shows_the_new_dataset(
 
 def test_a_published_generated_dataset_is_new_data(task, endpoint, template):
     """#15.1's publish sends dataset_imported for a draft made ready: the models run on it."""
-    from apps.runs.drafting import publish
+    from apps.drafting.drafts import publish
     from tests.factories import make_draft, make_generator
 
     task.evaluate_new_data = True

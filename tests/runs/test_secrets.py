@@ -283,7 +283,16 @@ def test_an_echoed_key_is_nowhere_after_generation_and_judge_runs(
 
     # The database (but for the endpoints' own rows), the commands' output, the worker's logs.
     out = io.StringIO()
-    apps = ("accounts", "datasets", "runs", "judges", "review", "leaderboards", "sessions")
+    apps = [
+        "accounts",
+        "datasets",
+        "runs",
+        "drafting",
+        "judges",
+        "review",
+        "leaderboards",
+        "sessions",
+    ]
     call_command("dumpdata", *apps, "--exclude", "runs.endpoint", stdout=out)
     rows = json.loads(out.getvalue())
     assert {"runs.attemptlog", "judges.judgeround", "judges.score"} <= {r["model"] for r in rows}

@@ -137,7 +137,8 @@ class RunExecutor(Protocol):
 
 class RunStarter(Protocol):
     """What starts a kind's runs: `start_run <kind>` and the start form's cost estimate
-    (apps.runs.estimate, which also renders units through the kind's `RunExecutor` side)."""
+    (apps.runs.estimate, which also renders units through the kind's `RunExecutor` side); and
+    what the run's page shows of the kind."""
 
     kind: ClassVar[str]
     # Whether `start_run <kind>` makes runs of this kind (some are made only by their page).
@@ -159,6 +160,12 @@ class RunStarter(Protocol):
     def planned_requests(self, run: Run, ctx: Any, unit: Any) -> list[PlannedRequest]:
         """The requests performing `unit` would send."""
         return []
+
+    # -- the run's page --
+    def page_context(self, run: Run) -> dict[str, Any]:
+        """What the run's page shows of this kind beyond what every run has: a kind in a later
+        app brings its own rows, which the runs app cannot name."""
+        return {}
 
 
 class RunPlugin(RunExecutor, RunStarter, Protocol):

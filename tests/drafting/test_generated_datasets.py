@@ -22,8 +22,7 @@ from django.utils import timezone
 
 from apps.datasets.models import Dataset, Frozen, Item
 from apps.datasets.signals import dataset_imported
-from apps.judges.launching import JudgeRunError, check_source
-from apps.runs.drafting import (
+from apps.drafting.drafts import (
     DraftError,
     create_dataset_generation_run,
     discard,
@@ -31,17 +30,12 @@ from apps.runs.drafting import (
     rates_by_version,
     split_list,
 )
+from apps.drafting.forms import GeneratorForm
+from apps.drafting.models import DraftItem, DraftUnit, Generator
+from apps.judges.launching import JudgeRunError, check_source
 from apps.runs.engine.launch import LaunchError, launch
-from apps.runs.forms import GenerationRunForm, GeneratorForm
-from apps.runs.models import (
-    AttemptLog,
-    DraftItem,
-    DraftUnit,
-    ErrorKind,
-    Generator,
-    PromptTemplate,
-    Run,
-)
+from apps.runs.forms import GenerationRunForm
+from apps.runs.models import AttemptLog, ErrorKind, PromptTemplate, Run
 from tests.base import ROOT, make_user, subprocess_env, wait_for, work
 from tests.factories import make_draft, make_generator, make_judge, make_qa_dataset
 from tests.judges.test_judge_run_resume import kill_hard
@@ -165,7 +159,7 @@ def test_a_generation_run_makes_exactly_the_scripted_items_and_logs_the_unreadab
     page = viewer.get(run.get_absolute_url()).content.decode()
     assert 'id="unit-row-3"' in page and "I would rather not." in page
     assert "4 items to review" in page and 'id="overwrite-run"' not in page
-    page = viewer.get(reverse("runs:draft-review", args=[dataset.pk])).content.decode()
+    page = viewer.get(reverse("drafting:draft-review", args=[dataset.pk])).content.decode()
     assert "Who rules Quix?" in page and "1 failed" in page
 
     # Retry failed asks only the failed unit again; now it reads, and its items join the draft.
@@ -225,7 +219,7 @@ def test_a_draft_is_refused_by_start_forms_and_commands(task, endpoint, reviewer
 # ---- review, roles and publishing -----------------------------------------------------------------
 def decide(client: Client, item: DraftItem, decision: str, **texts: str):
     return client.post(
-        reverse("runs:draft-decide", args=[item.pk]), {"decision": decision, **texts}
+        reverse("drafting:draft-decide", args=[item.pk]), {"decision": decision, **texts}
     )
 
 
@@ -237,21 +231,21 @@ def test_reviewers_decide_items_viewers_only_look(task):
     viewer.force_login(make_user("viewer", "vera"))
     reviewer.force_login(make_user("reviewer", "rita"))
 
-    page = viewer.get(reverse("runs:draft-review", args=[draft.pk])).content.decode()
+    page = viewer.get(reverse("drafting:draft-review", args=[draft.pk])).content.decode()
     assert "Who rules?" in page and 'data-action="approve"' not in page and "Publish" not in page
     assert decide(viewer, first, "approved").status_code == 403
-    assert viewer.post(reverse("runs:draft-publish", args=[draft.pk])).status_code == 403
+    assert viewer.post(reverse("drafting:draft-publish", args=[draft.pk])).status_code == 403
     first.refresh_from_db()
     assert first.decision == DraftItem.Decision.PENDING
 
-    page = reviewer.get(reverse("runs:draft-review", args=[draft.pk])).content.decode()
+    page = reviewer.get(reverse("drafting:draft-review", args=[draft.pk])).content.decode()
     assert 'data-action="approve"' in page and 'id="publish" disabled' in page
     # Without JavaScript: a plain POST, then back to the item on the review page.
     response = decide(reviewer, first, "approved")
     assert response.status_code == 302 and response["Location"].endswith(f"#draft-item-{first.pk}")
     # With htmx: the item's card and, out of band, the counts.
     response = reviewer.post(
-        reverse("runs:draft-decide", args=[second.pk]),
+        reverse("drafting:draft-decide", args=[second.pk]),
         {
             "decision": "edited",
             "content": "Facts of unit 1.",
@@ -282,7 +276,7 @@ def test_reviewers_decide_items_viewers_only_look(task):
     assert (first.decision, first.decided_at) == ("pending", None)
     # Model output is escaped on the page.
     DraftItem.objects.filter(pk=first.pk).update(question="<script>alert(1)</script>")
-    page = viewer.get(reverse("runs:draft-review", args=[draft.pk])).content.decode()
+    page = viewer.get(reverse("drafting:draft-review", args=[draft.pk])).content.decode()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)" in page
 
 
@@ -304,7 +298,7 @@ def test_publish_needs_every_item_decided_keeps_approved_and_edited_and_announce
     dataset_imported.connect(receiver, dispatch_uid="test-generated")
     try:
         decide(reviewer, items[0], "approved")
-        response = reviewer.post(reverse("runs:draft-publish", args=[draft.pk]), follow=True)
+        response = reviewer.post(reverse("drafting:draft-publish", args=[draft.pk]), follow=True)
         assert "3 items are still to review" in response.content.decode()
         draft.refresh_from_db()
         assert draft.status == Dataset.Status.DRAFT and not draft.items.exists() and not heard
@@ -319,7 +313,7 @@ def test_publish_needs_every_item_decided_keeps_approved_and_edited_and_announce
             reference="Three",
         )
         decide(reviewer, items[3], "approved")
-        response = reviewer.post(reverse("runs:draft-publish", args=[draft.pk]))
+        response = reviewer.post(reverse("drafting:draft-publish", args=[draft.pk]))
         assert response.status_code == 302 and response["Location"] == draft.get_absolute_url()
     finally:
         dataset_imported.disconnect(dispatch_uid="test-generated")
@@ -407,8 +401,8 @@ def test_a_discarded_draft_is_used_by_nothing_and_its_decisions_still_count(task
     draft = make_draft(
         generator, [[("a?", "1"), ("b?", "2"), ("c?", "3")]], decisions=["approved", "rejected"]
     )
-    url = reverse("runs:draft-discard", args=[draft.pk])
-    review_url = reverse("runs:draft-review", args=[draft.pk])
+    url = reverse("drafting:draft-discard", args=[draft.pk])
+    review_url = reverse("drafting:draft-review", args=[draft.pk])
     assert 'id="discard"' in reviewer_client.get(review_url).content.decode()
     assert 'id="discard"' not in viewer_client.get(review_url).content.decode()
     assert viewer_client.post(url).status_code == 403
@@ -425,7 +419,7 @@ def test_a_discarded_draft_is_used_by_nothing_and_its_decisions_still_count(task
     # Its two decisions count; the item nobody decided is not waiting for anyone.
     (rates,) = rates_by_version(generator)
     assert (rates.approved, rates.rejected, rates.pending, rates.kept_rate) == (1, 1, 0, 0.5)
-    review = reviewer_client.get(reverse("runs:draft-review", args=[draft.pk])).content.decode()
+    review = reviewer_client.get(reverse("drafting:draft-review", args=[draft.pk])).content.decode()
     assert 'id="discarded"' in review and 'id="publish"' not in review
     assert 'id="discard"' not in review
 
@@ -487,7 +481,7 @@ def test_approve_and_reject_rates_per_version_are_computed_by_hand(task, viewer_
     assert (two.approved, two.edited, two.rejected, two.pending) == (1, 0, 3, 0)
     assert (two.kept_rate, two.rejected_rate) == (pytest.approx(0.25), pytest.approx(0.75))
 
-    page = viewer_client.get(reverse("runs:generator-detail", args=[v2.pk])).content.decode()
+    page = viewer_client.get(reverse("drafting:generator-detail", args=[v2.pk])).content.decode()
     row1 = page.split('id="rates-v1"', 1)[1].split("</tr>", 1)[0]
     row2 = page.split('id="rates-v2"', 1)[1].split("</tr>", 1)[0]
     assert '3 <span class="muted">(50%)</span>' in row1 and "(17%)" in row1 and "(33%)" in row1

@@ -15,8 +15,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.datasets.models import Task
-from apps.runs.forms import GeneratorForm
-from apps.runs.models import Generator
+from apps.drafting.forms import GeneratorForm
+from apps.drafting.models import Generator
 
 KEYS = {
     "system_message": ("system",),

@@ -6,8 +6,9 @@ import pytest
 from playwright.sync_api import expect
 
 from apps.datasets.models import Dataset
-from apps.runs.models import DraftItem, PromptTemplate, Run
-from tests.runs.test_generated_datasets import EXPECTED, SCRIPT
+from apps.drafting.models import DraftItem
+from apps.runs.models import PromptTemplate, Run
+from tests.drafting.test_generated_datasets import EXPECTED, SCRIPT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

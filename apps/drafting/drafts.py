@@ -38,17 +38,10 @@ from django.template.base import Template
 from apps.datasets.importing import Mapping, announce_imported, build_item_rows, write_items
 from apps.datasets.models import Dataset, Item
 from apps.datasets.readers import Table
+from apps.drafting.models import DraftItem, DraftSetup, DraftUnit, Generator
 from apps.runs.engine.contract import Call, Progress, Result, RunPlugin
 from apps.runs.engine.launch import LaunchError, launch
-from apps.runs.models import (
-    DraftItem,
-    DraftUnit,
-    Endpoint,
-    ErrorKind,
-    Generator,
-    LoggingMode,
-    Run,
-)
+from apps.runs.models import AttemptLog, Endpoint, ErrorKind, LoggingMode, Run
 from apps.runs.prompts import DataList, PromptError, compile_template
 
 MAX_UNITS = 1000
@@ -277,8 +270,7 @@ class DatasetGenerationPlugin(RunPlugin):
         return counts["done"], counts["failed"]
 
     def prepare(self, run: Run) -> Prompts:
-        assert run.generator is not None
-        return Prompts.compile(run.generator, run.total)
+        return Prompts.compile(run.draft_setup.generator, run.total)
 
     def load_units(self, run: Run, ctx: Prompts, keys: list[str]) -> list[GeneratorUnit]:
         seed = run.endpoint.seed if run.endpoint is not None else None
@@ -403,12 +395,11 @@ class DatasetGenerationPlugin(RunPlugin):
             launch=run.launch,
         )
         if isinstance(data, Made):
-            assert run.generator_id is not None
             DraftItem.objects.bulk_create(
                 DraftItem(
                     unit=row,
                     dataset_id=run.dataset_id,
-                    generator_id=run.generator_id,
+                    generator_id=run.draft_setup.generator_id,
                     number=number,
                     content=data.content,
                     question=question,
@@ -422,6 +413,25 @@ class DatasetGenerationPlugin(RunPlugin):
 
     def add_cli_arguments(self, parser: ArgumentParser) -> None:
         return None
+
+    def page_context(self, run: Run) -> dict[str, Any]:
+        """The run's generator, its units (each failed one with its last failed attempt) and
+        how many of its draft's items wait for review."""
+        units = list(
+            DraftUnit.objects.filter(run=run)
+            .annotate(item_count=Count("items"))
+            .order_by("index")[:500]
+        )
+        failed = [unit.index for unit in units if unit.status == DraftUnit.Status.FAILED]
+        logs = {
+            log.unit: log
+            for log in AttemptLog.objects.filter(run=run, unit__in=failed, ok=False).order_by("pk")
+        }
+        for unit in units:
+            unit.log = logs.get(unit.index)  # type: ignore[attr-defined]
+        pending = DraftItem.objects.filter(dataset_id=run.dataset_id).undecided().count()
+        generator = DraftSetup.objects.select_related("generator").get(run=run).generator
+        return {"units": units, "to_review": pending, "generator": generator}
 
 
 DATASET_GENERATION = DatasetGenerationPlugin()  # named in settings.RUN_KINDS
@@ -458,7 +468,6 @@ def create_dataset_generation_run(
             kind=Run.Kind.GENERATE_DATASET,
             dataset=dataset,
             endpoint=endpoint,
-            generator=generator,
             # Its N units ask the same prompts on purpose, for N different drafts: a cached
             # reply would make them one draft N times (apps.runs.engine.cache).
             use_cache=False,
@@ -468,6 +477,7 @@ def create_dataset_generation_run(
             total=count,
             created_by=user if getattr(user, "pk", None) else None,
         )
+        DraftSetup.objects.create(run=run, generator=generator)
         launch(run, Run.Mode.RESUME)
     return run
 
@@ -480,7 +490,7 @@ class DraftError(Exception):
 def generation_run(dataset: Dataset) -> Run | None:
     return (
         Run.objects.filter(dataset=dataset, kind=Run.Kind.GENERATE_DATASET)
-        .select_related("generator", "endpoint")
+        .select_related("draft_setup__generator", "endpoint")
         .order_by("-pk")
         .first()
     )

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.datasets.models import Dataset, Frozen, Task
-from apps.runs.drafting import (
+from apps.drafting.drafts import (
     DraftError,
     create_dataset_generation_run,
     discard,
@@ -23,8 +23,9 @@ from apps.runs.drafting import (
     publish,
     rates_by_version,
 )
-from apps.runs.forms import DatasetGenerationForm, DraftItemForm, GeneratorForm
-from apps.runs.models import DraftItem, Endpoint, Generator, Run
+from apps.drafting.forms import DatasetGenerationForm, DraftItemForm, GeneratorForm
+from apps.drafting.models import DraftItem, Generator
+from apps.runs.models import Endpoint, Run
 
 
 # ---- generators ---------------------------------------------------------------------------------
@@ -34,14 +35,14 @@ def generator_list(request: AppRequest) -> HttpResponse:
     if task is not None:
         generators = generators.filter(task=task)
     context = {"generators": generators.order_by("task__slug", "name"), "task": task}
-    return render(request, "runs/generator_list.html", context)
+    return render(request, "drafting/generator_list.html", context)
 
 
 @admin_required
 def generator_create(request: AppRequest) -> HttpResponse:
     task = Task.objects.filter(slug=request.GET.get("task", "")).first()
     if task is None:
-        context = {"tasks": Task.objects.all(), "url_name": "runs:generator-create"}
+        context = {"tasks": Task.objects.all(), "url_name": "drafting:generator-create"}
         return render(request, "runs/pick_task.html", context)
     form = GeneratorForm(request.POST or None, task=task)
     if request.method == "POST" and form.is_valid():
@@ -50,7 +51,7 @@ def generator_create(request: AppRequest) -> HttpResponse:
         generator.save_as_new_version(request.user)
         messages.success(request, f"Generator {generator} saved.")
         return redirect(generator)
-    return render(request, "runs/generator_form.html", {"form": form, "task": task})
+    return render(request, "drafting/generator_form.html", {"form": form, "task": task})
 
 
 @admin_required
@@ -63,14 +64,14 @@ def generator_edit(request: AppRequest, pk: int) -> HttpResponse:
         messages.success(request, f"Saved as {generator}; runs keep the version they used.")
         return redirect(generator)
     context = {"form": form, "task": current.task, "generator": current}
-    return render(request, "runs/generator_form.html", context)
+    return render(request, "drafting/generator_form.html", context)
 
 
 def _generator_context(generator: Generator, form: DatasetGenerationForm) -> dict[str, Any]:
     versions = generator.versions()
     runs = list(
-        Run.objects.filter(generator__in=versions).select_related(
-            "dataset", "generator", "endpoint"
+        Run.objects.filter(draft_setup__generator__in=versions).select_related(
+            "dataset", "draft_setup__generator", "endpoint"
         )[:30]
     )
     pending = dict(
@@ -95,7 +96,7 @@ def generator_detail(request: AppRequest, pk: int) -> HttpResponse:
     endpoints = list(Endpoint.objects.all()[:2])
     initial = {"name": generator.name, "endpoint": endpoints[0] if len(endpoints) == 1 else None}
     form = DatasetGenerationForm(initial=initial)
-    return render(request, "runs/generator_detail.html", _generator_context(generator, form))
+    return render(request, "drafting/generator_detail.html", _generator_context(generator, form))
 
 
 @require_POST
@@ -105,7 +106,7 @@ def generator_generate(request: AppRequest, pk: int) -> HttpResponse:
     form = DatasetGenerationForm(request.POST)
     if not form.is_valid():
         context = _generator_context(generator, form)
-        return render(request, "runs/generator_detail.html", context, status=400)
+        return render(request, "drafting/generator_detail.html", context, status=400)
     run = create_dataset_generation_run(
         generator,
         form.cleaned_data["endpoint"],
@@ -157,8 +158,8 @@ def draft_review(request: AppRequest, pk: int) -> HttpResponse:
         return redirect(dataset)
     context = _review_context(dataset, request.GET)
     if request.htmx and request.htmx.target == "draft-items":
-        return render(request, "runs/draft_review.html#items", context)
-    return render(request, "runs/draft_review.html", context)
+        return render(request, "drafting/draft_review.html#items", context)
+    return render(request, "drafting/draft_review.html", context)
 
 
 @require_POST
@@ -179,16 +180,16 @@ def draft_decide(request: AppRequest, pk: int) -> HttpResponse:
             error = str(exc)
     if request.htmx:
         context = {"item": item, "dataset": item.dataset, "error": error, "edit_form": form}
-        html = render_to_string("runs/draft_review.html#item", context, request)
+        html = render_to_string("drafting/draft_review.html#item", context, request)
         counts = {"dataset": item.dataset, "counts": _counts(item.dataset), "oob": True}
-        html += render_to_string("runs/draft_review.html#counts", counts, request)
+        html += render_to_string("drafting/draft_review.html#counts", counts, request)
         return HttpResponse(html, status=200)
     if error:
         messages.error(request, error)
     # Back to the same filter and page (only those two: nothing else rides along).
     back = QueryDict(request.POST.get("back", ""))
     query = urlencode({k: back[k] for k in ("decision", "page") if back.get(k)})
-    url = reverse("runs:draft-review", args=[item.dataset_id])
+    url = reverse("drafting:draft-review", args=[item.dataset_id])
     return redirect(f"{url}{'?' + query if query else ''}#draft-item-{item.pk}")
 
 
@@ -200,7 +201,7 @@ def draft_publish(request: AppRequest, pk: int) -> HttpResponse:
         published = publish(dataset)
     except DraftError as exc:
         messages.error(request, str(exc))
-        return redirect("runs:draft-review", pk=dataset.pk)
+        return redirect("drafting:draft-review", pk=dataset.pk)
     messages.success(
         request,
         f"Published {published}: {published.row_count} items; runs and judges may use it now.",
@@ -216,7 +217,7 @@ def draft_discard(request: AppRequest, pk: int) -> HttpResponse:
         discarded = discard(dataset)
     except DraftError as exc:
         messages.error(request, str(exc))
-        return redirect("runs:draft-review", pk=dataset.pk)
+        return redirect("drafting:draft-review", pk=dataset.pk)
     messages.success(
         request,
         f"Discarded {discarded}: no run will use it; its decisions still count in the "

@@ -16,10 +16,11 @@ from django.core.management.base import CommandError, CommandParser
 from django.urls import reverse
 
 from apps.datasets.models import Task
-from apps.runs.drafting import MAX_UNITS, create_dataset_generation_run
+from apps.drafting.drafts import MAX_UNITS, create_dataset_generation_run
+from apps.drafting.models import DraftItem, Generator
 from apps.runs.management.commands.start_run import Command as StartRun
 from apps.runs.management.commands.start_run import _wait_arguments
-from apps.runs.models import DraftItem, Endpoint, Generator, LoggingMode, Run
+from apps.runs.models import Endpoint, LoggingMode, Run
 
 
 class Command(StartRun):
@@ -88,7 +89,7 @@ class Command(StartRun):
 
     def report(self, run: Run) -> None:
         items = DraftItem.objects.filter(dataset_id=run.dataset_id).count()
-        url = reverse("runs:draft-review", args=[run.dataset_id])
+        url = reverse("drafting:draft-review", args=[run.dataset_id])
         self.stdout.write(
             f"Draft dataset {run.dataset} (id {run.dataset_id}): {items} items to review at {url}"
         )

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class DraftingConfig(AppConfig):
+    name = "apps.drafting"
+    label = "drafting"

@@ -1,0 +1,17 @@
+# Mounted under runs/ (evalsite/urls.py), where these pages were before drafting had its own app.
+from django.urls import path
+
+from apps.drafting import views
+
+app_name = "drafting"
+urlpatterns = [
+    path("generators/", views.generator_list, name="generator-list"),
+    path("generators/new/", views.generator_create, name="generator-create"),
+    path("generators/<int:pk>/", views.generator_detail, name="generator-detail"),
+    path("generators/<int:pk>/edit/", views.generator_edit, name="generator-edit"),
+    path("generators/<int:pk>/generate/", views.generator_generate, name="generator-generate"),
+    path("drafts/<int:pk>/", views.draft_review, name="draft-review"),
+    path("drafts/<int:pk>/publish/", views.draft_publish, name="draft-publish"),
+    path("drafts/<int:pk>/discard/", views.draft_discard, name="draft-discard"),
+    path("drafts/items/<int:pk>/", views.draft_decide, name="draft-decide"),
+]
