@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.datasets.models import Item, ItemQuerySet, Task, Versioned
 from apps.judges.parsing import REPLY_FORMATS
-from apps.runs.models import ErrorKind, Response, Run
+from apps.runs.models import ErrorKind, LLMCall, Response, Run
 
 
 class JudgeQuerySet(models.QuerySet["Judge"]):
@@ -201,7 +201,7 @@ def judge_of(run: Run) -> Judge:
     return run.judge
 
 
-class JudgeRound(models.Model):
+class JudgeRound(LLMCall):
     """One round of judging one item: all subjects from one reply, kept whatever happens."""
 
     class Status(models.TextChoices):
@@ -215,14 +215,6 @@ class JudgeRound(models.Model):
     status = models.CharField(max_length=8, choices=Status.choices)
     values = models.JSONField(default=dict)  # {"accuracy": 4, ...}
     reason = models.TextField(blank=True)
-    raw_reply = models.TextField(blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    cost = models.FloatField(default=0.0)
-    latency_ms = models.PositiveIntegerField(default=0)
-    error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
-    error = models.TextField(blank=True)
-    launch = models.PositiveIntegerField(default=0)  # the run launch that wrote this round
     # The reply was not one clean JSON object: its values were read by tolerant parsing
     # (fences, prose around it, a Python dict…). Such items may go to people (Task.doubt_*).
     repaired = models.BooleanField(default=False)
@@ -238,14 +230,7 @@ class JudgeRound(models.Model):
         "status",
         "values",
         "reason",
-        "raw_reply",
-        "prompt_tokens",
-        "completion_tokens",
-        "cost",
-        "latency_ms",
-        "error_kind",
-        "error",
-        "launch",
+        *LLMCall.CALL_FIELDS,
         "repaired",
         "confidence",
         "reading",
@@ -264,7 +249,7 @@ class JudgeRound(models.Model):
         return self.status == self.Status.FAILED
 
 
-class ArchivedRound(models.Model):
+class ArchivedRound(LLMCall):
     """A round that a later launch replaced (retry failed, overwrite): history is kept."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
@@ -274,14 +259,6 @@ class ArchivedRound(models.Model):
     status = models.CharField(max_length=8, choices=JudgeRound.Status.choices)
     values = models.JSONField(default=dict)
     reason = models.TextField(blank=True)
-    raw_reply = models.TextField(blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    cost = models.FloatField(default=0.0)
-    latency_ms = models.PositiveIntegerField(default=0)
-    error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
-    error = models.TextField(blank=True)
-    launch = models.PositiveIntegerField(default=0)
     repaired = models.BooleanField(default=False)
     confidence = models.FloatField(null=True, blank=True)
     reading = models.TextField(blank=True)
@@ -849,7 +826,7 @@ class PairwiseSetup(models.Model):
         return [(a, b) for i, a in enumerate(ids) for b in ids[i + 1 :]]
 
 
-class Comparison(models.Model):
+class Comparison(LLMCall):
     """One judgement of a pair of responses to an item in one order: `order` 0 shows the
     pair's a as "A", 1 shows b as "A". The verdict is stored as said (`shown`) and for the
     pair (`verdict`: a, b or tie)."""
@@ -873,14 +850,6 @@ class Comparison(models.Model):
     verdict = models.CharField(max_length=4, choices=Verdict.choices, blank=True)
     repaired = models.BooleanField(default=False)  # read from free text, not JSON
     reason = models.TextField(blank=True)
-    raw_reply = models.TextField(blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    cost = models.FloatField(default=0.0)
-    latency_ms = models.PositiveIntegerField(default=0)
-    error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
-    error = models.TextField(blank=True)
-    launch = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     RESULT_FIELDS = (
@@ -889,14 +858,7 @@ class Comparison(models.Model):
         "verdict",
         "repaired",
         "reason",
-        "raw_reply",
-        "prompt_tokens",
-        "completion_tokens",
-        "cost",
-        "latency_ms",
-        "error_kind",
-        "error",
-        "launch",
+        *LLMCall.CALL_FIELDS,
     )
 
     class Meta:

@@ -83,6 +83,36 @@ def _exception_line(traceback_text: str) -> str:
     return next((line for line in reversed(lines) if line.strip()), "")
 
 
+class LLMCall(models.Model):
+    """The columns every row that records a model call's outcome shares: responses, judge
+    rounds and their archive, pairwise comparisons, attempt logs. One definition, so that they
+    agree on types and names (a price sums the same way whatever the row)."""
+
+    raw_reply = models.TextField(blank=True)  # what the model said, as it said it
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(default=0.0)  # USD, at the endpoint's price
+    latency_ms = models.PositiveIntegerField(default=0)
+    error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
+    error = models.TextField(blank=True)
+    launch = models.PositiveIntegerField(default=0)  # the run launch that wrote the row
+
+    # What a launch writes into such a row (with the model's own result fields).
+    CALL_FIELDS = (
+        "raw_reply",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost",
+        "latency_ms",
+        "error_kind",
+        "error",
+        "launch",
+    )
+
+    class Meta:
+        abstract = True
+
+
 class LoggingMode(models.TextChoices):
     ALL = "all", "All attempts"
     FAILED = "failed", "Failed attempts only"
@@ -899,7 +929,7 @@ def set_names(runs: list[Run]) -> dict[int, str]:
     return {pk: f"{name} (#{pk})" if counts[name] > 1 else name for pk, name in plain.items()}
 
 
-class Response(models.Model):
+class Response(LLMCall):
     """A generation run's answer to one item: at most one per (run, item, epoch)."""
 
     class Status(models.TextChoices):
@@ -909,16 +939,12 @@ class Response(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="responses")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="responses")
     status = models.CharField(max_length=8, choices=Status.choices)
+    # The answer: the model's reply as it said it (a choice-scoring run: the picked label).
+    # It stands for LLMCall's raw_reply, which a response does not have.
     text = models.TextField(blank=True)
+    raw_reply = None  # type: ignore[assignment]  # None takes an inherited field away (Django)
     finish_reason = models.CharField(max_length=32, blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    latency_ms = models.PositiveIntegerField(default=0)
-    cost = models.FloatField(default=0.0)
     attempts = models.PositiveIntegerField(default=0)
-    error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
-    error = models.TextField(blank=True)
-    launch = models.PositiveIntegerField(default=0)  # the run launch that wrote this result
     # Which of the run's samples of this item it is (0 … Run.epochs − 1).
     epoch = models.PositiveIntegerField(default=0)
     # What a run kind knows beyond the text: a choice-scoring run's picks and every option's
@@ -958,7 +984,7 @@ class ChoiceSetup(models.Model):
     max_tokens = models.PositiveSmallIntegerField(default=0)
 
 
-class AttemptLog(models.Model):
+class AttemptLog(LLMCall):
     """One API attempt (or rule evaluation), stored according to the run's logging mode."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attempt_logs")
@@ -973,14 +999,10 @@ class AttemptLog(models.Model):
     attempt = models.PositiveIntegerField(default=1)
     ok = models.BooleanField(default=False)
     request_messages = models.JSONField(default=list)
-    raw_reply = models.TextField(blank=True)
-    error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
-    error = models.TextField(blank=True)
     traceback = models.TextField(blank=True)
-    latency_ms = models.PositiveIntegerField(default=0)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    cost = models.FloatField(default=0.0)
+    # An attempt is not rewritten by a later launch (each one's attempts are added), so it
+    # has no launch of its own.
+    launch = None  # type: ignore[assignment]
     cached = models.BooleanField(default=False)  # answered from the response cache
     created_at = models.DateTimeField(auto_now_add=True)
 
