@@ -460,7 +460,9 @@ _RESULT = re.compile(
     rf"\[\s*RESULT\s*\]\s*[:：=]?\s*(?:\*\*)?\s*[(\[]?\s*({_NUM})\s*(?:(?:/|out\s+of)\s*({_NUM}))?",
     re.IGNORECASE,
 )
-_ANY_NUMBER = re.compile(rf"({_NUM})(?:\s*(?:/|out\s+of)\s*({_NUM}))?", re.IGNORECASE)
+_ANY_NUMBER = re.compile(
+    rf"({_NUM})(?:\s*(?:\*\*|__)?\s*(?:/|out\s+of)\s*({_NUM}))?", re.IGNORECASE
+)
 _SCORE_WORDS = r"score|rating|grade|评分|得分|分数|打分|評価|점수"
 
 
@@ -473,15 +475,31 @@ def _score_pattern(label: str) -> re.Pattern[str]:
     )
 
 
+# CJK lenticular brackets, which NFKC leaves alone: "评分：【【7】】" is "[[7]]".
+_CJK_BRACKETS = str.maketrans({"【": "[", "】": "]", "〖": "[", "〗": "]"})
+
+
 def _plain(text: str) -> str:
-    """NFKC (full-width digits and brackets), U+2212 minus as '-'."""
-    return unicodedata.normalize("NFKC", text).replace("\u2212", "-")
+    """NFKC (full-width digits and brackets), CJK lenticular brackets as [ ], U+2212 minus as
+    '-'."""
+    return unicodedata.normalize("NFKC", text).translate(_CJK_BRACKETS).replace("\u2212", "-")
+
+
+# An example introduced as one ("the format is [[rating]], e.g. [[5]]"), in a reply that also
+# holds its real verdict: set aside like a quoted one.
+_EXAMPLE_BEFORE = re.compile(
+    r"(?:\be\.\s?g\.|\bfor\s+(?:example|instance)|\bsuch\s+as|例如|比如)\s*[:：,，]?\s*"
+    r"(?:\*\*)?\s*(?:rating|score)?\s*[:：]?\s*$",
+    re.IGNORECASE,
+)
 
 
 def _pattern_candidates(pattern: re.Pattern[str], text: str, name: str) -> Iterator[_Candidate]:
     for match in pattern.finditer(text):
         scales = ((name, float(match.group(2))),) if match.group(2) else ()
-        quoted = _QUOTE_AFTER.match(text, match.end()) is not None
+        quoted = _QUOTE_AFTER.match(text, match.end()) is not None or (
+            _EXAMPLE_BEFORE.search(text[max(0, match.start() - 40) : match.start()]) is not None
+        )
         yield _Candidate(
             {name: match.group(1)},
             match.start(),

@@ -54,6 +54,9 @@ MT_BENCH_REPLIES = [
      "part of the question, which I missed.\n\nFinal rating: [[6]]", 6),
     ("The response is concise and correct.\n\nRating: [8]", 8),
     ("Ｔｈｅ ａｎｓｗｅｒ ｉｓ ｆｉｎｅ．\n\nRating: ［［８］］", 8),
+    ("回答准确，但缺少例子。\n\n评分：【【7】】", 7),  # lenticular brackets, which NFKC keeps
+    ("**Rating:** [[8]]", 8),
+    ("The poem is vivid.\n\nRating: [[7]]\n\n(The format asked for is [[rating]], e.g. [[5]].)", 7),
 ]  # fmt: skip
 
 
@@ -117,6 +120,10 @@ def test_a_think_block_is_set_aside_and_noted() -> None:
         ("It covers 3 of the 4 points. Final: 4/5", "last_number", FIVE, {"score": 4}),
         ("It is worth 3 out of 5.", "last_number", FIVE, {"score": 3}),
         ("<think>maybe 2</think>4", "last_number", FIVE, {"score": 4}),
+        ("Final answer: **4**/5.", "last_number", FIVE, {"score": 4}),
+        ("I'd rate it **4**.", "last_number", FIVE, {"score": 4}),
+        ("**[RESULT]** 4", "result", FIVE, {"score": 4}),
+        ("反馈：回答准确。[RESULT] 4", "result", FIVE, {"score": 4}),
         # A regular expression with a named group per subject; the last match counts.
         ("ACC=2 CLR=2\nrevised: ACC=4 CLR=3", "regex", TWO, {"accuracy": 4, "clarity": 3}),
     ],
