@@ -18,7 +18,8 @@ from django.utils import timezone
 from apps.datasets.models import Dataset, Item, Task, tags_text
 from apps.drafting.models import DraftItem, DraftSetup, DraftUnit, Generator
 from apps.judges.models import Judge, JudgeRound, Score
-from apps.runs.models import AttemptLog, Response, Run
+from apps.runs.models import AttemptLog, Response, Run, Turn
+from apps.runs.turns import turn_failure, turn_totals
 
 # A two-subject rubric on 1–5, the judge most tests need.
 SUBJECTS = [
@@ -45,8 +46,9 @@ def make_dataset(
 ) -> Dataset:
     """A ready dataset with one item per row, in the order given.
 
-    rows: {"key", "fields", "tags" (optional), "reference" (optional)}; the columns default to
-    every field name seen.
+    rows: {"key", "fields", "tags" (optional), "reference" (optional), "conversation" and
+    "turn_references" (optional: canonical messages, one reference per user turn)}; the columns
+    default to every field name seen.
     """
     columns = list(columns) or sorted({c for row in rows for c in row.get("fields", {})})
     dataset = Dataset.objects.create(
@@ -75,6 +77,8 @@ def make_dataset(
                 tags=tags,
                 tags_text=tags_text(tags),
                 search_text=json.dumps(fields).lower(),
+                conversation=list(row.get("conversation", [])),
+                turn_references=list(row.get("turn_references", [])),
             )
         )
     Item.objects.bulk_create(items)
@@ -108,6 +112,40 @@ def make_qa_dataset(task: Task, n: int, name: str = "questions") -> Dataset:
     mapping = {"id_column": "id", "input_columns": ["question"], "reference_column": "answer"}
     return make_dataset(
         task, rows, name=name, columns=["id", "question", "answer"], mapping=mapping
+    )
+
+
+def make_conversation_dataset(
+    task: Task,
+    conversations: Sequence[Sequence[str] | Sequence[Mapping[str, Any]]],
+    *,
+    name: str = "dialogues",
+    categories: Sequence[str] = (),
+    references: Sequence[Sequence[str]] = (),
+) -> Dataset:
+    """Conversation items "d0"…, as an MT-Bench file imports (`turns` the conversation column):
+    each entry a list of user turns (texts) or of canonical chat messages; `categories` and
+    per-turn `references` by position when given."""
+    rows = []
+    for i, conversation in enumerate(conversations):
+        messages = [
+            {"role": "user", "content": m} if isinstance(m, str) else dict(m) for m in conversation
+        ]
+        fields: dict[str, Any] = {"id": f"d{i}", "turns": messages}
+        if i < len(categories):
+            fields["category"] = categories[i]
+        row: dict[str, Any] = {"key": f"d{i}", "fields": fields, "conversation": messages}
+        if i < len(references):
+            row["turn_references"] = list(references[i])
+        rows.append(row)
+    mapping = {
+        "id_column": "id",
+        "input_columns": ["category"] if categories else [],
+        "conversation_column": "turns",
+    }
+    columns = ["id", "turns", *(["category"] if categories else [])]
+    return make_dataset(
+        task, rows, name=name, columns=columns, mapping=mapping, format=Dataset.Format.JSONL
     )
 
 
@@ -287,6 +325,82 @@ def make_generation_run(
         for epoch, text in enumerate(epoch_texts)
     )
     return run
+
+
+def make_multi_turn_run(
+    dataset: Dataset,
+    answers: Mapping[int | str, Sequence[str | None]],
+    *,
+    label: str = "model-a",
+    status: str = Run.Status.COMPLETED,
+    epoch: int = 0,
+) -> Run:
+    """A multi-turn generation run that has ended: per entry of `answers` (keyed by item
+    position or key) a Turn per answer in order, None a failed turn (the item's Response
+    failed, naming it; nothing after it asked), and the item's Response (text = last answer,
+    tokens and cost summed). Other items get nothing."""
+    run = Run.objects.create(
+        task=dataset.task,
+        kind=Run.Kind.GENERATION,
+        dataset=dataset,
+        label=label,
+        status=status,
+        multi_turn=True,
+        epochs=epoch + 1,
+        launch=1,
+    )
+    add_turns(run, answers, epoch=epoch)
+    return run
+
+
+def add_turns(
+    run: Run, answers: Mapping[int | str, Sequence[str | None]], *, epoch: int = 0
+) -> None:
+    """The Turn rows and Responses of `make_multi_turn_run` for one epoch of `run`."""
+    items = list(run.dataset.items.all())
+    by = {item.position: item for item in items} | {item.key: item for item in items}
+    for where, texts in answers.items():
+        item = by[where]
+        asked = item.user_turns()
+        turns = []
+        for number, text in enumerate(texts, 1):
+            failed = text is None
+            turns.append(
+                Turn(
+                    run=run,
+                    item=item,
+                    epoch=epoch,
+                    number=number,
+                    asked=asked[number - 1],
+                    text=text or "",
+                    finish_reason="" if failed else "stop",
+                    prompt_tokens=10 * number,
+                    completion_tokens=5,
+                    attempts=1,
+                    error_kind="api_error" if failed else "",
+                    error="the server failed (500): boom" if failed else "",
+                    launch=1,
+                )
+            )
+            if failed:
+                break
+        Turn.objects.bulk_create(turns)
+        last = turns[-1]
+        ok = last.is_answered
+        if ok and len(turns) < len(asked):
+            continue  # turns still to ask: the item has no Response yet
+        Response.objects.create(
+            run=run,
+            item=item,
+            epoch=epoch,
+            status=Response.Status.OK if ok else Response.Status.FAILED,
+            text=last.text if ok else "",
+            finish_reason=last.finish_reason,
+            error_kind="" if ok else last.error_kind,
+            error="" if ok else turn_failure(last.number, len(asked), last.error),
+            launch=1,
+            **turn_totals(turns),
+        )
 
 
 def make_judge_run(

@@ -432,6 +432,10 @@ class Run(models.Model):
     # Batch mode: the run's requests go to the provider's Batch API as JSONL files (RunBatch),
     # answered within 24 h at the batch price, instead of request by request (apps.runs.engine.batch).
     batch = models.BooleanField(default=False)
+    # Generation runs over conversation items: each user turn is asked in order with the
+    # model's own earlier answers in context, one `Turn` row per answered turn (the Response is
+    # the whole item). Off: one request per item, as for single-turn prompts.
+    multi_turn = models.BooleanField(default=False)
     # Whether identical requests already answered (CachedReply) are reused instead of sent;
     # chosen at creation (see `default_use_cache`), every launch honours it except overwrite.
     use_cache = models.BooleanField(default=True)
@@ -962,6 +966,96 @@ class Response(LLMCall):
             )
         ]
         indexes = [models.Index(fields=["run", "status"])]
+
+    def turns(self) -> list["Turn"]:
+        """This response's turns in order (a multi-turn run's; none for a single-turn run)."""
+        return list(Turn.objects.filter(run_id=self.run_id, item_id=self.item_id, epoch=self.epoch))
+
+    def turn_answers(self, turns: "list[Turn] | None" = None) -> list[str]:
+        """The model's answer to each user turn, in order, up to the first one not answered.
+        A single-turn response has one: its text. `turns` (from `Turn.objects.by_response`)
+        saves the query when many responses are read."""
+        if not self._multi_turn():
+            return [self.text] if self.status == self.Status.OK else []
+        rows = self.turns() if turns is None else turns
+        answers = []
+        for number, turn in enumerate(sorted(rows, key=lambda t: t.number), 1):
+            if turn.number != number or not turn.is_answered:
+                break
+            answers.append(turn.text)
+        return answers
+
+    def transcript(self, turns: "list[Turn] | None" = None) -> list[dict[str, Any]]:
+        """The dialogue as canonical chat messages: the item's conversation with the model's
+        answers in place (`apps.runs.turns.transcript`), ending at the last turn answered."""
+        from apps.runs.turns import transcript
+
+        return transcript(self, self.turn_answers(turns))
+
+    def _multi_turn(self) -> bool:
+        return bool(self.run.multi_turn)
+
+
+class TurnQuerySet(models.QuerySet["Turn"]):
+    def answered(self) -> "TurnQuerySet":
+        return self.filter(error_kind="")
+
+    def by_response(self, responses: "list[Response]") -> dict[tuple[int, int, int], list["Turn"]]:
+        """The turns of many responses in one query, keyed by (run, item, epoch) (the
+        `turns` argument of `Response.turn_answers` / `transcript`)."""
+        out: dict[tuple[int, int, int], list[Turn]] = {
+            (r.run_id, r.item_id, r.epoch): [] for r in responses
+        }
+        if not out:
+            return out
+        rows = self.filter(
+            run_id__in={r.run_id for r in responses}, item_id__in={r.item_id for r in responses}
+        )
+        for turn in rows:
+            key = (turn.run_id, turn.item_id, turn.epoch)
+            if key in out:
+                out[key].append(turn)
+        return out
+
+
+class Turn(LLMCall):
+    """One user turn of a multi-turn generation run, asked with the model's own earlier
+    answers in context: at most one per (run, item, epoch, number), written as the turn
+    finishes (answered, or failed with its error), so a resumed run asks from the first turn
+    without an answer. The item's Response is written when its last turn is answered or one
+    fails: it is the whole item (its text the last answer, its tokens and cost the sums)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="turns")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    epoch = models.PositiveIntegerField(default=0)  # as Response.epoch
+    number = models.PositiveIntegerField()  # 1-based: the item's n-th user message
+    asked = models.TextField()  # that user message's text
+    # The model's answer as it said it ("" when the turn failed); it stands for LLMCall's
+    # raw_reply, as Response.text does.
+    text = models.TextField(blank=True)
+    raw_reply = None  # type: ignore[assignment]
+    finish_reason = models.CharField(max_length=32, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TurnQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["run", "item", "epoch", "number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "item", "epoch", "number"], name="turn_once_per_item_epoch"
+            ),
+            models.CheckConstraint(condition=models.Q(number__gte=1), name="turn_number_from_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run #{self.run_id} item {self.item_id} epoch {self.epoch} turn {self.number}"
+
+    @property
+    def is_answered(self) -> bool:
+        return not self.error_kind
 
 
 class ChoiceSetup(models.Model):
