@@ -11,6 +11,8 @@ from django.utils import timezone
 from apps.datasets.models import Dataset, Item, Task, Versioned, slug_validator
 from apps.datasets.values import as_text
 from apps.runs import response_schema
+from apps.runs.prompts import ItemData, PromptError, PromptRenderer
+from apps.runs.turns import dialogue
 
 
 class ErrorKind(models.TextChoices):
@@ -986,11 +988,39 @@ class Response(LLMCall):
         return answers
 
     def transcript(self, turns: "list[Turn] | None" = None) -> list[dict[str, Any]]:
-        """The dialogue as canonical chat messages: the item's conversation with the model's
-        answers in place (`apps.runs.turns.transcript`), ending at the last turn answered."""
-        from apps.runs.turns import transcript
+        """The dialogue as canonical chat messages, ending with the last answer: a multi-turn
+        response's item conversation with the model's answers in place (`turns.dialogue`); a
+        single-turn one's request (the item's conversation as recorded, or the template's user
+        message over a plain item) followed by its answer."""
+        answers = self.turn_answers(turns)
+        item = self.item
+        if self._multi_turn():
+            return dialogue(item.messages(), answers)
+        asked = item.messages() if item.is_conversation else self._rendered_user_message()
+        return asked + [{"role": "assistant", "content": answer} for answer in answers]
 
-        return transcript(self, self.turn_answers(turns))
+    def _rendered_user_message(self) -> list[dict[str, Any]]:
+        """The user message the run sent for a plain item, rendered again from its template
+        (the few-shot draw is seeded, so it is the same); [] without one, or if it no longer
+        renders."""
+        template = self.run.template
+        if template is None:
+            return []
+        item = self.item
+        data = ItemData(
+            id=item.pk,
+            dataset_id=item.dataset_id,
+            key=item.key,
+            position=item.position,
+            fields=item.fields,
+            reference=item.reference,
+            tags=item.tags,
+        )
+        try:
+            rendered = PromptRenderer.for_template(template, self.run.dataset_id).render(data)
+        except PromptError:
+            return []
+        return [dict(m) for m in rendered.messages if m.get("role") != "system"]
 
     def _multi_turn(self) -> bool:
         return bool(self.run.multi_turn)

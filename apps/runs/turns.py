@@ -8,12 +8,9 @@ Messages before the first user message (a system prompt, an opening assistant li
 messages between turns stay where they are.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from apps.datasets.conversations import Message
-
-if TYPE_CHECKING:
-    from apps.runs.models import Response
 
 
 def user_turns(conversation: list[Message]) -> list[str]:
@@ -53,42 +50,6 @@ def dialogue(
         while out and (turn == 0 or out[-1].get("role") != "assistant"):
             out.pop()
     return out
-
-
-def transcript(response: "Response", answers: list[str]) -> list[Message]:
-    """`Response.transcript`: a multi-turn response's dialogue; a single-turn one's request
-    (the item's conversation as recorded, or the template's user message over a plain item)
-    followed by its answer."""
-    item = response.item
-    if response.run.multi_turn:
-        return dialogue(item.messages(), answers)
-    asked = item.messages() if item.is_conversation else _rendered_user_message(response)
-    return asked + [{"role": "assistant", "content": answer} for answer in answers]
-
-
-def _rendered_user_message(response: "Response") -> list[Message]:
-    """The user message the run sent for a plain item, rendered again from its template (the
-    few-shot draw is seeded, so it is the same); [] when it has none or it no longer renders."""
-    from apps.runs.prompts import ItemData, PromptError, PromptRenderer
-
-    template = response.run.template
-    if template is None:
-        return []
-    item = response.item
-    data = ItemData(
-        id=item.pk,
-        dataset_id=item.dataset_id,
-        key=item.key,
-        position=item.position,
-        fields=item.fields,
-        reference=item.reference,
-        tags=item.tags,
-    )
-    try:
-        rendered = PromptRenderer.for_template(template, response.run.dataset_id).render(data)
-    except PromptError:
-        return []
-    return [dict(m) for m in rendered.messages if m.get("role") != "system"]
 
 
 def turn_failure(number: int, turns: int, error: str) -> str:
