@@ -10,15 +10,20 @@ itself (a run's chunk commits what it has and leaves its units to the watchdog:
 apps.runs.engine.chunk). A Redis that came back empty has forgotten the worker: it registers
 again at its next heartbeat, so RQ's pages and `Worker.all` list it.
 
+A worker started while Redis is away (`bin/run` starts one again just as Redis restarts) waits for
+it too, before it has begun, instead of exiting with "Connection refused".
+
 Only the worker's main loop retries like this: horses, the web process and commands use their
 own clients with redis-py's few default retries, and a worker asked to stop (SIGTERM, Ctrl-C)
 stops retrying at once so that it can exit.
 """
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
+import redis
 import rq
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
@@ -75,6 +80,25 @@ class Worker(rq.Worker):
     @property
     def stopping(self) -> bool:
         return self._stop_requested or self._shutdown_requested_date is not None
+
+    def _set_ip_address(self, connection: Any) -> None:
+        # RQ calls this only when building a worker that is to work (not one made to be
+        # listed), and it is the first command such a worker sends.
+        backoff = ExponentialWithJitterBackoff(OUTAGE_BACKOFF_CAP, OUTAGE_BACKOFF_BASE)
+        failures = 0
+        while True:
+            try:
+                super()._set_ip_address(connection)
+                break
+            except (redis.ConnectionError, redis.TimeoutError) as error:
+                if not failures:
+                    logger.warning(
+                        "Worker %s: Redis is away (%s); waiting for it", self.name, error
+                    )
+                failures += 1
+                time.sleep(backoff.compute(failures))
+        if failures:
+            logger.warning("Worker %s: Redis is back; starting", self.name)
 
     def work(self, *args: Any, **kwargs: Any) -> bool:
         # Set here, not in __init__: RQ builds Worker objects to list workers (web pages,

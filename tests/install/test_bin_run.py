@@ -126,16 +126,11 @@ def test_bin_run_restarts_a_dead_worker_or_redis_and_stops_everything_when_the_w
         except redis.ConnectionError:
             assert time.monotonic() < wait_for_redis, f"Redis did not come back:\n{script.output}"
             time.sleep(0.2)
-    # A worker is serving again: the one that waited for Redis (its reconnecting is pinned by
-    # tests/runs/test_redis_outage.py), or, if it gave up while Redis was down, the one bin/run
-    # started in its place (seen once in CI at load: the worker was gone when Redis was back).
-    deadline = time.monotonic() + START_TIMEOUT
-    while "rqworker" not in server_processes(script):
-        assert time.monotonic() < deadline, f"no worker after Redis came back:\n{script.output}"
-        assert script.proc.poll() is None, f"bin/run exited:\n{script.output}"
-        time.sleep(0.2)
-    if server_processes(script)["rqworker"] != worker:
-        assert re.search(r"rqworker exited \(status \d+\)[\s\S]*rqworker exited", script.output)
+    # The worker waited for Redis, whether it was serving or still starting when Redis died
+    # (evalsite.worker; a worker that started while Redis was away used to exit).
+    time.sleep(3)
+    assert server_processes(script).get("rqworker") == worker, script.output
+    assert "rqworker exited" not in script.output.split("redis-server exited")[-1]
     pids = list(script.descendants())
 
     os.kill(server_processes(script)["gunicorn"], signal.SIGKILL)

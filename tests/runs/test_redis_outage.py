@@ -3,8 +3,10 @@ processes, the loopback LLM server. No resume, no operator: the run finishes by 
 
 import contextlib
 import math
+import operator
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -13,6 +15,7 @@ from pathlib import Path
 import django_rq
 import pytest
 import redis
+import rq
 from django.db import transaction
 from django.utils import timezone
 
@@ -226,3 +229,27 @@ def test_a_known_launch_whose_chunk_jobs_were_lost_gets_a_chunk_again(start, red
     assert recover_lost_runs() == []
     redis_conn.delete(jobs_key(run.pk, 1), todo_key(run.pk, 1))
     assert recover_lost_runs() == []
+
+
+def test_a_worker_started_while_redis_is_away_waits_for_it_and_serves(own_redis, workers):
+    # bin/run starts a worker again just as Redis restarts: RQ's own worker exits at once
+    # ("Connection refused") when its first command finds no Redis.
+    own_redis.kill()
+    worker = workers()
+    said: list[str] = []
+    threading.Thread(target=lambda: said.extend(worker.stdout), daemon=True).start()
+
+    def waiting() -> bool:
+        assert worker.poll() is None, "the worker exited:\n" + "".join(said)
+        return any("waiting for it" in line for line in said)
+
+    wait_for(waiting, 120, "the worker to wait")
+    time.sleep(2)
+    assert worker.poll() is None, "".join(said)
+    own_redis.start()
+    conn = redis.Redis.from_url(own_redis.url)
+    wait_for(lambda: len(rq.Worker.all(connection=conn)) == 1, 120, "the worker to register")
+    job = django_rq.get_queue("default").enqueue(operator.add, 2, 3)
+    wait_for(lambda: job.get_status(refresh=True) == "finished", 120, "the worker to serve")
+    assert job.return_value() == 5 and worker.poll() is None
+    assert any("Redis is back; starting" in line for line in said)

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 import django_rq
+import redis
 
 from apps.runs.engine.batch import enqueue_due_batch_polls
 from apps.runs.engine.limits import KEY_PREFIX
@@ -64,6 +65,10 @@ def _watch() -> None:
                 enqueue_due_batch_polls(conn)
                 enqueue_recovery(conn)
             failing = False
+        except (redis.ConnectionError, redis.TimeoutError) as error:
+            if not failing:  # an outage the workers ride out: a line, not a traceback
+                logger.warning("runs watchdog: Redis is away (%s); checking again later", error)
+            failing = True
         except Exception:
             if not failing:  # once per outage, not every tick
                 logger.exception("runs watchdog: could not check for dead chunks")
