@@ -310,6 +310,7 @@ OPENAI_BASE_URL = env("OPENAI_BASE_URL")
 # Uploads: the limit is ours, Django's in-memory limit only decides when to spill to disk.
 DATASET_MAX_UPLOAD_BYTES = env_int("DATASET_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024)
+DATASET_SYNC_MAX_ROWS = env_int("DATASET_SYNC_MAX_ROWS", 5000)  # bigger: imported by a worker
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 # USD per 1M tokens (input, output) by model name; JSON in EVALSITE_PRICE_TABLE overrides.

@@ -62,7 +62,7 @@ Progress = Callable[[str, int, int], None]
 
 def sync_max_rows() -> int:
     """Uploads up to this many rows import inside the request; bigger ones in a worker."""
-    return int(getattr(settings, "DATASET_SYNC_MAX_ROWS", 5000))
+    return int(settings.DATASET_SYNC_MAX_ROWS)
 
 
 # ---- mapping ------------------------------------------------------------------------------

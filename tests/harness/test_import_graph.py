@@ -93,17 +93,17 @@ def hook():
     ]
 
 
-def test_the_readmes_layout_table_matches_the_tree():
+def test_the_layout_table_in_docs_matches_the_tree():
     """Every path and file the table names exists, and every app and top-level folder of ours
     has a row."""
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs/development.md").read_text()
     table = readme[readme.index("| Path | What |") :].split("\n\n")[0]
     rows = [line for line in table.splitlines()[2:] if line.startswith("| `")]
     named = {p.strip("/") for row in rows for p in re.findall(r"`([\w./]+/?)`", row.split("|")[1])}
     for path in named:
-        assert (ROOT / path).exists(), f"README names {path}, which is not in the tree"
+        assert (ROOT / path).exists(), f"docs/development.md names {path}, which is not in the tree"
     apps = {f"apps/{p.name}" for p in (ROOT / "apps").iterdir() if (p / "apps.py").exists()}
-    assert apps <= named, f"apps without a README row: {sorted(apps - named)}"
+    assert apps <= named, f"apps without a row in docs/development.md: {sorted(apps - named)}"
     for folder in ("evalsite", "templates", "static", "tests", "bench", "bin"):
         assert folder in named, folder
     for row in rows:
@@ -114,7 +114,7 @@ def test_the_readmes_layout_table_matches_the_tree():
         for command in re.findall(r"`(\w+)`", what):
             if list((ROOT / "apps").glob(f"*/management/commands/{command}.py")):
                 assert (ROOT / folder / "management" / "commands" / f"{command}.py").exists(), (
-                    f"the README puts {command} in {folder}"
+                    f"docs/development.md puts {command} in {folder}"
                 )
 
 

@@ -53,7 +53,7 @@ def test_bin_run_and_the_readme_start_workers_of_every_queue_in_settings_order(s
     script = (ROOT / "bin/run").read_text().splitlines()
     bin_run = [line for line in script if "manage.py rqworker " in line]
     assert len(bin_run) == 1 and f"rqworker {' '.join(order)} --with-scheduler" in bin_run[0]
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs/operations.md").read_text()
     assert f"rqworker {' '.join(order)} --with-scheduler" in readme  # another machine's worker
     split = [
         line.split("rqworker ")[1].split("#")[0].split()
