@@ -17,6 +17,7 @@ from apps.datasets.models import Item
 from apps.datasets.values import as_text, prompt_inputs
 from apps.judges.models import Comparison
 from apps.judges.pairwise import outcomes
+from apps.review.dialogues import Bubble, dialogue_of
 from apps.review.models import Vote, a_on_left
 from apps.runs.models import Response, Run
 
@@ -74,16 +75,20 @@ def ab_item(request: AppRequest, run_id: int, item_id: int, a: int, b: int) -> H
     if (a, b) not in run.pairwise.pairs():
         raise Http404("Not a pair of this run.")
     item = get_object_or_404(Item, pk=item_id, dataset_id=run.dataset_id)
-    texts = dict(
-        Response.objects.filter(item=item, run_id__in=[a, b], epoch=0).values_list("run_id", "text")
-    )
+    responses = {
+        r.run_id: r
+        for r in Response.objects.filter(item=item, run_id__in=[a, b], epoch=0).select_related(
+            "run", "item"
+        )
+    }
     left_is_a = a_on_left(run.pk, item.pk, a, b)
     mine = Vote.objects.filter(
         run=run, item=item, a_run_id=a, b_run_id=b, user=request.user
     ).first()
     # People who vote see the judge and the names only once they have chosen.
     revealed = mine is not None or not request.user.can_edit
-    sides = [(a, texts.get(a, "")), (b, texts.get(b, ""))]
+    # Two dialogues side by side where the item is a conversation; else the two answers.
+    sides = [_side(run_id, responses.get(run_id)) for run_id in (a, b)]
     if not left_is_a:
         sides.reverse()
     context = {
@@ -107,10 +112,19 @@ def ab_item(request: AppRequest, run_id: int, item_id: int, a: int, b: int) -> H
     return render(request, "review/ab_item.html", context)
 
 
+def _side(run_id: int, response: Response | None) -> tuple[int, str, list[Bubble]]:
+    if response is None:
+        return (run_id, "", [])
+    return (run_id, response.text, dialogue_of(response))
+
+
 def _inputs(run: Run, item: Item) -> list[tuple[str, str]]:
     """The item's inputs; without a mapping, every field but answers, reference and tags."""
     dataset = run.dataset
-    inputs = prompt_inputs(item.fields or {}, dataset.input_columns, dataset.hidden_columns)
+    hidden = set(dataset.hidden_columns)
+    if item.is_conversation and dataset.conversation_column:
+        hidden.add(dataset.conversation_column)  # each side's dialogue shows it, turn by turn
+    inputs = prompt_inputs(item.fields or {}, dataset.input_columns, hidden)
     return [(name, as_text(value)) for name, value in inputs.items()]
 
 

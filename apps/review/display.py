@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from apps.datasets.models import Item
 from apps.datasets.values import as_text
 from apps.judges.models import JudgeRound, Score, ScoreEvent, StaleScore, judge_of
+from apps.review.dialogues import dialogue_of
 from apps.review.models import (
     Adjudication,
     BlindEntry,
@@ -227,11 +228,18 @@ def with_outcome(
     return view
 
 
-def response_of(run: Run, item: Item) -> dict[str, Any]:
+def response_of(
+    run: Run, item: Item, verdicts: dict[tuple[int, int], list[dict[str, Any]]] | None = None
+) -> dict[str, Any]:
     """The text the judge scored: a generation run's response or a column of the dataset.
-    With epochs, every epoch's response in order (`epochs`), the first one's fields besides."""
+    With epochs, every epoch's response in order (`epochs`), the first one's fields besides.
+    A response to a conversation item has its `dialogue` too, turn by turn, each answer with
+    the judge's `verdicts` on it ((epoch, turn) → rounds) beside it."""
     if run.source_run_id:
         source = f"{run.source_run}"
+        rows = Response.objects.filter(
+            run_id=run.source_run_id, item=item, epoch__lt=run.judged_epochs
+        ).select_related("run", "item")
         responses = [
             {
                 "epoch": response.epoch,
@@ -239,10 +247,9 @@ def response_of(run: Run, item: Item) -> dict[str, Any]:
                 "failed": response.status == Response.Status.FAILED,
                 "error_kind": response.get_error_kind_display() if response.error_kind else "",
                 "error": response.error,
+                "dialogue": dialogue_of(response, _turns_of(verdicts, response.epoch)),
             }
-            for response in Response.objects.filter(
-                run_id=run.source_run_id, item=item, epoch__lt=run.judged_epochs
-            ).order_by("epoch")
+            for response in rows.order_by("epoch")
         ]
         if not responses:
             return {"source": source, "missing": True}
@@ -269,6 +276,32 @@ def inputs_of(run: Run, item: Item) -> tuple[list[tuple[str, Any]], list[tuple[s
     shown = [(name, item.fields.get(name)) for name in inputs]
     others = [(name, value) for name, value in item.fields.items() if name not in skip]
     return shown, others
+
+
+def _turns_of(
+    verdicts: dict[tuple[int, int], list[dict[str, Any]]] | None, epoch: int
+) -> dict[int, list[dict[str, Any]]]:
+    return {turn: rounds for (e, turn), rounds in (verdicts or {}).items() if e == epoch}
+
+
+def turn_verdicts(rounds: list[dict[str, Any]]) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    """The rounds of a judge that scored turn by turn, by (epoch, turn), as the dialogue shows
+    them beside each answer. Rounds about the whole response (turn 0) are not among them."""
+    out: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for r in rounds:
+        judge_round = r["round"]
+        turn = getattr(judge_round, "turn", 0) or 0
+        if turn:
+            out.setdefault((judge_round.epoch, turn), []).append(
+                {
+                    "round": judge_round.round,
+                    "values": r["values"],
+                    "reason": judge_round.reason,
+                    "failed": judge_round.status == JudgeRound.Status.FAILED,
+                    "error": judge_round.error,
+                }
+            )
+    return out
 
 
 def rounds_of(run: Run, item: Item) -> list[dict[str, Any]]:
@@ -307,8 +340,16 @@ def attempts_of(run: Run, item: Item) -> list[dict[str, Any]]:
 def item_context(run: Run, item: Item, user: Any, blind: bool) -> dict[str, Any]:
     policy = ReviewPolicy.of(run.task_id)
     subjects = subject_views(run, item, user, blind)
-    inputs, other_fields = inputs_of(run, item)
     revealed = not any(view.hidden for view in subjects)
+    evidence = evidence_context(run, item, revealed)
+    # Blind: the judge's verdicts on each turn stay hidden with the rest of its evidence.
+    verdicts = turn_verdicts(evidence["rounds"]) if revealed else {}
+    inputs, other_fields = inputs_of(run, item)
+    response = response_of(run, item, verdicts)
+    if response.get("dialogue") or any(e.get("dialogue") for e in response.get("epochs", [])):
+        # The dialogue shows the conversation column, turn by turn: not again as JSON.
+        column = run.dataset.conversation_column
+        other_fields = [(name, value) for name, value in other_fields if name != column]
     assignment = ReviewAssignment.objects.filter(run=run, item=item).select_related("user").first()
     return {
         "run": run,
@@ -316,8 +357,8 @@ def item_context(run: Run, item: Item, user: Any, blind: bool) -> dict[str, Any]
         "subjects": subjects,
         "inputs": inputs,
         "other_fields": other_fields,
-        "response": response_of(run, item),
-        "evidence": evidence_context(run, item, revealed),
+        "response": response,
+        "evidence": evidence,
         # Locks are between people who change scores; a viewer is not told of them.
         "lock": ReviewLock.holder(run, item) if user.can_edit and not policy.several else None,
         "policy": policy,
