@@ -76,7 +76,7 @@ def make_dataset(
                 reference=row.get("reference", ""),
                 tags=tags,
                 tags_text=tags_text(tags),
-                search_text=json.dumps(fields).lower(),
+                search_text=json.dumps(fields, ensure_ascii=False).lower(),
                 conversation=list(row.get("conversation", [])),
                 turn_references=list(row.get("turn_references", [])),
             )

@@ -9,16 +9,17 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Page, Paginator
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from apps.accounts.access import AppRequest
 from apps.accounts.models import User
+from apps.datasets import fulltext
 from apps.datasets.models import Item
 from apps.judges.launching import retry_failed_items
 from apps.judges.models import RunItemQuerySet, Score, judge_of
 from apps.review.models import ReviewAssignment, ReviewLock, ReviewPolicy
 from apps.review.templatetags.review import num
-from apps.runs.models import Run
+from apps.runs.models import Response, Run
 
 
 def filtered(run: Run, user: Any, filters: dict[str, str]) -> RunItemQuerySet:
@@ -36,7 +37,18 @@ def filtered(run: Run, user: Any, filters: dict[str, str]) -> RunItemQuerySet:
             qs = qs.filter(Exists(assignments.filter(user_id=user.pk)))
         case "none":
             qs = qs.exclude(Exists(assignments))
-    return qs.tagged(filters.get("tag", "")).search(filters.get("q", ""))
+    return searched(qs.tagged(filters.get("tag", "")), run, filters.get("q", ""))
+
+
+def searched(qs: RunItemQuerySet, run: Run, text: str) -> RunItemQuerySet:
+    """Items whose fields or judged answer hold the words of `text` (full-text, #28.5)."""
+    if not fulltext.terms(text):
+        return qs
+    found = fulltext.condition(Item, text)
+    if run.source_run_id:
+        answers = Response.objects.filter(run_id=run.source_run_id)
+        found |= Q(pk__in=fulltext.matching(answers, text).values("item_id"))
+    return qs.filter(found)
 
 
 def page_of(run: Run, user: Any, filters: dict[str, str], number: str | None) -> Page:

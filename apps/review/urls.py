@@ -18,6 +18,7 @@ urlpatterns = [
     path("score/<int:score_id>/review/", several.submit_review, name="submit"),
     path("adjudication/<int:pk>/", several.adjudicate, name="adjudicate"),
     path("task/<slug:slug>/adjudication/", several.adjudication_list, name="adjudication"),
+    path("task/<slug:slug>/search/", views.task_search, name="search"),
     path("task/<slug:slug>/policy/", several.policy, name="policy"),
     path("ab/<int:run_id>/", ab.ab_start, name="ab"),
     path("ab/<int:run_id>/<int:item_id>/<int:a>/<int:b>/", ab.ab_item, name="ab-item"),

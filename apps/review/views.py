@@ -13,9 +13,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.access import AppRequest, reviewer_required
-from apps.datasets.models import Item
+from apps.datasets.models import Item, Task
 from apps.judges.models import RunItemQuerySet, Score, StaleScore
-from apps.review import display, listing
+from apps.review import display, listing, search
 from apps.review.forms import BlindForm, BulkForm, ListFilterForm, OverrideForm, RevisionForm
 from apps.review.models import (
     BlindEntry,
@@ -47,6 +47,18 @@ def item_url(run: Run, item: Item, queue: Queue, anchor: str = "") -> str:
 
 
 # ---- the list of judge runs and the review list of one run --------------------------------
+@require_GET
+def task_search(request: AppRequest, slug: str) -> HttpResponse:
+    """A task's items and responses holding the words searched for (#28.5)."""
+    task = get_object_or_404(Task, slug=slug)
+    q = request.GET.get("q", "").strip()[:200]
+    page, hits = search.search(task, q, request.GET.get("page")) if q else (None, [])
+    context = {"task": task, "q": q, "page": page, "hits": hits, "page_query": {"q": q}}
+    return render(
+        request, "review/search.html#results" if request.htmx else "review/search.html", context
+    )
+
+
 @require_GET
 def index(request: AppRequest) -> HttpResponse:
     runs = Run.objects.judging().with_names().select_related("task")

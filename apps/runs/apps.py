@@ -11,6 +11,7 @@ class RunsConfig(AppConfig):
     label = "runs"
 
     def ready(self) -> None:
+        from apps.datasets import fulltext
         from apps.datasets.signals import dataset_imported
         from apps.runs.engine.contract import load_kinds
         from apps.runs.kinds import new_data
@@ -22,6 +23,10 @@ class RunsConfig(AppConfig):
         # before a worker forks work horses: else each horse imported ~200 modules (0.15 s of
         # CPU) for its run's kind, and shared none of them.
         load_kinds()
+
+        from apps.runs.models import Response
+
+        fulltext.register(Response, "text")  # searched beside the items (#28.5)
 
         # Everything imported so far (Django, the openai SDK, aiohttp…) lives as long as the
         # process. Frozen, the collector stops walking it: a full collection at the start of a

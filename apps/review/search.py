@@ -1,0 +1,114 @@
+"""Search a task's items and responses by text (#28.5): each hit is an item, with what matched
+(its own fields, the models' answers) and a link to where a reviewer reads it."""
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Q, QuerySet
+from django.urls import reverse
+
+from apps.datasets import fulltext
+from apps.datasets.models import Item, Task
+from apps.datasets.values import as_text
+from apps.runs.models import Response, Run
+
+PER_PAGE = 20
+BEFORE, AFTER = 80, 220  # characters of context around the first match in a snippet
+
+
+@dataclass
+class Found:
+    """One matching text: whose it is, a snippet as (text, is a match) parts, and its link."""
+
+    label: str
+    parts: list[tuple[str, bool]]
+    url: str
+
+
+@dataclass
+class Hit:
+    item: Item
+    url: str  # the item's review, else its page in the dataset
+    found: list[Found] = field(default_factory=list)
+
+
+def matching_items(task: Task, text: str) -> QuerySet[Item]:
+    """The task's items whose fields, or any model's response to them, hold `text`."""
+    responses = fulltext.matching(Response.objects.filter(run__task=task), text)
+    either = fulltext.condition(Item, text) | Q(pk__in=responses.values("item_id"))
+    return Item.objects.filter(dataset__task=task).filter(either).order_by("dataset_id", "position")
+
+
+def snippet(text: str, query: str) -> list[tuple[str, bool]]:
+    """The text around the first match, every occurrence of a query word marked (by the
+    caller's template, which escapes each part)."""
+    words = sorted(
+        {w for term in fulltext.terms(query) for w in term.text.split()}, key=len, reverse=True
+    )
+    pattern = re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE) if words else None
+    first = pattern.search(text) if pattern else None
+    start = max(0, first.start() - BEFORE) if first else 0
+    end = min(len(text), (first.start() if first else 0) + AFTER)
+    window = text[start:end]
+    parts: list[tuple[str, bool]] = [("…", False)] if start else []
+    at = 0
+    for match in pattern.finditer(window) if pattern else ():
+        parts += [(window[at : match.start()], False), (match.group(), True)]
+        at = match.end()
+    parts.append((window[at:] + ("…" if end < len(text) else ""), False))
+    return [part for part in parts if part[0]]
+
+
+def _review_runs(task: Task) -> tuple[dict[int, int], dict[int, int]]:
+    """The newest judge run per generation run it judged, and per dataset it covers."""
+    by_source: dict[int, int] = {}
+    by_dataset: dict[int, int] = {}
+    judged = Run.objects.judging().filter(task=task).order_by("pk")
+    for pk, source_id, dataset_id in judged.values_list("pk", "source_run_id", "dataset_id"):
+        if source_id:
+            by_source[source_id] = pk
+        by_dataset[dataset_id] = pk
+    return by_source, by_dataset
+
+
+def search(task: Task, text: str, number: Any = 1) -> tuple[Page, list[Hit]]:
+    page = Paginator(matching_items(task, text).select_related("dataset"), PER_PAGE)
+    shown = page.get_page(number)
+    items = list(shown.object_list)
+    ids = [item.pk for item in items]
+    by_source, by_dataset = _review_runs(task)
+    own = set(fulltext.matching(Item.objects.filter(pk__in=ids), text).values_list("pk", flat=True))
+    responses = (
+        fulltext.matching(Response.objects.filter(run__task=task, item_id__in=ids), text)
+        .select_related("run__endpoint")
+        .order_by("run_id", "epoch")
+    )
+    answers: dict[int, dict[int, Response]] = {}
+    for response in responses:
+        answers.setdefault(response.item_id, {}).setdefault(response.run_id, response)
+    hits = []
+    for item in items:
+        judge_run = by_dataset.get(item.dataset_id)
+        url = (
+            reverse("review:item", args=[judge_run, item.pk])
+            if judge_run
+            else reverse("datasets:item-detail", args=[item.dataset_id, item.position])
+        )
+        hit = Hit(item, url)
+        if item.pk in own:
+            fields = "\n".join(f"{k}: {as_text(v)}" for k, v in item.fields.items())
+            hit.found.append(Found("Item", snippet(fields, text), url))
+        for run_id, response in answers.get(item.pk, {}).items():
+            run = response.run
+            label = run.label or (run.endpoint.model if run.endpoint else f"run #{run.pk}")
+            reviewed = by_source.get(run_id)
+            link = (
+                reverse("review:item", args=[reviewed, item.pk])
+                if reviewed
+                else reverse("runs:response-detail", args=[run_id, item.pk])
+            )
+            hit.found.append(Found(label, snippet(response.text, text), link))
+        hits.append(hit)
+    return shown, hits
