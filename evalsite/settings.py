@@ -297,6 +297,7 @@ RQ = {"WORKER_CLASS": "evalsite.worker.Worker"}
 RUN_KINDS = {
     "generation": "apps.runs.kinds.generation.GENERATION",
     "choice": "apps.runs.kinds.choices.CHOICE",
+    "script": "apps.runs.kinds.scripts.SCRIPT",
     "gen_dataset": "apps.drafting.drafts.DATASET_GENERATION",
     "judge": "apps.judges.judging.JUDGE",
     "check": "apps.judges.judging.CHECK",

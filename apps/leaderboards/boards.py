@@ -17,7 +17,7 @@ import numpy as np
 
 from apps.datasets.models import Dataset, Task
 from apps.judges.models import Judge
-from apps.leaderboards import corpus, items, summaries
+from apps.leaderboards import corpus, gaps, items, summaries
 from apps.leaderboards.corpus import CorpusCell
 from apps.leaderboards.epochs import Reduction
 from apps.leaderboards.items import doubtful_count, flaky_count
@@ -269,6 +269,9 @@ class Board:
     doubtful: dict[int, int] = field(default_factory=dict)
     # run id → the corpus-level metric (corpus BLEU, macro-F1) of a metric judge that has one
     corpus: dict[int, CorpusCell] = field(default_factory=dict)
+    # Models answering memory scripts: the subject's mean per scripted information gap, with
+    # each model's realised gap (apps/leaderboards/gaps.py); empty for other boards.
+    gap_rows: list[gaps.GapRow] = field(default_factory=list)
 
     @property
     def mode(self) -> str:
@@ -477,6 +480,9 @@ def build(task: Task, params: Params) -> Board:
             _epoch_tags.put(key, list(board.tag_rows))
     else:
         tag_table(board, scores)
+    if board.subjects:
+        by = board.tag_subject or board.subjects[0]
+        board.gap_rows = gaps.gap_rows(board.rows, by.name, board.mode == "human")
     return board
 
 

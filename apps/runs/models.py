@@ -351,11 +351,15 @@ class Run(models.Model):
         # A generator's prompts asked N times (apps.drafting): makes a draft dataset
         # (Run.dataset) whose items a person reviews before any run may use them.
         GENERATE_DATASET = "gen_dataset", "Dataset generation"
+        # A memory script per item (GoodAI's LTM benchmark; apps/runs/kinds/scripts.py): the
+        # item's statements, filler up to the information gap, then its question, each a turn;
+        # the Response is the answer to the question, with the gap actually realised.
+        SCRIPT = "script", "Memory script"
 
     # Kinds whose rows hold Responses: what pairwise runs compare and run pages list.
-    RESPONSE_KINDS = (Kind.GENERATION, Kind.COLUMN)
+    RESPONSE_KINDS = (Kind.GENERATION, Kind.COLUMN, Kind.SCRIPT)
     # Kinds whose answers judges score as a run (a response column is judged by its column).
-    JUDGEABLE_KINDS = (Kind.GENERATION, Kind.CHOICE)
+    JUDGEABLE_KINDS = (Kind.GENERATION, Kind.CHOICE, Kind.SCRIPT)
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -994,6 +998,17 @@ class Response(LLMCall):
         message over a plain item) followed by its answer."""
         answers = self.turn_answers(turns)
         item = self.item
+        if self._multi_turn() and not item.is_conversation:
+            # A run that says its own turns (a memory script): what each turn asked, answered.
+            rows = sorted(self.turns() if turns is None else turns, key=lambda t: t.number)
+            return [
+                message
+                for turn in rows[: len(answers)]
+                for message in (
+                    {"role": "user", "content": turn.asked},
+                    {"role": "assistant", "content": turn.text},
+                )
+            ]
         if self._multi_turn():
             return dialogue(item.messages(), answers)
         asked = item.messages() if item.is_conversation else self._rendered_user_message()
@@ -1106,6 +1121,32 @@ class ChoiceSetup(models.Model):
     # max_tokens 1 where 0 was read as "no limit" (or lists were refused), not 0.
     one_prompt_per_request = models.BooleanField(default=False)
     max_tokens = models.PositiveSmallIntegerField(default=0)
+
+
+class ScriptSetup(models.Model):
+    """What a memory-script run (`Run.Kind.SCRIPT`) reads of each item (apps/runs/scripts.py):
+    the statements and question columns (the expected answer is the item's reference), the
+    information gap in tokens (or a column giving it per item), and the filler: a column of
+    the item's own, else the bundled generic text drawn with `filler_seed`."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="script_setup")
+    statements_column = models.CharField(max_length=200)
+    question_column = models.CharField(max_length=200)
+    gap_tokens = models.PositiveIntegerField(default=0)
+    gap_column = models.CharField(max_length=200, blank=True)
+    filler_column = models.CharField(max_length=200, blank=True)
+    filler_seed = models.IntegerField(default=0)
+    # Said to the model before the script, as GoodAI's agents are told (blank: nothing).
+    system_message = models.TextField(blank=True)
+
+    def script_kwargs(self) -> dict[str, Any]:
+        return {
+            "statements_column": self.statements_column,
+            "question_column": self.question_column,
+            "gap_tokens": self.gap_tokens,
+            "gap_column": self.gap_column,
+            "filler_column": self.filler_column,
+        }
 
 
 class AttemptLog(LLMCall):
