@@ -298,6 +298,7 @@ RUN_KINDS = {
     "generation": "apps.runs.kinds.generation.GENERATION",
     "choice": "apps.runs.kinds.choices.CHOICE",
     "script": "apps.runs.kinds.scripts.SCRIPT",
+    "simulation": "apps.runs.kinds.simulation.SIMULATION",
     "gen_dataset": "apps.drafting.drafts.DATASET_GENERATION",
     "judge": "apps.judges.judging.JUDGE",
     "check": "apps.judges.judging.CHECK",

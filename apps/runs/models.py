@@ -355,11 +355,15 @@ class Run(models.Model):
         # item's statements, filler up to the information gap, then its question, each a turn;
         # the Response is the answer to the question, with the gap actually realised.
         SCRIPT = "script", "Memory script"
+        # A simulated user per item (apps/runs/kinds/simulation.py): another endpoint, with its
+        # own prompt and goal, converses with the model for up to K turns or until it says it
+        # is done; the Response is the whole transcript, which judges score.
+        SIMULATION = "simulation", "Simulated conversation"
 
     # Kinds whose rows hold Responses: what pairwise runs compare and run pages list.
-    RESPONSE_KINDS = (Kind.GENERATION, Kind.COLUMN, Kind.SCRIPT)
+    RESPONSE_KINDS = (Kind.GENERATION, Kind.COLUMN, Kind.SCRIPT, Kind.SIMULATION)
     # Kinds whose answers judges score as a run (a response column is judged by its column).
-    JUDGEABLE_KINDS = (Kind.GENERATION, Kind.CHOICE, Kind.SCRIPT)
+    JUDGEABLE_KINDS = (Kind.GENERATION, Kind.CHOICE, Kind.SCRIPT, Kind.SIMULATION)
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -998,8 +1002,11 @@ class Response(LLMCall):
         message over a plain item) followed by its answer."""
         answers = self.turn_answers(turns)
         item = self.item
-        if self._multi_turn() and not item.is_conversation:
-            # A run that says its own turns (a memory script): what each turn asked, answered.
+        if self._multi_turn() and (
+            not item.is_conversation or self.run.kind != Run.Kind.GENERATION
+        ):
+            # A run that says its own turns (a memory script, a simulated user): what each
+            # turn asked, answered.
             rows = sorted(self.turns() if turns is None else turns, key=lambda t: t.number)
             return [
                 message
@@ -1147,6 +1154,24 @@ class ScriptSetup(models.Model):
             "gap_column": self.gap_column,
             "filler_column": self.filler_column,
         }
+
+
+class SimulatorSetup(models.Model):
+    """Who plays the user in a simulated-conversation run (`Run.Kind.SIMULATION`): another
+    endpoint, told by `instructions` (a template over the item's fields: its persona and goal)
+    to converse with the model, which gets `system_message` (a template too, may be blank). The
+    simulator opens the conversation (or the item's `opening_column` does) and it ends after
+    `max_turns` answers of the model, or as soon as the simulator says `done_marker`."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="simulator_setup")
+    simulator = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="+")
+    instructions = models.TextField()
+    system_message = models.TextField(blank=True)
+    opening_column = models.CharField(max_length=200, blank=True)
+    max_turns = models.PositiveIntegerField(default=4)
+    done_marker = models.CharField(max_length=100, default="[DONE]")
+
+    MAX_TURNS = 50
 
 
 class AttemptLog(LLMCall):

@@ -76,6 +76,10 @@ class Said:
     error_kind: str = ""
     error: str = ""
 
+    @property
+    def is_answered(self) -> bool:
+        return not self.error_kind
+
 
 @dataclass(slots=True)
 class Outcome:
@@ -306,19 +310,17 @@ class ScriptPlugin(RunPlugin):
             Turn.objects.bulk_create(turns, ignore_conflicts=True)
         return progress
 
-    @staticmethod
-    def _response(run: Run, item_id: int, epoch: int, result: Result) -> Response:
+    def _response(self, run: Run, item_id: int, epoch: int, result: Result) -> Response:
         outcome: Outcome = result.data
         said = outcome.turns
-        question = said[-1] if said and said[-1].role == QUESTION and result.ok else None
         return Response(
             run_id=run.pk,
             item_id=item_id,
             epoch=epoch,
             launch=run.launch,
             status=Response.Status.OK if result.ok else Response.Status.FAILED,
-            text=question.text if question else "",
-            finish_reason=question.finish_reason if question else "",
+            text=self._response_text(outcome) if result.ok else "",
+            finish_reason=said[-1].finish_reason if result.ok and said else "",
             prompt_tokens=sum(t.prompt_tokens for t in said),
             completion_tokens=sum(t.completion_tokens for t in said),
             cost=sum(t.cost for t in said),
@@ -328,6 +330,11 @@ class ScriptPlugin(RunPlugin):
             error="" if result.ok else outcome.error,
             details=outcome.details,
         )
+
+    @staticmethod
+    def _response_text(outcome: Outcome) -> str:
+        """What judges score: the answer to the script's question (its last turn)."""
+        return outcome.turns[-1].text
 
     @staticmethod
     def _turn(run: Run, item_id: int, epoch: int, said: Said) -> Turn:
