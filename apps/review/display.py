@@ -378,6 +378,7 @@ def evidence_context(run: Run, item: Item, revealed: bool) -> dict[str, Any]:
         "reasons": [
             {
                 "epoch": r["round"].epoch,
+                "turn": getattr(r["round"], "turn", 0),
                 "round": r["round"].round,
                 "reason": r["round"].reason,
                 "values": r["values"],

@@ -239,7 +239,14 @@ def _evidence_oob(request: AppRequest, score: Score, queue: Queue) -> str:
     evidence = display.evidence_context(score.run, score.item, revealed=True)
     context = {"evidence": evidence, "oob": True, "run": score.run}
     html: str = render_to_string("review/_evidence.html", context, request)
-    return html + render_to_string("review/_judge_says.html", context, request)
+    html += render_to_string("review/_judge_says.html", context, request)
+    if verdicts := display.turn_verdicts(evidence["rounds"]):
+        # A judge that scored turn by turn: its verdicts beside each answer appear too.
+        response = display.response_of(score.run, score.item, verdicts)
+        html += render_to_string(
+            "review/_response.html", {**context, "response": response}, request
+        )
+    return html
 
 
 def _change(request: AppRequest, score_id: int, form_class: type, apply: Any) -> HttpResponse:
