@@ -291,3 +291,49 @@ def test_start_run_script_from_the_command_line(scripts, endpoint):
             "--question",
             "question",
         )
+
+
+@pytestmark_db
+@pytest.mark.slow
+def test_a_killed_worker_leaves_each_turn_answered_once_and_the_run_finishes_by_itself(
+    endpoint, llm_server, workers
+):
+    from tests.base import wait_for
+    from tests.factories import make_dataset
+    from tests.runs.conftest import kill_hard
+
+    task = make_task("memory-kill")
+    rows = [
+        {
+            "key": f"s{i}",
+            "fields": {"facts": f"Fact {i}: the code is {7 * i}.", "question": f"Code {i}?"},
+            "reference": str(7 * i),
+        }
+        for i in range(60)
+    ]
+    dataset = make_dataset(task, rows, name="many")
+    llm_server.configure(latency=0.3, default_reply="Noted.")
+    run = start(dataset, endpoint, gap_column="", gap_tokens=60, chunk_size=10)
+    first = workers()
+    workers()
+    wait_for(lambda: Run.objects.get(pk=run.pk).done >= 8, what="some scripts answered")
+    kill_hard(first)  # the worker and its horse: whatever it was asking is lost mid-script
+    done_at_kill = {r.item_id: r.pk for r in Response.objects.filter(run=run).only("pk", "item_id")}
+    # Generous: the watchdog hands the dead chunk's units on after its lease (~15 s) at any load.
+    wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED, 300, "the run")
+    run.refresh_from_db()
+    assert (run.done, run.failed) == (60, 0)
+    responses = list(Response.objects.filter(run=run).select_related("item"))
+    assert len(responses) == 60
+    log = llm_server.stats()["log"]
+    for response in responses:
+        turns = response.turns()
+        # Statement, filler, question: numbered 1… once each, all of one launch's writing.
+        assert [t.number for t in turns] == list(range(1, len(turns) + 1))
+        assert turns[0].asked == response.item.fields["facts"]
+        assert turns[-1].asked == response.item.fields["question"] and len(turns) >= 3
+        if response.item_id in done_at_kill:
+            assert response.pk == done_at_kill[response.item_id]  # kept, not redone
+            question = response.item.fields["question"]
+            assert sum(1 for e in log if e["messages"][-1]["content"] == question) == 1
+    assert Turn.objects.filter(run=run).count() == sum(len(r.turns()) for r in responses)
