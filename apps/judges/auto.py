@@ -74,7 +74,8 @@ def _judge_generation_run(run: Run) -> Run | None:
     run = Run.objects.select_related("task__default_judge", "task__default_judge_endpoint").get(
         pk=run.pk
     )
-    if run.kind != Run.Kind.GENERATION:
+    # Memory scripts and simulated users answer items too (a choice run is judged above).
+    if run.kind not in (Run.Kind.GENERATION, Run.Kind.SCRIPT, Run.Kind.SIMULATION):
         return None
     default = _default(run.task)
     if default is None:

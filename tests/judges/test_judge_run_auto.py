@@ -70,6 +70,34 @@ def test_a_finished_generation_run_is_judged_by_itself(task, endpoint, llm_serve
     assert llm_server.stats()["requests"] == 2  # one generation request, one judge request
 
 
+def test_a_finished_memory_script_run_is_judged_by_itself(task, endpoint, llm_server):
+    from apps.runs.kinds.scripts import create_script_run
+    from tests.factories import make_dataset
+
+    rows = [
+        {
+            "key": f"s{i}",
+            "fields": {"fact": f"The code is {i}.", "q": "The code?"},
+            "reference": str(i),
+        }
+        for i in range(3)
+    ]
+    dataset = make_dataset(task, rows, name="scripts")
+    judge = make_judge(task, Judge.Kind.METRIC, name="em")
+    task.default_judge = judge
+    task.save()
+    llm_server.configure(default_reply="1")
+    with transaction.atomic():
+        run = create_script_run(
+            dataset, endpoint, statements_column="fact", question_column="q", gap_tokens=20
+        )
+    work()
+    judge_run = Run.objects.judging().get(source_run=run)
+    assert judge_run.status == Run.Status.COMPLETED and judge_run.judge_id == judge.pk
+    values = dict(Score.objects.filter(run=judge_run).values_list("item__key", "judge_value"))
+    assert values == {"s0": 0, "s1": 100, "s2": 0}  # each answered "1"
+
+
 def test_uploaded_response_columns_are_judged_by_themselves(task, llm_server):
     judge = make_judge(task, Judge.Kind.METRIC, metric_options={"ignore_case": True})
     task.default_judge = judge
