@@ -90,6 +90,25 @@ def _multi_turn(item: Item, turns: list[Turn]) -> list[Bubble]:
     return bubbles
 
 
+def _own_turns(turns: list[Turn]) -> list[Bubble]:
+    """A run that wrote its own user turns (a memory script's statements, filler and
+    question; a simulated user's lines): each turn's line, then the model's answer or why the
+    turn failed."""
+    bubbles: list[Bubble] = []
+    for row in sorted(turns, key=lambda t: t.number):
+        bubbles.append(Bubble(role="user", content=row.asked, turn=row.number))
+        if row.is_answered:
+            answer = Bubble(
+                role="assistant", content=row.text, turn=row.number, answer=True, meta=_meta(row)
+            )
+        else:
+            reason = row.get_error_kind_display() if row.error_kind else ""
+            error = ": ".join(part for part in (reason, row.error) if part) or "failed"
+            answer = Bubble(role="assistant", turn=row.number, answer=True, failed=error)
+        bubbles.append(answer)
+    return bubbles
+
+
 def _single_turn(item: Item, response: Response) -> list[Bubble]:
     """A conversation item answered once: the file's dialogue, then the model's answer to it."""
     bubbles: list[Bubble] = []
@@ -116,9 +135,11 @@ def dialogue_of(
     with the judge's rounds about its turn (`verdicts`, by turn number) beside it."""
     item = response.item
     run: Run = response.run
-    if not item.is_conversation:
+    if run.kind in (Run.Kind.SCRIPT, Run.Kind.SIMULATION):
+        bubbles = _own_turns(response.turns())
+    elif not item.is_conversation:
         return []
-    if run.multi_turn:
+    elif run.multi_turn:
         bubbles = _multi_turn(item, response.turns())
     else:
         bubbles = _single_turn(item, response)

@@ -260,3 +260,70 @@ def test_in_chromium_the_two_dialogues_sit_side_by_side(login, width):
     model = left.locator(".bubble-answer").first.bounding_box()
     assert user and model and model["y"] > user["y"]
     assert model["x"] + model["width"] >= user["x"] + user["width"] - 1  # answers on the right
+
+
+def test_a_memory_script_reads_as_the_dialogue_it_was(db):
+    """A run that wrote its own turns (#27.4, #27.5): each turn's line and the model's answer,
+    a failed turn's error in its answer's place."""
+    from apps.runs.models import Turn
+
+    task = make_task("ltm")
+    dataset = make_conversation_dataset(task, [["unused"], ["unused"]])
+    dataset.items.update(conversation=[])  # script items are plain rows
+    run = Run.objects.create(
+        task=task,
+        kind=Run.Kind.SCRIPT,
+        dataset=dataset,
+        label="rememberer",
+        status=Run.Status.COMPLETED,
+        multi_turn=True,
+        launch=1,
+    )
+    first, second = dataset.items.order_by("position")
+    lines = [
+        ("My cat is Miso.", "Noted."),
+        ("Filler about tides.", HOSTILE),
+        ("Cat's name?", "Miso"),
+    ]
+    for number, (asked, text) in enumerate(lines, 1):
+        Turn.objects.create(run=run, item=first, number=number, asked=asked, text=text, launch=1)
+    Turn.objects.create(
+        run=run, item=second, number=1, asked="My cat is Miso.", text="Ok", launch=1
+    )
+    Turn.objects.create(
+        run=run,
+        item=second,
+        number=2,
+        asked="Cat's name?",
+        error_kind="api_error",
+        error="the server failed (500): boom",
+        launch=1,
+    )
+    Response.objects.create(run=run, item=first, status="ok", text="Miso", launch=1)
+    Response.objects.create(
+        run=run,
+        item=second,
+        status="failed",
+        launch=1,
+        error="Turn 2 (question): the server failed (500): boom",
+    )
+    judge_run = make_judge_run(dataset, source_run=run)
+    judge_item(judge_run, first, [{"accuracy": 5, "clarity": 5}])
+    reviewer = client_for("reviewer", "rita")
+    html = reviewer.get(reverse("review:item", args=[judge_run.pk, first.pk])).content.decode()
+    assert rows(html, "dialogue") == [
+        ("user", "1", "My cat is Miso."),
+        ("model", "1", "Noted."),
+        ("user", "2", "Filler about tides."),
+        ("model", "2", unescape(HOSTILE)),
+        ("user", "3", "Cat's name?"),
+        ("model", "3", "Miso"),
+    ]
+    assert "<script>" not in html.split('id="dialogue"', 1)[1].split("</ol>")[0]
+    response = Response.objects.get(run=run, item=second)
+    assert [(b.role, b.turn, b.content, b.failed) for b in dialogue_of(response)] == [
+        ("user", 1, "My cat is Miso.", ""),
+        ("assistant", 1, "Ok", ""),
+        ("user", 2, "Cat's name?", ""),
+        ("assistant", 2, "", "API error: the server failed (500): boom"),
+    ]
