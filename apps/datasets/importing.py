@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
+from apps.datasets import fulltext
 from apps.datasets.conversations import (
     CONVERSATION_NAMES,
     ConversationError,
@@ -519,7 +520,7 @@ def write_items(dataset: Dataset, items: ItemRows, progress: Progress | None = N
     sql = _insert_sql()
     total = len(items.rows)
     pk = dataset.pk
-    with connection.cursor() as cursor:
+    with fulltext.bulk_insert(Item), connection.cursor() as cursor:
         for start in range(0, total, WRITE_BATCH):
             batch = items.rows[start : start + WRITE_BATCH]
             cursor.executemany(sql, [(pk, *row) for row in batch])

@@ -113,3 +113,21 @@ def test_the_index_is_there_after_migrate_and_put_back_when_lost(items):
     assert fulltext.ensure_index(Item) is True
     assert matching(Item.objects.all(), "zebra").count() == 1  # rows written meanwhile too
     assert found(items, "paris") == [0, 1]
+
+
+def test_an_import_indexes_its_items_in_one_statement_and_puts_the_trigger_back():
+    from apps.datasets.importing import import_dataset
+    from apps.datasets.readers import DatasetError
+    from tests.datasets import samples
+
+    task = make_task()
+    data = samples.csv_bytes(["id", "q"], [["a", "the zebra crossing"], ["b", "a quiet road"]])
+    dataset = import_dataset(task, "roads", data, {"id_column": "id"})
+    assert found(dataset, "zebra") == [0]
+    repeated = samples.csv_bytes(["id", "q"], [["a", "zebra"], ["a", "zebra"]])
+    with pytest.raises(DatasetError):
+        import_dataset(task, "broken", repeated, {"id_column": "id"})
+    assert fulltext.ensure_index(Item) is False  # every trigger is there
+    later = make_dataset(task, [{"key": "x", "fields": {"q": "zebra"}}])
+    assert found(later, "zebra") == [0]
+    assert matching(Item.objects.all(), "zebra").count() == 2
