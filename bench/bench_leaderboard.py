@@ -129,9 +129,10 @@ def make_dataset(task: Any, name: str, items: int) -> tuple[Any, list[int]]:
 
 
 def make_runs(
-    task: Any, dataset: Any, item_ids: list[int], count: int, rng: random.Random
+    task: Any, dataset: Any, item_ids: list[int], count: int, rng: random.Random, answered: int = 1
 ) -> list[Any]:
-    """`count` models, each a generation run judged on every item; the first has responses."""
+    """`count` models, each a generation run judged on every item; the first `answered` have
+    responses."""
     from apps.judges.models import Judge, Score
     from apps.runs.models import Response, Run
 
@@ -152,7 +153,7 @@ def make_runs(
             label=f"model-{r:02d}",
             status="completed",
         )
-        if r == 0:
+        if r < answered:
             bulk_insert(
                 Response,
                 (
@@ -209,7 +210,7 @@ def make_runs(
     return judge_runs
 
 
-def generate(items: int, runs: int) -> dict[str, Any]:
+def generate(items: int, runs: int, answered: int = 1) -> dict[str, Any]:
     from django.db import connection, transaction
 
     from apps.datasets.models import Task
@@ -219,7 +220,7 @@ def generate(items: int, runs: int) -> dict[str, Any]:
     with transaction.atomic():
         task = Task.objects.create(slug="bench", name="Bench")
         dataset, item_ids = make_dataset(task, "bench", items)
-        judge_runs = make_runs(task, dataset, item_ids, runs, rng)
+        judge_runs = make_runs(task, dataset, item_ids, runs, rng, answered)
         # A run a tenth the size, in its own task, to show the export's memory does not grow.
         small_task = Task.objects.create(slug="bench-small", name="Bench (small)")
         small, small_ids = make_dataset(small_task, "small", max(items // 10, 1))

@@ -32,10 +32,16 @@ def review_url(judge_run_id: int, item_id: int) -> str:
         return reverse("runs:detail", args=[judge_run_id])
 
 
-def item_values(run: Run, mode: str) -> dict[str, dict[str, tuple[int, float | None]]]:
-    """subject -> item key -> (item id, value or None when the item failed)."""
+def item_values(
+    run: Run, mode: str, subject: str | None = None
+) -> dict[str, dict[str, tuple[int, float | None]]]:
+    """subject -> item key -> (item id, value or None when the item failed); every subject, or
+    only `subject`."""
     out: dict[str, dict[str, tuple[int, float | None]]] = {}
-    rows = Score.objects.filter(run_id=run.pk).values_list(
+    scores = Score.objects.filter(run_id=run.pk)
+    if subject is not None:
+        scores = scores.filter(subject=subject)
+    rows = scores.values_list(
         "subject", "item__key", "item_id", "status", "judge_value", "override_value"
     )
     for subject, key, item_id, status, judge, override in rows.iterator(chunk_size=5000):

@@ -5,13 +5,16 @@ by tag, score range and disagreement between models; each cell opens the item's 
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from django.core.paginator import Page, Paginator
 
 from apps.datasets.models import Dataset, Item
 from apps.datasets.values import as_text
 from apps.judges.models import Judge, Score
+from apps.leaderboards import items as item_arrays
 from apps.leaderboards.boards import model_label
 from apps.leaderboards.compare import review_url
+from apps.leaderboards.memo import review_state
 from apps.runs.models import Response, Run
 
 PER_PAGE = 25
@@ -58,18 +61,59 @@ def judge_runs(dataset: Dataset, judge: Judge) -> list[Run]:
     )
 
 
-def _values(runs: list[Run], subject: str, mode: str) -> dict[int, dict[int, float | None]]:
-    """run id -> item id -> value (None: failed)."""
+def _values(
+    runs: list[Run], subject: str, mode: str, item_ids: list[int] | None = None
+) -> dict[int, dict[int, float | None]]:
+    """run id -> item id -> value (None: failed), for every item or only `item_ids`."""
     out: dict[int, dict[int, float | None]] = {run.pk: {} for run in runs}
-    rows = Score.objects.filter(run__in=runs, subject=subject).values_list(
-        "run_id", "item_id", "status", "judge_value", "override_value"
-    )
-    for run_id, item_id, status, judge, override in rows.iterator(chunk_size=5000):
+    rows = Score.objects.filter(run__in=runs, subject=subject)
+    if item_ids is not None:
+        rows = rows.filter(item_id__in=item_ids)
+    fields = ("run_id", "item_id", "status", "judge_value", "override_value")
+    for run_id, item_id, status, judge, override in rows.values_list(*fields).iterator(5000):
         value = judge if status == Score.Status.OK else None
         if mode == "human" and override is not None:
             value = override
         out[run_id][item_id] = value
     return out
+
+
+def _filtered_ids(
+    dataset: Dataset,
+    runs: list[Run],
+    subject: str,
+    mode: str,
+    tag: str,
+    low: float | None,
+    high: float | None,
+    disagree: bool,
+) -> list[int]:
+    """The ids of the items that pass the filters, in position order. Vectorised over the
+    models' values as the boards keep them (apps.leaderboards.items: the judge's values read
+    once per state of a run's results, the reviews laid over them in one small query), so a
+    review costs the next page a query, not a re-read of every score."""
+    found = item_arrays.dataset_items(dataset)
+    ids = np.fromiter(found.index, dtype=np.int64, count=len(found.index))
+    keep = item_arrays.tag_mask(found.tags, tag or None)
+    if (low is not None or high is not None or disagree) and runs:
+        last_event = review_state() if mode == "human" else None
+        missing = np.full(len(ids), np.nan)
+        matrix = np.vstack(
+            [item_arrays.item_values(run, mode, last_event).get(subject, missing) for run in runs]
+        )
+        present = ~np.isnan(matrix)
+        if low is not None or high is not None:
+            lo = low if low is not None else -np.inf
+            hi = high if high is not None else np.inf
+            with np.errstate(invalid="ignore"):
+                keep &= (present & (matrix >= lo) & (matrix <= hi)).any(axis=0)
+        if disagree:
+            # Models disagree: different values, or a value beside a failure.
+            biggest = np.where(present, matrix, -np.inf).max(axis=0)
+            smallest = np.where(present, matrix, np.inf).min(axis=0)
+            some = present.any(axis=0)
+            keep &= some & ((biggest != smallest) | ~present.all(axis=0))
+    return ids[keep].tolist()
 
 
 def _texts(runs: list[Run], items: list[Item]) -> dict[tuple[int, int], str]:
@@ -99,31 +143,10 @@ def build(
     page: Any = 1,
 ) -> Grid:
     runs = judge_runs(dataset, judge)
-    values = _values(runs, subject, mode)
-    items = dataset.items.order_by("position")
-    if tag:
-        items = items.tagged(tag)
-    ids = list(items.values_list("pk", flat=True))
-
-    def keep(item_id: int) -> bool:
-        row = [values[run.pk].get(item_id) for run in runs]
-        present = [v for v in row if v is not None]
-        if low is not None or high is not None:
-            lo, hi = (
-                low if low is not None else float("-inf"),
-                high if high is not None else float("inf"),
-            )
-            if not any(lo <= v <= hi for v in present):
-                return False
-        if not disagree:
-            return True
-        # Models disagree: different values, or a value beside a failure.
-        return len(set(present)) > 1 or (bool(present) and len(present) < len(row))
-
-    if low is not None or high is not None or disagree:
-        ids = [i for i in ids if keep(i)]
+    ids = _filtered_ids(dataset, runs, subject, mode, tag, low, high, disagree)
     shown = Paginator(ids, PER_PAGE).get_page(page)
     page_items = list(Item.objects.filter(pk__in=list(shown.object_list)).order_by("position"))
+    values = _values(runs, subject, mode, [item.pk for item in page_items])
     texts = _texts(runs, page_items)
     rows = []
     for item in page_items:

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.datasets.models import Item
+from apps.judges.models import Score, ScoreEvent
 from apps.leaderboards.compare import item_values, natural_key, review_url
+from apps.leaderboards.memo import Memo, review_state, run_state
 from apps.leaderboards.subjects import subject_infos
-from apps.review.display import response_of
-from apps.runs.models import Run
+from apps.runs.models import Response, Run
 
 IMPROVED, REGRESSED, UNCHANGED, FAILED = "improved", "regressed", "unchanged", "failed"
 STATES = (REGRESSED, IMPROVED, UNCHANGED, FAILED)
@@ -43,15 +44,71 @@ class Change:
         return LABELS[self.state]
 
 
+@dataclass(frozen=True)
+class Compared:
+    """Every change between two runs on one subject, in the page's order, with each state's."""
+
+    found: list[Change]
+    by_state: dict[str, list[Change]]
+
+    def counts(self) -> list[tuple[str, str, int]]:
+        """(state, its label, how many items) for each state, in the page's order."""
+        return [(state, LABELS[state], len(self.by_state.get(state, []))) for state in STATES]
+
+
+# Pairing 100k items of two runs takes a second, paging through them should not: comparisons
+# are kept, keyed by both runs' results and, for human values, the reviews; each run's judge
+# values are kept by its results alone, so after a review only the overrides are read again
+# (see memo.py).
+COMPARED: Memo[Compared] = Memo("regressions", size=16)
+JUDGED: Memo[dict[str, tuple[int, float | None]]] = Memo("regressions: judge values", size=32)
+KEY_ORDER: Memo[dict[str, int]] = Memo("regressions: item order", size=16)
+
+
+def values_of(run: Run, subject: str, mode: str) -> dict[str, tuple[int, float | None]]:
+    """item key -> (item id, value or None when the item failed), the human value where a
+    review set one (`mode` "human")."""
+    judged = JUDGED.get_or_compute(
+        (run.pk, run_state(run), subject),
+        lambda: item_values(run, "judge", subject).get(subject, {}),
+    )
+    if mode != "human":
+        return judged
+    # As the boards do: only scores with a value-setting event can differ from the judge.
+    overridden = Score.objects.filter(
+        run_id=run.pk,
+        subject=subject,
+        pk__in=ScoreEvent.objects.filter(kind__in=ScoreEvent.SETS_VALUE).values("score_id"),
+        override_value__isnull=False,
+    ).values_list("item__key", "item_id", "override_value")
+    changed = {key: (item_id, value) for key, item_id, value in overridden}
+    return judged | changed if changed else judged
+
+
+def compared(baseline: Run, candidate: Run, subject: str, mode: str = "human") -> Compared:
+    key = (
+        (baseline.pk, run_state(baseline)),
+        (candidate.pk, run_state(candidate)),
+        subject,
+        mode,
+        review_state() if mode == "human" else None,
+    )
+    return COMPARED.get_or_compute(key, lambda: _compared(baseline, candidate, subject, mode))
+
+
 def changes(baseline: Run, candidate: Run, subject: str, mode: str = "human") -> list[Change]:
     """Every item either run scored on `subject` (failed in both left out: nothing changed
     that a person can act on), most regressed first, then failed in one, then most improved,
     then unchanged; ties in item order."""
+    return compared(baseline, candidate, subject, mode).found
+
+
+def _compared(baseline: Run, candidate: Run, subject: str, mode: str) -> Compared:
     infos = {info.name: info for info in subject_infos(baseline.judge)} if baseline.judge else {}
     higher = infos[subject].higher_is_better if subject in infos else True
-    before = item_values(baseline, mode).get(subject, {})
-    after = item_values(candidate, mode).get(subject, {})
-    found = []
+    before = values_of(baseline, subject, mode)
+    after = values_of(candidate, subject, mode)
+    found: list[Change] = []
     for key in set(before) | set(after):
         b_item, b = before.get(key, (None, None))
         c_item, c = after.get(key, (None, None))
@@ -65,12 +122,28 @@ def changes(baseline: Run, candidate: Run, subject: str, mode: str = "human") ->
             state = UNCHANGED if change == 0 else IMPROVED if better else REGRESSED
         found.append(Change(key, b_item, c_item, b, c, state, change))
 
-    def order(change: Change) -> tuple[int, float, tuple[tuple[int, int | str], ...]]:
-        gain = 0.0 if change.change is None else (change.change if higher else -change.change)
-        rank = {REGRESSED: 0, FAILED: 1, IMPROVED: 2, UNCHANGED: 3}[change.state]
-        return rank, (gain if change.state == REGRESSED else -gain), natural_key(change.key)
+    rank = {REGRESSED: 0, FAILED: 1, IMPROVED: 2, UNCHANGED: 3}
+    # Item order, the ties' order, is kept with the runs' values: a review changes values,
+    # never keys, and sorting 100k keys the way people count takes a second.
+    positions = KEY_ORDER.get_or_compute(
+        ((baseline.pk, run_state(baseline)), (candidate.pk, run_state(candidate)), subject),
+        lambda: {key: n for n, key in enumerate(sorted(set(before) | set(after), key=natural_key))},
+    )
+    last = len(positions)
 
-    return sorted(found, key=order)
+    def order(change: Change) -> tuple[int, float, int]:
+        gain = 0.0 if change.change is None else (change.change if higher else -change.change)
+        return (
+            rank[change.state],
+            (gain if change.state == REGRESSED else -gain),
+            positions.get(change.key, last),
+        )
+
+    found.sort(key=order)
+    by_state: dict[str, list[Change]] = {state: [] for state in STATES}
+    for each in found:
+        by_state[each.state].append(each)
+    return Compared(found, by_state)
 
 
 def counts(found: list[Change]) -> list[tuple[str, str, int]]:
@@ -85,16 +158,21 @@ def subjects_of(baseline: Run, candidate: Run) -> list[str]:
     return [name for name in mine if name in theirs]
 
 
-def text_of(run: Run, item_id: int | None) -> str:
-    """The response the judge scored for one item, as text ("" when there is none)."""
-    if item_id is None:
-        return ""
-    item = Item.objects.filter(pk=item_id).first()
-    if item is None:
-        return ""
-    found: dict[str, Any] = response_of(run, item)
-    text = found.get("text")
-    return "" if text is None else text if isinstance(text, str) else str(text)
+def texts_of(run: Run, item_ids: list[int]) -> dict[int, str]:
+    """item id -> the response the judge scored, as text (as the review page shows it: the
+    source run's first judged epoch, or the dataset's column); one query for a whole page."""
+    ids = [pk for pk in item_ids if pk is not None]
+    found: dict[int, str] = {}
+    if run.source_run_id:
+        responses = Response.objects.filter(
+            run_id=run.source_run_id, item_id__in=ids, epoch__lt=run.judged_epochs
+        ).order_by("-epoch")  # the first epoch written last wins
+        found = dict(responses.values_list("item_id", "text"))
+    elif run.source_column:
+        for pk, fields in Item.objects.filter(pk__in=ids).values_list("pk", "fields"):
+            text = fields.get(run.source_column)
+            found[pk] = "" if text is None else text if isinstance(text, str) else str(text)
+    return found
 
 
 def word_diff(before: str, after: str) -> str:
@@ -126,9 +204,11 @@ class Shown:
 
 
 def shown(baseline: Run, candidate: Run, page: list[Change]) -> Iterator[Shown]:
+    texts_a = texts_of(baseline, [c.baseline_item for c in page if c.baseline_item])
+    texts_b = texts_of(candidate, [c.candidate_item for c in page if c.candidate_item])
     for change in page:
-        before = text_of(baseline, change.baseline_item)
-        after = text_of(candidate, change.candidate_item)
+        before = texts_a.get(change.baseline_item, "") if change.baseline_item else ""
+        after = texts_b.get(change.candidate_item, "") if change.candidate_item else ""
         yield Shown(
             change,
             review_url(baseline.pk, change.baseline_item) if change.baseline_item else "",

@@ -201,16 +201,17 @@ def regressions(request: AppRequest, slug: str) -> HttpResponseBase:
     if a and b and a != b and (subjects := regressions_mod.subjects_of(a, b)):
         subject = request.GET.get("subject", "")
         subject = subject if subject in subjects else subjects[0]
-        found = regressions_mod.changes(a, b, subject, mode)
+        done = regressions_mod.compared(a, b, subject, mode)
+        found = done.found
         if request.GET.get("format") == "csv":
             name = f"{task.slug}-regressions-{a.pk}-{b.pk}-{subject}.csv"
             rows = regressions_mod.csv_rows(found, subject)
             return csv_response(name, regressions_mod.CSV_HEADER, rows)
         show = request.GET.get("show", "")
-        shown = [c for c in found if c.state == show] if show in regressions_mod.STATES else found
+        shown = done.by_state[show] if show in regressions_mod.STATES else found
         page = Paginator(shown, 50).get_page(request.GET.get("page"))
         context |= {"subjects": subjects, "subject": subject, "show": show, "page": page}
-        context |= {"counts": regressions_mod.counts(found), "total": len(found)}
+        context |= {"counts": done.counts(), "total": len(found)}
         context["rows"] = list(regressions_mod.shown(a, b, list(page.object_list)))
     return render(request, "leaderboards/regressions.html", context)
 

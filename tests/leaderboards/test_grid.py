@@ -72,6 +72,28 @@ def test_filters_by_tag_range_and_disagreement(three_models):
     assert build(disagree=True, tag="math") == ["k1"]
 
 
+def test_filters_follow_a_review_and_new_results(three_models, admin_user):
+    """The filtered rows are kept between pages (grid.FILTERED), keyed by the runs' results
+    and the reviews: a correction or a new result is seen at once."""
+    from apps.judges.models import Score
+
+    def build(mode: str = "human", **filters):
+        found = grid.build(
+            three_models["dataset"], three_models["judge"], "accuracy", mode, **filters
+        )
+        return list(table(found))
+
+    assert build(disagree=True) == ["k1", "k3", "k4"]
+    assert build("judge", disagree=True) == ["k1", "k3", "k4"]
+    beta = three_models["runs"]["beta"]
+    Score.objects.get(run=beta, item__key="k1", subject="accuracy").override(5, admin_user, "5")
+    assert build(disagree=True) == ["k3", "k4"]  # k1 now 5 5 5
+    assert build("judge", disagree=True) == ["k1", "k3", "k4"]
+    gamma = three_models["runs"]["gamma"]
+    f.add_scores(gamma, {"k4": {"accuracy": 2}})
+    assert build(disagree=True) == ["k3"]
+
+
 def test_the_page_escapes_marks_failures_and_paginates(three_models, viewer_client, monkeypatch):
     url = reverse("leaderboards:grid", args=["grid"])
     html = viewer_client.get(url).content.decode()
