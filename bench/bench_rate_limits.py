@@ -140,6 +140,7 @@ def measure(args: argparse.Namespace, server: Any) -> bool:
         api_key_secret="sk-bench",
     )
     server.reset(stats_only=True)
+    server.configure(log_size=4 * args.items)  # every request, for the 429s' times
     print(
         f"{args.items} items, two workers, {args.inflight} in flight at most, latency 0.3–1 s; "
         f"server and endpoint: {args.rpm} RPM, {args.tpm} TPM"
@@ -149,7 +150,7 @@ def measure(args: argparse.Namespace, server: Any) -> bool:
         dataset, endpoint, template, chunk_size=args.chunk_size, logging_mode="none"
     )
     landed = wait_for_run(run)
-    stats = server.stats(log=False)
+    stats = server.stats()
     rate = stats["rate"]
     span = rate["last"] - rate["first"]
     # n admissions span n - 1 gaps; the tokens of the last one are spent at its start.
@@ -178,6 +179,12 @@ def measure(args: argparse.Namespace, server: Any) -> bool:
         f"429s: {stats['rate_limited']} of {stats['requests']} requests = {refused:.2%} "
         f"(goal < {REFUSED_GOAL:.0%}) {'ok' if refused_ok else 'MISSED'}"
     )
+    log = sorted(stats["log"], key=lambda e: e["time"])
+    refused_at = [e["time"] - log[0]["time"] for e in log if e["status"] == 429]
+    bins = [0] * (int(span // 30) + 1)
+    for at in refused_at:
+        bins[min(int(at // 30), len(bins) - 1)] += 1
+    print(f"429s in each 30 s of the run: {' '.join(map(str, bins))}")
     print(
         f"run: {run.done} done, {run.failed} failed in {whole:.1f} s "
         f"({landed - launched:.1f} s from launch); server span {span:.1f} s"

@@ -120,6 +120,9 @@ DEFAULTS: dict[str, Any] = {
     # is no limit, and then no x-ratelimit-* header is sent either.
     "rpm": None,
     "tpm": None,
+    # The window's length in seconds: `rpm` / `tpm` are then per this many seconds (a short
+    # window shows in seconds what a minute's limit does in minutes).
+    "rate_window": 60.0,
     # False: the limits are enforced without a word of them (no x-ratelimit-* header; a 429
     # still says retry-after), as some gateways and self-hosted servers do.
     "rate_headers": True,
@@ -350,24 +353,26 @@ class RateWindow:
         self.first: float | None = None
         self.last: float | None = None
 
+    window = RATE_WINDOW
+
     def _expire(self, now: float) -> None:
-        while self.log and self.log[0][0] <= now - RATE_WINDOW:
+        while self.log and self.log[0][0] <= now - self.window:
             self.tokens -= self.log.popleft()[1]
 
     def _fits_at(self, now: float, rpm: int | None, tpm: int | None, cost: int) -> float:
         """Seconds from now until a request of `cost` tokens fits the window."""
         at = now
         if rpm is not None and len(self.log) + 1 > rpm:
-            at = max(at, self.log[len(self.log) - rpm][0] + RATE_WINDOW)
+            at = max(at, self.log[len(self.log) - rpm][0] + self.window)
         if tpm is not None and self.tokens + cost > tpm:
             used = self.tokens
             for when, tokens in self.log:
                 used -= tokens
                 if used + cost <= tpm:
-                    at = max(at, when + RATE_WINDOW)
+                    at = max(at, when + self.window)
                     break
             else:
-                at = max(at, (self.log[-1][0] if self.log else now) + RATE_WINDOW)
+                at = max(at, (self.log[-1][0] if self.log else now) + self.window)
         return at - now
 
     def admit(
@@ -388,7 +393,7 @@ class RateWindow:
             self.last = now
         else:
             self.limited += 1
-        reset = (self.log[-1][0] + RATE_WINDOW - now) if self.log else 0.0
+        reset = (self.log[-1][0] + self.window - now) if self.log else 0.0
         headers: dict[str, str] = {}
         for kind, limit, used in (("requests", rpm, len(self.log)), ("tokens", tpm, self.tokens)):
             if limit is not None:
@@ -473,6 +478,11 @@ class State:
         if unknown:
             raise ConfigError(f"unknown knob(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}")
         new: dict[str, Any] = {}
+        if "rate_window" in knobs:
+            window = knobs["rate_window"]
+            if not isinstance(window, int | float) or isinstance(window, bool) or window <= 0:
+                raise ConfigError(f"rate_window must be a positive number, got {window!r}")
+            new["rate_window"] = float(window)
         for name in ("latency", "latency_jitter", "hang_seconds"):
             if name in knobs:
                 new[name] = _opt_float(knobs[name], name) or 0.0
@@ -694,6 +704,7 @@ class State:
             if cfg["rpm"] is not None or cfg["tpm"] is not None:
                 reserved = _max_tokens(body)
                 cost = sum(_words(_text(m.get("content"))) for m in messages) + (reserved or 0)
+                self.rate.window = cfg["rate_window"]
                 admitted, headers, wait = self.rate.admit(time.time(), cfg["rpm"], cfg["tpm"], cost)
                 if not cfg["rate_headers"]:
                     headers = {}

@@ -209,6 +209,69 @@ def test_a_pause_holds_every_limiter_of_the_endpoint(redis_conn):
     run_async(main())
 
 
+def test_aimd_paces_to_what_was_answered_then_cuts_once_per_429_and_ramps_back(redis_conn):
+    """The AIMD controller of a provider that states no limits, pinned by hand: its state is
+    set in Redis to times in the past (Redis's clock), so nothing here waits for time to pass.
+    Decrease 0.9, ramp 60 s, top 2x (apps.runs.engine.tuning)."""
+    from apps.runs.engine.tuning import AIMD_DECREASE, AIMD_RAMP, AIMD_TOP
+
+    assert (AIMD_DECREASE, AIMD_RAMP, AIMD_TOP) == (0.9, 60.0, 2.0)
+
+    async def main():
+        client = async_redis()
+        rate = RateLimiter(client, "account:test")
+        other = RateLimiter(client, "account:test")  # another worker
+        now = int((await client.time())[0])
+        assert not rate.shared
+        await rate.cut(0)  # nothing answered yet: nothing to pace by
+        assert rate.pace is None and not rate.shared
+        # 90 answered over the last minute (counted for longer than that).
+        for _ in range(92):
+            rate.note_sent()
+        rate.note_sent(refused=True)
+        rate.note_sent(refused=True)
+        await rate.sync()
+        await client.hset(rate.answered_key, "since", now - 120)
+        await rate.cut(0)
+        first = (rate.pace, rate.epoch, rate.shared)
+        await other.cut(0)  # sent before that cut: says nothing new
+        await other.sync()
+        seen = (other.pace, other.epoch)
+        # 30 s later the pace has grown by 30 × 0.1 × 90 / 60 = 4.5: 94.5.
+        await client.hset(rate.pace_key, "at", now - 30)
+        await rate.sync()
+        grown = rate.pace
+        await rate.cut(rate.epoch)  # 0.9 × 94.5 = 85.05, under the 90 answered
+        cut = (rate.pace, rate.epoch)
+        await client.hset(rate.pace_key, "at", now - 100_000)
+        await rate.sync()
+        top = rate.pace  # never past twice the last cut
+        # Requests go out one every 60 / 85.05 s, no burst.
+        await client.hset(rate.pace_key, "at", now)
+        waits = [await rate.try_spend() for _ in range(2)]
+        # A pace far above what the provider answered is cut to that count at once.
+        await client.hset(rate.pace_key, mapping={"rpm": 1000, "top": 2000, "step": 0})
+        await rate.cut(rate.epoch)
+        capped = rate.pace
+        # A run counted for 5 s: 40 answered is 480 a minute.
+        young = RateLimiter(client, "account:young")
+        await client.hset(young.answered_key, mapping={str(now): 40, "since": now - 5})
+        await young.cut(0)
+        await client.aclose()
+        return first, seen, grown, cut, top, waits, capped, young.pace
+
+    first, seen, grown, cut, top, waits, capped, young = run_async(main())
+    assert first == (90.0, 1, True)
+    assert seen == (90.0, 1)
+    assert 94.5 <= grown < 95  # (less than 3 s of the test's own time: 0.15 a second)
+    assert 85.05 <= cut[0] < 85.5 and cut[1] == 2
+    assert top == pytest.approx(2 * cut[0], abs=0.01)
+    assert waits[0] == 0.0 and 0.6 < waits[1] <= 60 / cut[0]
+    assert capped == 90.0  # min(0.9 × 1000, the 90 answered in the last minute)
+    # 40 × 60 / 5 = 480, over the 5 s and the test's own time until the cut (Redis's clock).
+    assert 5 <= 40 * 60 / young < 8
+
+
 @pytest.mark.django_db
 def test_headers_saying_the_budget_is_spent_pause_everyone(endpoint, llm_server):
     """The server allows 3 requests a minute; the endpoint does not know. Three workers send

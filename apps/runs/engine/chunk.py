@@ -64,6 +64,7 @@ from apps.runs.engine.tuning import (
     HEARTBEAT_EVERY,
     JOB_LEASE_SECONDS,
     KEY_TTL,
+    RATE_POLL,
     RATE_PROMPT_TOKENS_GUESS,
     TAKE_BATCH_MAX,
     TAKE_BATCH_MIN,
@@ -291,11 +292,12 @@ class ChunkRunner:
             await self.db(self.run.mark_running)
             if self.llm is not None and self.llm.rate is not None:
                 # Just before the first request: what other chunks read from the provider's
-                # headers meanwhile (the heartbeat reads it again every second).
-                await self.llm.rate.load_learned()
+                # headers meanwhile, and the pace (watch_rate reads them every RATE_POLL s).
+                await self.llm.rate.sync()
             writer = asyncio.create_task(self.writer())
             helpers = [
                 asyncio.create_task(self.heartbeat()),
+                asyncio.create_task(self.watch_rate()),
                 asyncio.create_task(self.db_heartbeat()),
                 asyncio.create_task(self.feed()),
             ]
@@ -539,21 +541,21 @@ class ChunkRunner:
                 await self.semaphore.renew()
             if self.llm is not None and self.llm.slots is not None:
                 await self.llm.slots.trim()
-            pipe = self.redis.pipeline(transaction=False)
-            pipe.mget(stop_key(self.run.pk), launch_key(self.run.pk))
-            if self.llm is not None and self.llm.rate is not None:
-                pipe.pttl(self.llm.rate.pause_key)
-                pipe.get(self.llm.rate.learned_key)
-            (stop, launch), *rate = await pipe.execute()
-            if rate and self.llm is not None and self.llm.rate is not None:
-                # Read here for endpoints without RPM/TPM limits, whose lanes ask no Redis,
-                # and for the limits another chunk read from the provider's headers.
-                self.llm.rate.note_pause(int(rate[0]))
-                self.llm.rate.read_learned(rate[1])
+            stop, launch = await self.redis.mget(stop_key(self.run.pk), launch_key(self.run.pk))
             if stop or (launch is not None and int(launch) != self.launch):
                 self.stop.set()
             if self.lease is not None and self.lease.lost.is_set():
                 self.stop.set()
+
+    async def watch_rate(self) -> None:
+        """Every `RATE_POLL` s: the account's pause, for endpoints without RPM/TPM limits whose
+        lanes ask no Redis, the limits another chunk read from the provider's headers, and the
+        AIMD pace (RateLimiter.sync)."""
+        if self.llm is None or self.llm.rate is None:
+            return
+        while True:
+            await asyncio.sleep(RATE_POLL)
+            await self.llm.rate.sync()
 
     async def db_heartbeat(self) -> None:
         """`Run.heartbeat_at`, apart from the loop above: a slow database must not delay it."""

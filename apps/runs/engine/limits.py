@@ -53,6 +53,10 @@ from urllib.parse import urlsplit, urlunsplit
 from django.conf import settings
 
 from apps.runs.engine.tuning import (
+    AIMD_DECREASE,
+    AIMD_RAMP,
+    AIMD_TOP,
+    AIMD_TTL,
     COMPLETION_TOKENS_GUESS,
     LEARNED_REFRESH,
     LEARNED_TTL,
@@ -90,18 +94,40 @@ redis.call('PEXPIRE', KEYS[1], ttl * 4)
 return 1
 """
 
-# KEYS requests tat, tokens tat, pause. ARGV request interval µs (0: no RPM limit), request
-# tolerance µs, µs per token (0: no TPM limit), token tolerance µs, tokens of this request.
+# The AIMD pace (see `RateLimiter.cut`) in a hash: rpm set by the last cut, at (its Redis time,
+# s), step (RPM gained a second since), top (the most it grows to), epoch (cuts so far).
+_PACE = """
+local function pace(key, now_s)
+  local a = redis.call('HMGET', key, 'rpm', 'at', 'step', 'top', 'epoch')
+  if not a[1] then return nil, tonumber(a[5] or '0') end
+  local grown = tonumber(a[1]) + tonumber(a[3]) * math.max(0, now_s - tonumber(a[2]))
+  return math.min(grown, tonumber(a[4])), tonumber(a[5])
+end
+"""
+
+# KEYS requests tat, tokens tat, pause, pace. ARGV request interval µs (0: no RPM limit),
+# request burst, µs per token (0: no TPM limit), token tolerance µs, tokens of this request.
 # Both budgets are GCRAs; a request goes only if both (and no pause) let it, and then spends
-# both. A request bigger than the token burst goes when the token budget is idle, else it
-# could never go. Returns 0 (go) or the µs to wait.
-_SPEND = """
+# both. The AIMD pace, where there is one and it is stricter, spaces requests without a burst.
+# A request bigger than the token burst goes when the token budget is idle, else it could
+# never go. Returns {0 (go) or the µs to wait, the pace's epoch}.
+_SPEND = (
+    _PACE
+    + """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local rpm, epoch = pace(KEYS[4], now / 1000000)
 local paused = redis.call('PTTL', KEYS[3])
-if paused > 0 then return paused * 1000 end
+if paused > 0 then return {paused * 1000, epoch} end
 local r_int = tonumber(ARGV[1])
-local r_tol = tonumber(ARGV[2])
+local r_tol = r_int * tonumber(ARGV[2])
+if rpm then
+  local a_int = math.floor(60000000 / math.max(rpm, 0.01))
+  if a_int > r_int then
+    r_int = a_int
+    r_tol = a_int
+  end
+end
 local t_int = tonumber(ARGV[3])
 local t_tol = tonumber(ARGV[4])
 local cost = tonumber(ARGV[5])
@@ -123,15 +149,94 @@ if t_int > 0 and cost > 0 then
     wait = math.max(wait, math.min(t_new - t_tol, tat) - now)
   end
 end
-if wait > 0 then return wait end
+if wait > 0 then return {wait, epoch} end
 if r_int > 0 then
   redis.call('SET', KEYS[1], r_new, 'PX', math.ceil((r_new - now) / 1000) + 1000)
 end
 if t_new > 0 then
   redis.call('SET', KEYS[2], t_new, 'PX', math.ceil((t_new - now) / 1000) + 60000)
 end
-return 0
+return {0, epoch}
 """
+)
+
+# KEYS answered; ARGV how many. Requests the provider took (sent, less those refused with a 429),
+# per second of Redis time, and since when ('since', s) they are counted: what `_CUT` takes the
+# provider's limit from. Counted when sent, not when answered: in a burst the provider has
+# taken far more than it has answered.
+_ANSWERED = """
+local t = redis.call('TIME')
+local s = tonumber(t[1])
+redis.call('HINCRBY', KEYS[1], s, tonumber(ARGV[1]))
+redis.call('HSETNX', KEYS[1], 'since', tostring(s + tonumber(t[2]) / 1000000))
+if redis.call('HLEN', KEYS[1]) > 90 then
+  for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+    if field ~= 'since' and tonumber(field) <= s - 60 then redis.call('HDEL', KEYS[1], field) end
+  end
+end
+redis.call('EXPIRE', KEYS[1], 120)
+return 1
+"""
+
+# KEYS pace, answered; ARGV epoch the refused request was sent in, decrease, ramp s, top
+# factor, ttl s, this process's count not yet reported (as `_ANSWERED`). A 429 sent before the last cut says nothing new: no cut. The first cut paces
+# to what the provider answered of ours over the last minute (per minute, over the time
+# counted when that is shorter: the pace of a run a few seconds old); a later one to
+# `decrease` times the pace, never above that count. The pace then grows by what the cut
+# took over `ramp` s. Returns {rpm × 1000 (0: no cut), epoch}.
+_CUT = (
+    _PACE
+    + """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local rpm, epoch = pace(KEYS[1], now)
+if tonumber(ARGV[6]) ~= 0 then
+  redis.call('HINCRBY', KEYS[2], t[1], tonumber(ARGV[6]))
+  redis.call('HSETNX', KEYS[2], 'since', tostring(now))
+  redis.call('EXPIRE', KEYS[2], 120)
+end
+if tonumber(ARGV[1]) < epoch then return {0, epoch} end
+local count, since = 0, nil
+local answered = redis.call('HGETALL', KEYS[2])
+for i = 1, #answered, 2 do
+  if answered[i] == 'since' then
+    since = tonumber(answered[i + 1])
+  elseif tonumber(answered[i]) > tonumber(t[1]) - 60 then
+    count = count + tonumber(answered[i + 1])
+  end
+end
+local counted = 60
+if since then counted = math.min(60, math.max(1, now - since)) end
+local seen = count * 60 / counted
+local decrease = tonumber(ARGV[2])
+local new
+if rpm then
+  new = rpm * decrease
+  if count > 0 then new = math.min(new, seen) end
+elseif count > 0 then
+  new = seen
+else
+  return {0, epoch}
+end
+new = math.max(new, 1)
+epoch = epoch + 1
+redis.call('HSET', KEYS[1], 'rpm', tostring(new), 'at', tostring(now),
+  'step', tostring((1 - decrease) * new / tonumber(ARGV[3])),
+  'top', tostring(new * tonumber(ARGV[4])), 'epoch', epoch)
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
+return {math.floor(new * 1000), epoch}
+"""
+)
+
+# KEYS pace. The pace now (rpm × 1000; 0: none) and its epoch.
+_READ_PACE = (
+    _PACE
+    + """
+local t = redis.call('TIME')
+local rpm, epoch = pace(KEYS[1], tonumber(t[1]) + tonumber(t[2]) / 1000000)
+return {math.floor((rpm or 0) * 1000), epoch}
+"""
+)
 
 # KEYS tokens tat; ARGV µs to add (negative: a refund). A refund never makes room beyond the
 # burst: the next spend starts from max(tat, now).
@@ -367,8 +472,18 @@ class RateLimiter:
     """Requests and tokens per minute for one provider account (`scope`: see
     `account_scope`), across every worker and endpoint (GCRAs in Redis), and its shared pause.
 
-    Without an RPM or TPM limit no Redis call is made per request: the pause is then read by
-    the chunk's heartbeat (`note_pause`) and obeyed from memory, a second late at most.
+    Without an RPM or TPM limit (nor an AIMD pace) no Redis call is made per request: the
+    pause is then read by the chunk's poll (`sync`, every `RATE_POLL` s) and obeyed from
+    memory.
+
+    A provider that states no limits and answers 429 past them is paced by additive increase
+    / multiplicative decrease (`cut`, shared through Redis): its first 429 paces every worker
+    to what it answered of ours over the last minute, and each later one cuts that pace by
+    `AIMD_DECREASE`; in between the pace grows back linearly, by what the last cut took over
+    `AIMD_RAMP` s. The provider's limit is then found again and again at the cost of one 429 or
+    two, instead of each worker's lanes rushing into it whenever a pause ends. A 429 that
+    answers a request sent before the last cut cuts nothing: the pace it was sent at is
+    already gone (TCP's "once per window").
     """
 
     def __init__(
@@ -386,6 +501,13 @@ class RateLimiter:
         self.key = f"{KEY_PREFIX}:{scope}:rate"
         self.tokens_key = f"{KEY_PREFIX}:{scope}:tokens"
         self.pause_key = pause_key(scope)
+        self.pace_key = f"{KEY_PREFIX}:{scope}:pace"
+        self.answered_key = f"{KEY_PREFIX}:{scope}:answered"
+        # The AIMD pace last seen (RPM; None: none), the number of cuts it has had, and the
+        # requests the provider took since the last `sync` (sent, less those refused).
+        self.pace: float | None = None
+        self.epoch = 0
+        self.answered = 0
         self.interval_us = int(60_000_000 / rpm) if rpm else 0
         self.burst = max(1, burst if burst is not None else 1)
         self.token_us = 60_000_000 / tpm if tpm else 0.0
@@ -404,6 +526,9 @@ class RateLimiter:
         self._spend = client.register_script(_SPEND)
         self._settle = client.register_script(_SETTLE)
         self._pause = client.register_script(_PAUSE)
+        self._cut = client.register_script(_CUT)
+        self._count = client.register_script(_ANSWERED)
+        self._read_pace = client.register_script(_READ_PACE)
 
     @classmethod
     def for_endpoint(cls, client: Any, endpoint: Any) -> "RateLimiter":
@@ -427,7 +552,7 @@ class RateLimiter:
         self.burst = burst
         self.token_us = 60_000_000 / held_tpm if held_tpm else 0.0
         self.token_burst = token_burst
-        self.shared = bool(self.interval_us or self.token_us)
+        self.shared = bool(self.interval_us or self.token_us) or self.pace is not None
 
     def limits(self) -> tuple[int | None, int | None]:
         """The limits paced to: the lower of the endpoint's and the provider's, each."""
@@ -484,15 +609,16 @@ class RateLimiter:
         """Spend one request and `tokens` if both budgets allow now: 0.0, else seconds to wait."""
         args = [
             self.interval_us,
-            self.interval_us * self.burst,
+            self.burst,
             f"{self.token_us:.6f}",
             int(self.token_us * self.token_burst),
             max(0, int(tokens)) if self.token_us else 0,
         ]
-        wait_us = int(
-            await self._spend(keys=[self.key, self.tokens_key, self.pause_key], args=args)
+        wait_us, epoch = await self._spend(
+            keys=[self.key, self.tokens_key, self.pause_key, self.pace_key], args=args
         )
-        return max(0.0, wait_us / 1_000_000)
+        self.epoch = max(self.epoch, int(epoch))
+        return max(0.0, int(wait_us) / 1_000_000)
 
     async def wait(self, stop: asyncio.Event | None = None, tokens: int = 0) -> bool:
         """Wait for this request's turn and spend it; False if `stop` was set meanwhile."""
@@ -537,9 +663,49 @@ class RateLimiter:
         await self._pause(keys=[self.pause_key], args=[max(1, int(seconds * 1000))])
 
     def note_pause(self, ms: int | None) -> None:
-        """The shared pause's time left (ms, from PTTL), as read by the chunk's heartbeat."""
+        """The shared pause's time left (ms, from PTTL), as read by the chunk's poll."""
         if ms is not None and ms > 0:
             self.paused_until = max(self.paused_until, time.monotonic() + ms / 1000)
+
+    # -- AIMD, for providers that state no limits ---------------------------------------------
+    def note_sent(self, refused: bool = False) -> None:
+        """One request sent, or one refused after all (counted in memory; `sync` reports)."""
+        self.answered += -1 if refused else 1
+
+    def note_pace(self, milli_rpm: int, epoch: int) -> None:
+        """The AIMD pace as Redis has it (rpm × 1000, 0: none), and its epoch."""
+        self.pace = milli_rpm / 1000 if milli_rpm > 0 else None
+        self.epoch = max(self.epoch, epoch) if self.pace is not None else epoch
+        self.shared = bool(self.interval_us or self.token_us) or self.pace is not None
+
+    async def cut(self, epoch: int) -> None:
+        """A 429 answered a request sent in `epoch`: the AIMD step down (see the class)."""
+        answered, self.answered = self.answered, 0
+        milli_rpm, now_epoch = await self._cut(
+            keys=[self.pace_key, self.answered_key],
+            args=[epoch, AIMD_DECREASE, AIMD_RAMP, AIMD_TOP, AIMD_TTL, answered],
+        )
+        if int(milli_rpm) > 0:
+            self.note_pace(int(milli_rpm), int(now_epoch))
+
+    async def sync(self) -> None:
+        """Report the requests answered since the last call and read what other chunks may
+        have changed: the pause, the provider's stated limits and the AIMD pace."""
+        pipe = self.client.pipeline(transaction=False)
+        answered, self.answered = self.answered, 0
+        if answered:
+            await self._count(keys=[self.answered_key], args=[answered], client=pipe)
+        pipe.pttl(self.pause_key)
+        pipe.get(self.learned_key)
+        await self._read_pace(keys=[self.pace_key], client=pipe)
+        try:
+            *_, pause, learned, (milli_rpm, epoch) = await pipe.execute()
+        except BaseException:
+            self.answered += answered  # counted next time
+            raise
+        self.note_pause(int(pause))
+        self.read_learned(learned)
+        self.note_pace(int(milli_rpm), int(epoch))
 
 
 def pause_key(scope: int | str) -> str:

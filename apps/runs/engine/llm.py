@@ -636,6 +636,12 @@ class LLM:
                 raise Stopped
             if self.rate is not None and not await self.rate.wait(self.stop, tokens):
                 raise Stopped
+            # The AIMD pace this request goes out at: a 429 to it cuts the pace only if no
+            # other 429 has since (see RateLimiter.cut).
+            epoch = 0
+            if self.rate is not None:
+                epoch = self.rate.epoch
+                self.rate.note_sent()
             # Outside the try: a Redis failure here is the chunk's problem, not the item's.
             lease = await self.slots.acquire() if self.slots is not None else None
             started = time.perf_counter()
@@ -667,7 +673,7 @@ class LLM:
                 log.append(failed)
             if error is not None:
                 if self.rate is not None:
-                    await self._rate_limited(error, headers, tokens, attempt)
+                    await self._rate_limited(error, headers, tokens, attempt, epoch)
                 # Raised out here, not in the except block: the SDK's exception, with the text
                 # the server sent, does not ride along as the scrubbed error's __context__.
                 if error.fatal or not error.retryable or attempt > self.max_retries:
@@ -698,22 +704,30 @@ class LLM:
             if headers is not None and (wait := spent_for(headers, tokens)) > 0:
                 await self.rate.pause(wait)
 
-    async def _rate_limited(self, error: LLMError, headers: Any, tokens: int, attempt: int) -> None:
-        """A 429 stops every worker on the endpoint for its Retry-After (or as long as the
-        headers say the budget needs, or one backoff step), not only this request; the
-        provider did not count the refused request, so its tokens come back."""
+    async def _rate_limited(
+        self, error: LLMError, headers: Any, tokens: int, attempt: int, epoch: int
+    ) -> None:
+        """A 429 stops every worker on the account for its Retry-After (or as long as the
+        headers say the budget needs, or one backoff step), not only this request, and cuts
+        the AIMD pace; the provider did not count the refused request, so its tokens come
+        back."""
         assert self.rate is not None
         if not error.rate_limited:
             return
-        if headers is not None:
-            await self.rate.learn(headers)
-        await self.rate.settle(tokens, 0)
+        self.rate.note_sent(refused=True)
         wait = error.retry_after
         if wait is None and headers is not None:
             wait = spent_for(headers, tokens) or None
         if wait is None:
             wait = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
+        # This chunk's lanes stop at once, before any Redis round trip: a provider that
+        # refuses at once would refuse each lane's next request too meanwhile.
+        self.rate.note_pause(int(min(wait, RETRY_AFTER_CAP) * 1000))
         await self.rate.pause(min(wait, RETRY_AFTER_CAP))
+        await self.rate.cut(epoch)
+        if headers is not None:
+            await self.rate.learn(headers)
+        await self.rate.settle(tokens, 0)
 
     def _failed(
         self, exc: Exception, attempt: Attempt, path: str = "/chat/completions"

@@ -90,6 +90,22 @@ RATE_PAUSE_CAP = 120.0
 # the last write (s): a key moved to another tier is paced to its new limits within minutes.
 LEARNED_REFRESH = 30.0
 LEARNED_TTL = 600
+# A provider that states no limits (no x-ratelimit-* headers, only a 429's retry-after) is paced
+# by additive increase / multiplicative decrease (RateLimiter.cut): its first 429 paces every
+# worker to what the provider admitted of ours over the last minute; each later 429 cuts the
+# pace by AIMD_DECREASE, and the pace grows back linearly by what the cut took in AIMD_RAMP s
+# and on. A gentle cut and a slow ramp keep the mean near the limit (about (1 + 0.9) / 2 of it
+# at worst), with one 429 or two per cycle: ~110 requests a cycle at 120 RPM. The pace never
+# grows past AIMD_TOP times the last cut (a run that does not use it must not earn a burst),
+# and is forgotten AIMD_TTL s after the last 429.
+AIMD_DECREASE = 0.9
+AIMD_RAMP = 60.0
+AIMD_TOP = 2.0
+AIMD_TTL = 600
+# How often a chunk reads the account's pause, learned limits and pace, and reports its
+# answered requests (RateLimiter.sync): lanes without a pace ask no Redis per request, and a
+# lane of another worker that learns of a 429 a second late sends a second's worth into it.
+RATE_POLL = 0.1
 
 # ---- batch mode (apps.runs.engine.batch) -------------------------------------------------------------
 # A poll job holds its launch for max(this, 3 × EVALSITE_BATCH_POLL_SECONDS) and renews that
