@@ -185,6 +185,15 @@ def measure(args: argparse.Namespace, server: Any) -> bool:
     for at in refused_at:
         bins[min(int(at // 30), len(bins) - 1)] += 1
     print(f"429s in each 30 s of the run: {' '.join(map(str, bins))}")
+    # The first minute's 429s are those of the first burst, sent before any worker knew of a
+    # limit (about one per request in flight): what any run pays once, whatever its length.
+    later = [e for e in log if e["time"] - log[0]["time"] >= 60]
+    later_refused = sum(1 for e in later if e["status"] == 429)
+    if later:
+        print(
+            f"after the first minute: {later_refused} of {len(later)} requests answered 429 "
+            f"= {later_refused / len(later):.2%}"
+        )
     print(
         f"run: {run.done} done, {run.failed} failed in {whole:.1f} s "
         f"({landed - launched:.1f} s from launch); server span {span:.1f} s"

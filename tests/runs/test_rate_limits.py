@@ -257,10 +257,20 @@ def test_aimd_paces_to_what_was_answered_then_cuts_once_per_429_and_ramps_back(r
         young = RateLimiter(client, "account:young")
         await client.hset(young.answered_key, mapping={str(now): 40, "since": now - 5})
         await young.cut(0)
+        # The same count, but the 429 says to retry after 55 s: the provider's window, a
+        # minute, holds those 40 (a sliding window filled in a burst), so 40 a minute.
+        told = RateLimiter(client, "account:told")
+        await client.hset(told.answered_key, mapping={str(now): 40, "since": now - 5})
+        await told.cut(0, retry_after=55)
+        # A retry-after that with the run's age makes less than half a minute says nothing of
+        # a minute's window: 40 in 5 s is 480 a minute, as without it.
+        brief = RateLimiter(client, "account:brief")
+        await client.hset(brief.answered_key, mapping={str(now): 40, "since": now - 5})
+        await brief.cut(0, retry_after=6)
         await client.aclose()
-        return first, seen, grown, cut, top, waits, capped, young.pace
+        return first, seen, grown, cut, top, waits, capped, young.pace, told.pace, brief.pace
 
-    first, seen, grown, cut, top, waits, capped, young = run_async(main())
+    first, seen, grown, cut, top, waits, capped, young, told, brief = run_async(main())
     assert first == (90.0, 1, True)
     assert seen == (90.0, 1)
     assert 94.5 <= grown < 95  # (less than 3 s of the test's own time: 0.15 a second)
@@ -270,6 +280,8 @@ def test_aimd_paces_to_what_was_answered_then_cuts_once_per_429_and_ramps_back(r
     assert capped == 90.0  # min(0.9 × 1000, the 90 answered in the last minute)
     # 40 × 60 / 5 = 480, over the 5 s and the test's own time until the cut (Redis's clock).
     assert 5 <= 40 * 60 / young < 8
+    assert told == pytest.approx(40, abs=0.01)  # min(60, 5 + 55 + the test's time) s
+    assert 5 <= 40 * 60 / brief < 8
 
 
 @pytest.mark.django_db

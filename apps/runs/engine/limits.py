@@ -179,11 +179,14 @@ return 1
 """
 
 # KEYS pace, answered; ARGV epoch the refused request was sent in, decrease, ramp s, top
-# factor, ttl s, this process's count not yet reported (as `_ANSWERED`). A 429 sent before the last cut says nothing new: no cut. The first cut paces
-# to what the provider answered of ours over the last minute (per minute, over the time
-# counted when that is shorter: the pace of a run a few seconds old); a later one to
-# `decrease` times the pace, never above that count. The pace then grows by what the cut
-# took over `ramp` s. Returns {rpm × 1000 (0: no cut), epoch}.
+# factor, ttl s, this process's count not yet reported (as `_ANSWERED`), the 429's retry-after
+# s. A 429 sent before the last cut says nothing new: no cut. The first cut paces to what the
+# provider took of ours over the last minute: per minute, over the time counted (and the
+# retry-after, when the two span half a minute or more: a run a few seconds old whose burst
+# filled a minute's window is told to wait out most of that minute, and its count is the
+# window's, not a few seconds'; a short retry-after says nothing of a minute's window) when
+# that is shorter. A later cut paces to `decrease` times the pace, never above that count. The
+# pace then grows by what the cut took over `ramp` s. Returns {rpm × 1000 (0: no cut), epoch}.
 _CUT = (
     _PACE
     + """
@@ -206,15 +209,18 @@ for i = 1, #answered, 2 do
   end
 end
 local counted = 60
-if since then counted = math.min(60, math.max(1, now - since)) end
-local seen = count * 60 / counted
+if since then counted = math.max(1, now - since) end
+local seen = count * 60 / math.min(60, counted)
+local told = counted + tonumber(ARGV[7])
+if told < 30 then told = counted end
+local first = count * 60 / math.min(60, told)
 local decrease = tonumber(ARGV[2])
 local new
 if rpm then
   new = rpm * decrease
   if count > 0 then new = math.min(new, seen) end
 elseif count > 0 then
-  new = seen
+  new = first
 else
   return {0, epoch}
 end
@@ -478,7 +484,9 @@ class RateLimiter:
 
     A provider that states no limits and answers 429 past them is paced by additive increase
     / multiplicative decrease (`cut`, shared through Redis): its first 429 paces every worker
-    to what it answered of ours over the last minute, and each later one cuts that pace by
+    to what it took of ours over the last minute (a young run's count spread over its age, and
+    over the 429's retry-after too when that makes half a minute or more), and each later one
+    cuts that pace by
     `AIMD_DECREASE`; in between the pace grows back linearly, by what the last cut took over
     `AIMD_RAMP` s. The provider's limit is then found again and again at the cost of one 429 or
     two, instead of each worker's lanes rushing into it whenever a pause ends. A 429 that
@@ -678,12 +686,21 @@ class RateLimiter:
         self.epoch = max(self.epoch, epoch) if self.pace is not None else epoch
         self.shared = bool(self.interval_us or self.token_us) or self.pace is not None
 
-    async def cut(self, epoch: int) -> None:
-        """A 429 answered a request sent in `epoch`: the AIMD step down (see the class)."""
+    async def cut(self, epoch: int, retry_after: float = 0.0) -> None:
+        """A 429 answered a request sent in `epoch`, saying retry after `retry_after` s: the
+        AIMD step down (see the class)."""
         answered, self.answered = self.answered, 0
         milli_rpm, now_epoch = await self._cut(
             keys=[self.pace_key, self.answered_key],
-            args=[epoch, AIMD_DECREASE, AIMD_RAMP, AIMD_TOP, AIMD_TTL, answered],
+            args=[
+                epoch,
+                AIMD_DECREASE,
+                AIMD_RAMP,
+                AIMD_TOP,
+                AIMD_TTL,
+                answered,
+                f"{max(0.0, retry_after):.3f}",
+            ],
         )
         if int(milli_rpm) > 0:
             self.note_pace(int(milli_rpm), int(now_epoch))

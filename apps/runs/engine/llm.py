@@ -724,7 +724,7 @@ class LLM:
         # refuses at once would refuse each lane's next request too meanwhile.
         self.rate.note_pause(int(min(wait, RETRY_AFTER_CAP) * 1000))
         await self.rate.pause(min(wait, RETRY_AFTER_CAP))
-        await self.rate.cut(epoch)
+        await self.rate.cut(epoch, min(wait, RETRY_AFTER_CAP))
         if headers is not None:
             await self.rate.learn(headers)
         await self.rate.settle(tokens, 0)

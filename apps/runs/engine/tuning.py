@@ -92,7 +92,10 @@ LEARNED_REFRESH = 30.0
 LEARNED_TTL = 600
 # A provider that states no limits (no x-ratelimit-* headers, only a 429's retry-after) is paced
 # by additive increase / multiplicative decrease (RateLimiter.cut): its first 429 paces every
-# worker to what the provider admitted of ours over the last minute; each later 429 cuts the
+# worker to what the provider admitted of ours over the last minute (for a run younger than
+# that, over its age, plus the retry-after when the two make half a minute or more, so that a
+# first burst that filled a minute's window in seconds is not taken for the pace the provider
+# allows, nor one early 429 with a short retry-after for a minute's limit); each later 429 cuts the
 # pace by AIMD_DECREASE, and the pace grows back linearly by what the cut took in AIMD_RAMP s
 # and on. A gentle cut and a slow ramp keep the mean near the limit (about (1 + 0.9) / 2 of it
 # at worst), with one 429 or two per cycle: ~110 requests a cycle at 120 RPM. The pace never
