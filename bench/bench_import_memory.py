@@ -1,5 +1,5 @@
-"""Peak memory of a background import: a generated 1M-row CSV (~200 MB) and JSONL file, and a
-file whose one row is a 50 MB line, imported as the worker imports them
+"""Peak memory of a background import: a generated 1M-row CSV (~200 MB), JSONL and JSON file,
+and a CSV and a JSON file whose one row holds a 50 MB cell, imported as the worker imports them
 (`fill_dataset_from_file`: rows streamed to the database in batches, one transaction).
 
 Each import runs in a fresh process on a fresh SQLite database; its peak resident memory
@@ -79,6 +79,36 @@ def generate_jsonl(path: Path, rows: int) -> int:
             out.write(line + "\n")
             longest = max(longest, len(line.encode()) + 1)
     return longest
+
+
+def generate_json(path: Path, rows: int) -> int:
+    """The JSONL file's rows as one JSON list; returns the longest item's length in bytes."""
+    rng = random.Random(7)
+    longest = 0
+    with path.open("w", encoding="utf-8") as out:
+        out.write("[")
+        for i in range(rows):
+            item = json.dumps(
+                {
+                    "id": f"q{i:07d}",
+                    "question": " ".join(rng.choices(WORDS, k=10)) + "?",
+                    "context": " ".join(rng.choices(WORDS, k=20)),
+                    "answer": rng.choice("ABCD"),
+                },
+                ensure_ascii=False,
+            )
+            out.write(("," if i else "") + item)
+            longest = max(longest, len(item.encode()) + 1)
+        out.write("]")
+    return longest
+
+
+def generate_long_item(path: Path, megabytes: int) -> int:
+    """A JSON list of one item whose text is `megabytes` MB of ASCII words."""
+    words = " ".join(["context"] * (megabytes * 1024 * 1024 // 8))
+    item = json.dumps({"id": "q1", "context": words, "answer": "A"})
+    path.write_text(f"[{item}]", encoding="utf-8")
+    return len(item)
 
 
 def generate_long_line(path: Path, megabytes: int) -> int:
@@ -171,7 +201,9 @@ def main() -> None:
     cases = [
         ("csv", work / "rows.csv", generate_csv, args.rows),
         ("jsonl", work / "rows.jsonl", generate_jsonl, args.rows),
+        ("json", work / "rows.json", generate_json, args.rows),
         ("csv", work / "long.csv", generate_long_line, args.line_mb),
+        ("json", work / "long.json", generate_long_item, args.line_mb),
     ]
     missed = False
     how = "whole-file import" if args.whole else "streamed import"

@@ -605,14 +605,15 @@ def fill_dataset(
 def fill_dataset_from_file(
     dataset: Dataset, path: Path, mapping: Mapping, progress: Progress | None = None
 ) -> Dataset:
-    """Import the file at `path` into `dataset` as `fill_dataset` does, streaming CSV, JSONL and
-    Parquet: rows go to the database a batch at a time (`WRITE_BATCH` rows or
+    """Import the file at `path` into `dataset` as `fill_dataset` does, streaming CSV, JSONL,
+    JSON (a list of objects, item by item) and Parquet: rows go to the database a batch at a time (`WRITE_BATCH` rows or
     `WRITE_BATCH_CHARS` characters, whichever comes first) inside one transaction, so memory
     holds a batch, never the file, and a problem anywhere leaves no item. Where the stream
     meets a problem only the whole-file reader words (see apps.datasets.readers.Unstreamable),
     or a repeated id (its message lists every row that has it), the
     transaction is rolled back and the file is read whole, which says what is wrong exactly
-    as a small upload is told. JSON documents and Excel workbooks are read whole."""
+    as a small upload is told. Excel workbooks are read whole (their size is bounded on
+    upload)."""
     try:
         stream = stream_rows(path, dataset.format)
     except (Unstreamable, DatasetError):
@@ -645,10 +646,16 @@ def _fill_streamed(
         # Ids repeated batches apart are the database's to find (its unique (dataset, key)
         # index: an IntegrityError): a set of every id would grow with the file.
         state.seen.clear()
-        write_items(dataset, items)
         fingerprint.update(_fingerprinted(items, rows))
         count += len(rows)
+        # The rows as read go before the insert, which holds the batch twice more (the
+        # driver's copy and the database's record): a 50 MB cell is then in memory 4 times,
+        # not 5.
+        del batch
+        rows.clear()
         rows, origins, chars = [], [], 0
+        write_items(dataset, items)
+        del items
         if progress:
             progress("writing", count, _expected_rows(stream, count))
 
@@ -659,6 +666,7 @@ def _fill_streamed(
             progress("writing", 0, stream.total or 0)
         for origin, row, size in stream.rows:
             rows.append(row)
+            del row  # the batch holds it, and lets go of it before the insert
             origins.append(origin)
             chars += size
             if len(rows) >= WRITE_BATCH or chars >= WRITE_BATCH_CHARS:
@@ -730,6 +738,36 @@ def import_table(
             created_by=user if getattr(user, "pk", None) else None,
         )
         return fill_dataset(dataset, table, checked)
+
+
+def import_file(
+    task: Task,
+    name: str,
+    path: Path,
+    head: Table,
+    mapping: "dict[str, Any] | Mapping | None" = None,
+    user: Any = None,
+) -> Dataset:
+    """Store the file at `path`, of which `head` is the first part as `read_head` read it, as
+    the next version of `name`, streamed as the worker imports (`fill_dataset_from_file`):
+    memory holds a batch of rows, never the file. All in one transaction: a problem anywhere
+    raises DatasetError with nothing stored, as `import_table` does."""
+    name = name.strip()
+    if not name:
+        raise DatasetError("Give the dataset a name.")
+    checked = Mapping.from_dict(mapping).validated(head.columns, head.sheet)
+    with transaction.atomic():
+        dataset = Dataset.objects.new_version(
+            task,
+            name,
+            format=head.format,
+            sheet=head.sheet,
+            file_name=path.name[:255],
+            columns=head.columns,
+            mapping=checked.to_dict(),
+            created_by=user if getattr(user, "pk", None) else None,
+        )
+        return fill_dataset_from_file(dataset, path, checked)
 
 
 # ---- live progress ------------------------------------------------------------------------

@@ -417,6 +417,14 @@ def fingerprint_of(mapping: dict[str, Any], rows: Iterable[tuple[str, Any, str, 
     return fingerprint.hexdigest()
 
 
+# A text longer than this (characters) is fed to the fingerprint in slices of this size.
+FINGERPRINT_PIECE = 1024 * 1024
+
+
+def _longest(fields: dict[str, Any]) -> int:
+    return max((len(v) for v in fields.values() if isinstance(v, str)), default=0)
+
+
 class Fingerprint:
     """`fingerprint_of`, fed a batch of items at a time (a streamed import)."""
 
@@ -428,7 +436,28 @@ class Fingerprint:
     def update(self, rows: Iterable[tuple[str, Any, str, Any]]) -> None:
         for key, fields, reference, tags in rows:
             self.digest.update(b"\x1e")
-            self.digest.update(self.dump([key, fields, reference, tags]).encode())
+            if isinstance(fields, dict) and _longest(fields) > FINGERPRINT_PIECE:
+                self._update_long(key, fields, reference, tags)
+            else:
+                self.digest.update(self.dump([key, fields, reference, tags]).encode())
+
+    def _update_long(self, key: str, fields: dict[str, Any], reference: str, tags: Any) -> None:
+        """The bytes `dump([key, fields, reference, tags]).encode()` would give, fed to the digest
+        a piece at a time: a long text is escaped a slice at a time (JSON escapes each character
+        alone), so a 50 MB cell is not copied twice more here."""
+        dump, update = self.dump, self.digest.update
+        update(f"[{dump(key)}, {{".encode())
+        for n, name in enumerate(sorted(fields)):
+            update(f"{', ' if n else ''}{dump(name)}: ".encode())
+            value = fields[name]
+            if isinstance(value, str) and len(value) > FINGERPRINT_PIECE:
+                update(b'"')
+                for at in range(0, len(value), FINGERPRINT_PIECE):
+                    update(dump(value[at : at + FINGERPRINT_PIECE])[1:-1].encode())
+                update(b'"')
+            else:
+                update(dump(value).encode())
+        update(f"}}, {dump(reference)}, {dump(tags)}]".encode())
 
     def hexdigest(self) -> str:
         return self.digest.hexdigest()

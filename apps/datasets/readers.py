@@ -280,8 +280,9 @@ def read_head(
 
     A 200 MB upload is not parsed in the web request: the preview shows its first rows
     (errors in them are real errors), and the import in the worker reads and checks it all.
-    A JSON document cannot be read in part, so JSON is always read whole. `preview_note` says
-    in words what the preview leaves out.
+    A JSON document is previewed from its first items when it is one list of objects (else
+    read whole, whose reader says what is wrong). `preview_note` says in words what the
+    preview leaves out.
     """
     path = Path(path)
     file_name = file_name or path.name
@@ -297,13 +298,15 @@ def read_head(
         return read_parquet(path, None if size <= max_bytes else HEAD_ROWS)
     if size <= max_bytes:
         return read_table(path, fmt, file_name)
+    if fmt == "json" or (not fmt and _starts_a_list(path, file_name)):
+        return _json_head(path, file_name, max_bytes)
     data = _head_bytes(path, max_bytes)
     if len(data) >= size:  # its first line was the whole file
         return _parse(decode(data), fmt, file_name)
     text = decode(data)
     fmt = (fmt or "").lower() or detect_format(file_name, text)
     if fmt == "json":
-        return read_table(path, fmt, file_name)
+        return _json_head(path, file_name, max_bytes)
     if fmt not in TEXT_FORMATS:
         raise DatasetError(f"Unknown format {fmt!r}: choose {FORMAT_NAMES}.")
     if fmt == "csv":
@@ -329,6 +332,48 @@ def read_head(
         table.preview_note = (
             f"The preview shows {shown}: the file is larger than the {window} preview window, "
             f"and {table.where_cut()} is the first that does not fit in it. "
+            "The import reads the whole file."
+        )
+    return table
+
+
+def _starts_a_list(path: Path, file_name: str) -> bool:
+    """Whether `detect_format` would call this file JSON by its start: "[" first, in a file
+    whose name says neither CSV nor JSONL (read without its first line, which may be the
+    whole file)."""
+    if EXTENSIONS.get(Path(file_name).suffix.lower()) in ("csv", "jsonl"):
+        return False
+    return _head(path, 64 * 1024).removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"["
+
+
+def _json_head(path: Path, file_name: str, max_bytes: int) -> Table:
+    """The first items of a big JSON list, as many as `max_bytes` of text hold (at least one),
+    for the preview."""
+    rows: list[dict[str, Any]] = []
+    origins: list[int] = []
+    read, cut = 0, None
+    try:
+        stream = stream_rows(path, "json")
+        assert stream is not None
+        try:
+            for number, row, size in stream.rows:
+                if rows and read + size > max_bytes:
+                    cut = number
+                    break
+                rows.append(row)
+                origins.append(number)
+                read += size
+        finally:
+            stream.close()
+    except Unstreamable:
+        return read_table(path, "json", file_name)
+    table = Table("json", _columns_of(rows), rows, origins)
+    if cut is not None:
+        table.complete, table.cut_at = False, cut
+        shown = "the first item" if len(rows) == 1 else f"the first {len(rows):,} items"
+        table.preview_note = (
+            f"The preview shows {shown}: the file is larger than the {human_size(max_bytes)} "
+            f"preview window, and {table.where_cut()} is the first that does not fit in it. "
             "The import reads the whole file."
         )
     return table
@@ -566,7 +611,8 @@ def _read_jsonl(text: str, file_name: str) -> Table:
 # read exactly as the whole-file readers above do; anything else it meets (a ragged CSV row, a
 # JSONL line that is not an object, bytes that are not UTF-8, NUL…) ends it with `Unstreamable`,
 # and the file is read whole instead, so that every message stays that reader's, word for word.
-# JSON (one document) and Excel workbooks are always read whole.
+# A JSON document is streamed item by item when it is one list of objects; Excel workbooks are
+# read whole (bounded: `UNZIPPED_FACTOR`).
 STREAM_CHUNK = 1024 * 1024
 
 
@@ -603,7 +649,7 @@ def stream_rows(path: Path, fmt: str) -> RowStream | None:
     if fmt == "parquet":
         parquet, columns, total = _open_parquet(path)
         return RowStream("parquet", columns, _parquet_rows(parquet, columns), length, total=total)
-    if fmt not in ("csv", "jsonl"):
+    if fmt not in ("csv", "jsonl", "json"):
         return None
     with path.open("rb") as raw:
         head = raw.read(4)
@@ -614,10 +660,12 @@ def stream_rows(path: Path, fmt: str) -> RowStream | None:
         encoding="utf-8-sig", errors="strict", newline="\n" if fmt == "jsonl" else ""
     )
     try:
+        columns = []
         if fmt == "csv":
             columns, rows = _csv_stream(handle, path.name)
+        elif fmt == "json":
+            rows = _json_stream(handle, columns)
         else:
-            columns = []
             rows = _jsonl_stream(handle, columns)
     except BaseException:
         handle.close()
@@ -630,9 +678,19 @@ def _checked_lines(lines: Iterable[str]) -> Iterator[str]:
         for line in lines:
             if "\x00" in line:
                 raise Unstreamable
-            yield line
+            # Handed over without a name left on it here: a paused generator keeps its locals,
+            # and a 50 MB line would stay in memory until the next one is read.
+            held = [line]
+            del line
+            yield held.pop()
     except UnicodeDecodeError:
         raise Unstreamable from None
+
+
+# A record whose first line is longer than this (characters) is split by `_split_long`, not by
+# the csv module, which builds each field in a buffer of 4 bytes a character (a 50 MB cell
+# took 250 MB there).
+LONG_RECORD = 1024 * 1024
 
 
 def _csv_stream(
@@ -644,11 +702,21 @@ def _csv_stream(
         raise Unstreamable  # empty, or old Mac line ends: `_read_csv` reads its header line
     delimiter = _delimiter(first.rstrip("\r\n"), file_name)
     sized: list[int] = [0]
+    # `starts`: the next line read begins a record (rows() sets it before each record);
+    # `long`: the record `_split_long` read there, which the csv reader sees as a blank line.
+    starts: list[bool] = [False]
+    long: list[list[str]] = []
 
     def measured() -> Iterator[str]:
         yield first
         for line in lines:
             sized[0] += len(line)
+            if starts[0] and len(line) > LONG_RECORD:
+                long.append(_split_long(line, lines, delimiter, sized))
+                del line  # the record's fields are all that is kept of it
+                yield "\n"
+                continue
+            starts[0] = False
             yield line
 
     reader = csv.reader(measured(), delimiter=delimiter, strict=True)
@@ -664,17 +732,78 @@ def _csv_stream(
     def rows() -> Iterator[tuple[int, dict[str, Any], int]]:
         width, seen = len(columns), 0
         try:
-            for number, record in numbered:
+            while True:
+                starts[0] = True
+                try:
+                    number, record = next(numbered)
+                except StopIteration:
+                    return
+                if not record and long:
+                    record = long.pop()
                 if not record:
                     continue
                 if len(record) != width:
                     raise Unstreamable
-                yield number, dict(zip(columns, record, strict=True)), sized[0] - seen
+                held = [(number, dict(zip(columns, record, strict=True)), sized[0] - seen)]
+                del record  # (see _checked_lines)
+                yield held.pop()
                 seen = sized[0]
         except csv.Error:
             raise Unstreamable from None
 
     return columns, rows()
+
+
+def _split_long(line: str, more: Iterator[str], delimiter: str, sized: list[int]) -> list[str]:
+    """The fields of the record that begins with `line` (reading on from `more` while a quoted
+    field goes on over a line's end), exactly as `csv.reader(strict=True)` splits them:
+    a field that begins with a quote ends at the next lone quote, "" inside it being one quote,
+    and must be followed by the delimiter or the line's end; any other field runs to the next
+    delimiter, its quotes as they are. Unstreamable for what the csv module would refuse (or
+    read otherwise): the whole-file reader says what is wrong. Each field is one slice of its
+    line where it can be (no quotes doubled, no line ends inside), so a long cell is copied
+    once."""
+    if line in ("\n", "\r", "\r\n"):
+        return []  # a blank line, as the csv module reads it
+    fields: list[str] = []
+    at = 0
+    while True:
+        if not line.startswith('"', at):
+            end = line.find(delimiter, at)
+            if end >= 0:
+                value = line[at:end]
+                at = end + len(delimiter)
+            else:
+                value = line[at:].removesuffix("\n").removesuffix("\r")
+            if "\n" in value or "\r" in value:
+                raise Unstreamable
+            fields.append(value)
+            if end < 0:
+                return fields
+            continue
+        parts: list[str] = []
+        start = at + 1
+        while (quote := line.find('"', start)) < 0 or line.startswith('"', quote + 1):
+            if quote < 0:  # the field goes on over the line's end
+                parts.append(line[start:])
+                line = next(more, "")
+                if not line:
+                    raise Unstreamable  # the file ends inside quotes
+                sized[0] += len(line)
+                start = 0
+            else:
+                parts.append(line[start : quote + 1])
+                start = quote + 2
+        parts.append(line[start:quote])
+        fields.append(parts[0] if len(parts) == 1 else "".join(parts))
+        del parts
+        at = quote + 1
+        if line.startswith(delimiter, at):
+            at += len(delimiter)
+            continue
+        if line[at:] in ("", "\n", "\r", "\r\n"):
+            return fields
+        raise Unstreamable  # strict: a quoted field ends at a delimiter or the line's end
 
 
 def _jsonl_stream(handle: Any, columns: list[str]) -> Iterator[tuple[int, dict[str, Any], int]]:
@@ -694,7 +823,87 @@ def _jsonl_stream(handle: Any, columns: list[str]) -> Iterator[tuple[int, dict[s
                 if key not in known:
                     known.add(key)
                     columns.append(key)
-        yield number, row, len(line)
+        held = [(number, row, len(line))]
+        del row, line  # (see _checked_lines)
+        yield held.pop()
+
+
+# A JSON document is read this many characters at a time (more while one item is unfinished).
+JSON_CHUNK = 1024 * 1024
+JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _json_stream(handle: Any, columns: list[str]) -> Iterator[tuple[int, dict[str, Any], int]]:
+    """The objects of a JSON document that is one list of objects, one at a time, as
+    `_read_json` reads them (numbered from 1, columns in order of first use). The buffer holds
+    the item being read and what was read past it, never the file. Anything else (another
+    top level, an item that is not an object, invalid JSON, an empty list) is Unstreamable."""
+    decode = json.JSONDecoder().raw_decode
+    buffer, at, ended = "", 0, False
+
+    def more(want: int) -> bool:
+        nonlocal buffer, at, ended
+        if ended:
+            return False
+        try:
+            chunk = handle.read(max(want, JSON_CHUNK))
+        except UnicodeDecodeError:
+            raise Unstreamable from None
+        if "\x00" in chunk:
+            raise Unstreamable
+        ended = len(chunk) == 0
+        buffer, at = buffer[at:] + chunk, 0
+        return not ended
+
+    def skip_space() -> str:
+        """The next character after white space ("" at the end of the file)."""
+        nonlocal at
+        while True:
+            at = JSON_SPACE.match(buffer, at).end()  # type: ignore[union-attr]
+            if at < len(buffer) or not more(JSON_CHUNK):
+                return buffer[at : at + 1]
+
+    if skip_space() != "[":
+        raise Unstreamable
+    at += 1
+    known: set[str] = set()
+    number = 0
+    while True:
+        if (following := skip_space()) == "]" and number == 0:
+            raise Unstreamable  # an empty list: `_read_json` says so
+        if following != "{":
+            raise Unstreamable
+        while True:
+            try:
+                row, end = decode(buffer, at)
+                break
+            except json.JSONDecodeError as exc:
+                # Unfinished where the buffer ends: read as much again as the item has so far.
+                # Invalid before that: the whole-file reader says where.
+                unfinished = exc.pos >= len(buffer) - 6 or exc.msg.startswith("Unterminated")
+                if not unfinished or not more(len(buffer) - at):
+                    raise Unstreamable from None
+        number += 1
+        size, at = end - at, end
+        if at > JSON_CHUNK:  # a long item's text goes before its row is handed on
+            buffer, at = buffer[at:], 0
+        if len(row) != len(known) or any(key not in known for key in row):
+            for key in row:
+                if key not in known:
+                    known.add(key)
+                    columns.append(key)
+        held = [(number, row, size)]
+        del row  # (see _checked_lines)
+        yield held.pop()
+        following = skip_space()
+        if following == "]":
+            at += 1
+            if skip_space() != "":
+                raise Unstreamable  # more after the list
+            return
+        if following != ",":
+            raise Unstreamable
+        at += 1
 
 
 def _parquet_rows(

@@ -213,3 +213,43 @@ def test_cli_options_replace_single_roles_of_the_suggestion(task, tmp_path, caps
     assert "Column 'answer' is named like a reference answer but mapped as an input" in (
         capsys.readouterr().out
     )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_cli_streams_a_file_bigger_than_the_preview_window(task, tmp_path, monkeypatch, fmt):
+    """A file past the window (4 MB; 2 kB here) is mapped from its first part and streamed to
+    the database a batch at a time, as the worker imports it: never read whole. A problem far
+    in is the page's message, with nothing stored."""
+    import json
+
+    from apps.datasets import importing
+    from apps.datasets.management.commands import import_dataset
+
+    monkeypatch.setattr(import_dataset, "PREVIEW_BYTES", 2000)
+    monkeypatch.setattr(importing, "WRITE_BATCH", 50)
+    monkeypatch.setattr(importing, "read_table", lambda *a, **k: pytest.fail("read whole"))
+    rows = [
+        {"id": f"r{i}", "question": f"What is {i} + {i}?", "answer": str(2 * i)} for i in range(300)
+    ]
+    path = tmp_path / f"sums.{fmt}"
+    if fmt == "csv":
+        path.write_text("id,question,answer\n" + "".join(",".join(r.values()) + "\n" for r in rows))
+    else:
+        path.write_text(json.dumps(rows))
+    call_command("import_dataset", str(path), "--task", task.slug)
+    dataset = Dataset.objects.get()
+    assert (dataset.status, dataset.row_count, dataset.format) == ("ready", 300, fmt)
+    assert dataset.mapping["id_column"] == "id" and dataset.mapping["reference_column"] == "answer"
+    assert Item.objects.get(dataset=dataset, key="r299").fields == rows[299]
+    # A repeated id at the end: the whole-file reader words it (every row that has it).
+    monkeypatch.undo()
+    monkeypatch.setattr(import_dataset, "PREVIEW_BYTES", 2000)
+    rows.append(rows[0])
+    if fmt == "csv":
+        path.write_text("id,question,answer\n" + "".join(",".join(r.values()) + "\n" for r in rows))
+    else:
+        path.write_text(json.dumps(rows))
+    with pytest.raises(CommandError, match="r0"):
+        call_command("import_dataset", str(path), "--task", task.slug)
+    assert Dataset.objects.count() == 1 and Item.objects.count() == 300

@@ -236,7 +236,7 @@ def test_errors_in_the_start_of_a_big_file_are_still_reported(tmp_path):
         read_head(path, max_bytes=100)
 
 
-def test_a_big_jsonl_file_is_previewed_by_whole_lines_and_json_is_read_whole(tmp_path):
+def test_a_big_jsonl_file_is_previewed_by_whole_lines_and_json_by_whole_items(tmp_path):
     path = tmp_path / "big.jsonl"
     path.write_bytes(
         b"".join(json.dumps({"n": i, "t": "中文" * 5}).encode() + b"\n" for i in range(300))
@@ -246,4 +246,6 @@ def test_a_big_jsonl_file_is_previewed_by_whole_lines_and_json_is_read_whole(tmp
     path = tmp_path / "big.json"
     path.write_bytes(json.dumps([{"n": i} for i in range(300)]).encode())
     table = read_head(path, max_bytes=500)
-    assert table.complete and len(table.rows) == 300
+    # Items of 8 to 10 characters: 500 hold the first 56 of them ({"n": 0} … {"n": 55}).
+    assert not table.complete and table.rows == [{"n": i} for i in range(56)]
+    assert table.cut_at == 57

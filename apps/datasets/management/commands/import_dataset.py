@@ -10,12 +10,14 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.datasets.importing import (
     SNIFFED_ROWS,
     Mapping,
+    import_file,
     import_table,
     reference_inputs_warning,
     suggest_mapping,
 )
 from apps.datasets.models import Dataset, Task
-from apps.datasets.readers import FORMATS, DatasetError, binary_format, read_table, workbook_sheets
+from apps.datasets.readers import FORMATS, DatasetError, binary_format, read_head, workbook_sheets
+from apps.datasets.uploads import PREVIEW_BYTES
 
 
 def previous_sheet(task: Task, name: str, path: Path, fmt: str | None) -> str | None:
@@ -112,10 +114,15 @@ class Command(BaseCommand):
         name = options["name"] or path.stem
         try:
             sheet = options["sheet"] or previous_sheet(task, name, path, options["format"])
-            table = read_table(path, options["format"], path.name, sheet)
+            # A big file is read as the upload page reads it: its first part for the columns
+            # and the suggested mapping, then streamed to the database a batch at a time.
+            table = read_head(path, options["format"], path.name, PREVIEW_BYTES, sheet)
             suggested = suggest_mapping(task, name, table.columns, table.rows[:SNIFFED_ROWS])
             mapping = given_mapping(suggested, options)
-            dataset = import_table(task, name, table, mapping, file_name=path.name)
+            if table.complete:
+                dataset = import_table(task, name, table, mapping, file_name=path.name)
+            else:
+                dataset = import_file(task, name, path, table, mapping)
         except DatasetError as exc:
             raise CommandError(f"{path}: {exc}") from None
         self.stdout.write(
