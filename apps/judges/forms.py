@@ -7,7 +7,7 @@ from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
 from apps.datasets.models import Dataset, Task
-from apps.judges.judge_prompts import placeholders
+from apps.judges.judge_prompts import PromptError, check_template, placeholders
 from apps.judges.metrics import METRICS, POSTPROCESSORS, get_metric
 from apps.judges.models import CHOICE_SUBJECTS, Judge
 from apps.judges.scoring import JudgeSpec
@@ -15,6 +15,7 @@ from apps.runs.forms import CostFields, PromptTextField, batch_field, check_batc
 from apps.runs.models import Endpoint, LoggingMode, Run
 
 # Names every judge prompt may use besides the item's own fields (see apps/judges/judge_prompts.py).
+_DIALOGUE = {"conversation", "reference_conversation", "turns", "turn", "item"}
 PROMPT_NAMES: dict[str, set[str]] = {
     Judge.Kind.RUBRIC: {
         "inputs",
@@ -23,10 +24,31 @@ PROMPT_NAMES: dict[str, set[str]] = {
         "subjects",
         "subject_names",
         "json_format",
+        "score_lines",
+        *_DIALOGUE,
     },
-    Judge.Kind.MCQ: {"inputs", "response", "reference", "labels", "label_count"},
-    Judge.Kind.PAIRWISE: {"inputs", "reference", "response_a", "response_b"},
+    Judge.Kind.MCQ: {"inputs", "response", "reference", "labels", "label_count", *_DIALOGUE},
+    Judge.Kind.PAIRWISE: {
+        "inputs",
+        "reference",
+        "response_a",
+        "response_b",
+        "conversation_a",
+        "conversation_b",
+        "reference_conversation",
+        "turns",
+        "item",
+    },
 }
+# What shows the judge the response(s): one of these sets must be used by a custom user prompt.
+_SHOWS_RESPONSES: dict[str, list[set[str]]] = {
+    Judge.Kind.PAIRWISE: [
+        {"response_a", "response_b"},
+        {"conversation_a", "conversation_b"},
+        {"turns"},
+    ],
+}
+_SHOWS_RESPONSE = [{"response"}, {"conversation"}, {"turns"}, {"turn"}]
 _SUBJECT_LINE = re.compile(
     r"^\s*(?P<name>[^:\s][^:]*?)\s*(?::\s*|\s+)"
     r"(?P<min>[-+]?\d+(?:\.\d+)?)\s*(?:-|–|to|\s)\s*(?P<max>[-+]?\d+(?:\.\d+)?)\s*$"
@@ -112,14 +134,20 @@ class JudgeForm(forms.ModelForm):
             "reply_format": "How the reply is read",
             "reply_pattern": "Reply pattern (regular expression)",
             "postprocess_reference": "Post-process the reference too",
+            "per_turn": "Score each turn of a conversation",
         }
         help_texts = {
             "system_prompt": "Blank: the built-in prompt for the kind.",
             "user_prompt": (
                 "Blank: the item's inputs, the reference and the response (for pairwise judges "
-                "both responses), each in its own tag. Use {{ response }} (pairwise: "
-                "{{ response_a }} and {{ response_b }}), {{ reference }}, {{ inputs }} and any "
-                "item field by name."
+                "both responses), each in its own tag; for a multi-turn dialogue, the whole "
+                "conversation. Use {{ response }} (pairwise: {{ response_a }} and "
+                "{{ response_b }}), {{ reference }}, {{ inputs }} and any item field by name. "
+                "Dialogues: {{ conversation }} (as MT-Bench writes it; pairwise "
+                "{{ conversation_a }} and {{ conversation_b }}), {{ reference_conversation }}, "
+                "{{ turns[1].question }}, {{ turns[1].answer }}, {{ turns[1].reference }} and "
+                "{{ turn }} (the turn judged). Jinja2 tags work too: "
+                '{% if category in ["math", "coding"] %}…{% endif %}.'
             ),
             "n_iter": "LLM judges only; rule-based judges always do one round.",
             "aggregation": "How rounds combine. Mode ties go to the smallest most frequent value.",
@@ -232,6 +260,7 @@ class JudgeForm(forms.ModelForm):
         data["reply_format"] = data.get("reply_format") or "json"
         if kind != Judge.Kind.RUBRIC:
             data["ask_confidence"] = False
+            data["per_turn"] = False
             data["reply_format"], data["reply_pattern"] = "json", ""
         elif data.get("reply_format") != "json" and data.get("ask_confidence"):
             self.add_error(
@@ -312,6 +341,11 @@ class JudgeForm(forms.ModelForm):
             for column in columns or []
         }
         for field in ("system_prompt", "user_prompt"):
+            try:
+                check_template(data.get(field) or "", "The prompt")
+            except PromptError as exc:
+                self.add_error(field, str(exc))
+                continue
             used = placeholders(data.get(field) or "")
             unknown = [name for name in used if name not in known and name not in columns]
             if unknown and columns:
@@ -323,9 +357,11 @@ class JudgeForm(forms.ModelForm):
                     f"available: {available}.",
                 )
         user = data.get("user_prompt") or ""
-        needed = ["response_a", "response_b"] if kind == Judge.Kind.PAIRWISE else ["response"]
-        missing = [name for name in needed if name not in placeholders(user)]
-        if user.strip() and missing:
+        named = set(placeholders(user))
+        shows = _SHOWS_RESPONSES.get(kind, _SHOWS_RESPONSE)
+        if user.strip() and "user_prompt" not in self.errors and not any(s <= named for s in shows):
+            closest = min(shows, key=lambda names: len(names - named))
+            missing = sorted(closest - named)
             names = " and ".join("{{ %s }}" % name for name in missing)  # noqa: UP031
             self.add_error("user_prompt", f"Include {names}: the judge must see the responses.")
 

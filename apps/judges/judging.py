@@ -45,6 +45,7 @@ from django.db.models import Count, Q, QuerySet
 from apps.datasets.models import Item
 from apps.datasets.values import as_text, prompt_inputs
 from apps.judges.aggregation import aggregate, spread
+from apps.judges.dialogues import Dialogue, transcript_with_answer
 from apps.judges.judge_prompts import (
     PromptError,
     build_mcq_judge_messages,
@@ -87,8 +88,9 @@ from apps.runs.engine.errors import RAW_LIMIT, LLMError
 from apps.runs.engine.llm import Attempt
 from apps.runs.engine.tuning import RULE_LANES
 from apps.runs.estimate import evenly_spaced
-from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run
+from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Response, Run, Turn
 from apps.runs.response_schema import judged_text
+from apps.runs.turns import dialogue
 
 NOTHING_TO_JUDGE = "Nothing to judge:"  # how source problems start (auto-judge looks for it)
 
@@ -108,6 +110,9 @@ class JudgeContext:
     hidden_columns: set[str]
     metric_needs_reference: bool = True
     examples: list[dict[str, Any]] = field(default_factory=list)
+    per_turn: bool = False  # one judgement per user turn (Judge.per_turn)
+    conversation_column: str | None = None  # the dataset's, when items are conversations
+    source_column: str = ""  # the judged column (judging a dataset column)
     # This chunk's requests in flight, at most the endpoint's limit (made lazily in the loop).
     limit: int = 1
     _requests: asyncio.Semaphore | None = None
@@ -119,7 +124,7 @@ class JudgeContext:
         return self._requests
 
 
-Slot = tuple[int, int]  # (epoch, round)
+Slot = tuple[int, int, int]  # (epoch, turn, round); turn 0: the whole response
 
 
 @dataclass(slots=True)
@@ -128,9 +133,11 @@ class JudgeUnit:
     item_id: int
     todo: list[Slot]  # rounds to do now
     kept: dict[Slot, dict[str, float]]  # good rounds kept from an earlier launch
+    turns: list[int] = field(default_factory=lambda: [0])  # [1, 2, …] judged per turn
     texts: dict[int, str] = field(default_factory=dict)  # epoch → the response being judged
     references: list[str] = field(default_factory=list)
-    messages: dict[int, list[dict[str, str]]] = field(default_factory=dict)  # per epoch
+    # (epoch, turn) → the request's messages
+    messages: dict[tuple[int, int], list[dict[str, str]]] = field(default_factory=dict)
     error_kind: str = ""  # the item cannot be judged at all (set by load_units)
     error: str = ""
     # Epochs that cannot be judged (no response, a prompt that cannot be built): kind, why.
@@ -142,6 +149,7 @@ class RoundOutcome:
     round: int
     ok: bool
     epoch: int = 0
+    turn: int = 0
     values: dict[str, float] = field(default_factory=dict)
     reason: str = ""
     raw_reply: str = ""
@@ -164,6 +172,7 @@ class SubjectScore:
     spread: float  # the widest spread of one epoch's rounds
     epoch_values: list[float | None] = field(default_factory=list)  # with several epochs
     epoch_spread: float = 0.0
+    turn_values: list[float | None] = field(default_factory=list)  # judged per turn
 
 
 @dataclass(slots=True)
@@ -172,6 +181,13 @@ class ItemOutcome:
     scores: dict[str, SubjectScore]
     error_kind: str = ""
     error: str = ""
+
+
+def _mean(values: list[float | None]) -> float | None:
+    """The mean, or None when any value is missing (a turn or epoch not fully judged)."""
+    if not values or any(v is None for v in values):
+        return None
+    return sum(float(v) for v in values if v is not None) / len(values)
 
 
 def _clip(text: str, limit: int = RAW_LIMIT) -> str:
@@ -206,6 +222,36 @@ def choice_text(details: dict[str, Any] | None, source: str) -> tuple[str | None
         "label_count": len(details.get("options") or []),
     }
     return json.dumps(picks), "", ""
+
+
+def multi_turn_transcripts(
+    run_ids: Iterable[int], conversations: dict[int, list[dict[str, Any]]], epochs: int = 1
+) -> dict[tuple[int, int, int], list[dict[str, Any]]]:
+    """Per (run, item, epoch), the transcript of a multi-turn generation run's response (the item's
+    conversation with the model's answers in place, as `Response.transcript` writes it, up to
+    the first turn not answered), read from the Turn rows in one query; runs that are not
+    multi-turn give nothing. `conversations`: the items' canonical messages by item id."""
+    # Generation runs only: a memory script or a simulated user says its own turns (filler,
+    # a persona's lines), and its judges read the response as those run kinds write it.
+    multi = list(
+        Run.objects.filter(
+            pk__in=list(run_ids), multi_turn=True, kind=Run.Kind.GENERATION
+        ).values_list("pk", flat=True)
+    )
+    if not multi or not conversations:
+        return {}
+    answers: dict[tuple[int, int, int], list[str]] = {}
+    turns = (
+        Turn.objects.filter(run_id__in=multi, item_id__in=list(conversations), epoch__lt=epochs)
+        .answered()
+        .order_by("run_id", "item_id", "epoch", "number")
+        .values_list("run_id", "item_id", "epoch", "number", "text")
+    )
+    for run_id, item_id, epoch, number, text in turns:
+        said = answers.setdefault((run_id, item_id, epoch), [])
+        if number == len(said) + 1:
+            said.append(text)
+    return {key: dialogue(conversations[key[1]], said) for key, said in answers.items()}
 
 
 # ---- the kind ----------------------------------------------------------------------------------
@@ -313,14 +359,21 @@ class JudgePlugin(RunPlugin):
             ),
             limit=endpoint.concurrency_limit if endpoint is not None else 1,
             examples=list(judge.examples or []),
+            per_turn=spec.kind == Judge.Kind.RUBRIC and judge.per_turn,
+            conversation_column=dataset.conversation_column,
+            source_column=run.source_column or "",
         )
 
     def load_units(self, run: Run, ctx: JudgeContext, keys: list[str]) -> list[JudgeUnit]:
         ids = [int(key) for key in keys]
         rows: list[dict[str, Any]] = [
-            dict(row) for row in Item.objects.filter(id__in=ids).values("id", "fields", "reference")
+            dict(row)
+            for row in Item.objects.filter(id__in=ids).values(
+                "id", "fields", "reference", "conversation", "turn_references"
+            )
         ]
         texts = self._texts(run, rows, ctx.epochs, ctx.spec.kind)
+        transcripts = self._transcripts(run, rows, ctx) if ctx.spec.uses_llm else {}
         kept: dict[int, dict[Slot, dict[str, float]]] = {}
         if run.mode != Run.Mode.OVERWRITE:
             good = JudgeRound.objects.filter(
@@ -329,16 +382,22 @@ class JudgePlugin(RunPlugin):
                 status=JudgeRound.Status.OK,
                 round__lt=ctx.rounds,
                 epoch__lt=ctx.epochs,
-            ).values_list("item_id", "epoch", "round", "values")
-            for item_id, epoch, number, values in good:
-                kept.setdefault(item_id, {})[(epoch, number)] = values
-        slots = [(e, r) for e in range(ctx.epochs) for r in range(ctx.rounds)]
+            ).values_list("item_id", "epoch", "turn", "round", "values")
+            for item_id, epoch, turn, number, values in good:
+                kept.setdefault(item_id, {})[(epoch, turn, number)] = values
         units = []
         for row in rows:
-            item_kept = kept.get(row["id"], {})
+            turns = [0]
+            if ctx.per_turn:
+                users = sum(1 for m in row["conversation"] or [] if m.get("role") == "user")
+                turns = list(range(1, max(users, 1) + 1))
+            slots = [(e, t, r) for e in range(ctx.epochs) for t in turns for r in range(ctx.rounds)]
+            item_kept = {
+                slot: values for slot, values in kept.get(row["id"], {}).items() if slot in slots
+            }
             todo = [slot for slot in slots if slot not in item_kept]
-            unit = JudgeUnit(str(row["id"]), row["id"], todo, item_kept)
-            self._fill(ctx, unit, row, texts[row["id"]])
+            unit = JudgeUnit(str(row["id"]), row["id"], todo, item_kept, turns)
+            self._fill(ctx, unit, row, texts[row["id"]], transcripts.get(row["id"]))
             units.append(unit)
         return units
 
@@ -403,12 +462,27 @@ class JudgePlugin(RunPlugin):
                 )
         return out
 
+    @staticmethod
+    def _transcripts(
+        run: Run, rows: list[dict[str, Any]], ctx: JudgeContext
+    ) -> dict[int, dict[int, list[dict[str, Any]]]]:
+        """Per item and epoch, a multi-turn run's transcript ({} for other responses)."""
+        if run.source_run_id is None:
+            return {}
+        conversations = {row["id"]: row["conversation"] or [] for row in rows}
+        out: dict[int, dict[int, list[dict[str, Any]]]] = {}
+        found = multi_turn_transcripts([run.source_run_id], conversations, ctx.epochs)
+        for (_, item_id, epoch), transcript in found.items():
+            out.setdefault(item_id, {})[epoch] = transcript
+        return out
+
     def _fill(
         self,
         ctx: JudgeContext,
         unit: JudgeUnit,
         row: dict[str, Any],
         texts: dict[int, tuple[str | None, str, str]],
+        transcripts: dict[int, list[dict[str, Any]]] | None = None,
     ) -> None:
         """Everything the unit needs, or the reason it (or one of its epochs) cannot be judged
         (no request is made for it)."""
@@ -451,9 +525,19 @@ class JudgePlugin(RunPlugin):
             return
         if not spec.uses_llm:
             return
+        transcripts = transcripts or {}
         fields = row["fields"] or {}
         inputs = prompt_inputs(fields, ctx.input_columns, ctx.hidden_columns)
         for epoch, response in unit.texts.items():
+            dialogue = self._dialogue(ctx, row, inputs, response, transcripts.get(epoch))
+            if ctx.per_turn and (unanswered := dialogue.unanswered()):
+                which = ", ".join(str(number) for number in unanswered)
+                why = (
+                    f"{NOTHING_TO_JUDGE} turn {which} of the conversation has no answer to judge "
+                    "(a judge that scores per turn needs a multi-turn run's responses)."
+                )
+                unit.epoch_errors[epoch] = (ErrorKind.NO_RESPONSE, why)
+                continue
             common: dict[str, Any] = {
                 "response": response,
                 "reference": reference,
@@ -461,26 +545,59 @@ class JudgePlugin(RunPlugin):
                 "inputs": inputs,
                 "system_prompt": ctx.system_prompt,
                 "user_prompt": ctx.user_prompt,
+                "dialogue": dialogue,
             }
             try:
-                if spec.kind == Judge.Kind.RUBRIC:
-                    messages = build_rubric_messages(
-                        subjects=spec.subjects,
-                        confidence=spec.ask_confidence,
-                        reply_format=spec.reply_format,
-                        **common,
-                    )
-                else:
-                    messages = build_mcq_judge_messages(
-                        label_type=spec.label_type, label_count=spec.label_count, **common
-                    )
+                for turn in unit.turns:
+                    if spec.kind == Judge.Kind.RUBRIC:
+                        messages = build_rubric_messages(
+                            subjects=spec.subjects,
+                            confidence=spec.ask_confidence,
+                            reply_format=spec.reply_format,
+                            turn=turn or None,
+                            **common,
+                        )
+                    else:
+                        messages = build_mcq_judge_messages(
+                            label_type=spec.label_type, label_count=spec.label_count, **common
+                        )
+                    unit.messages[(epoch, turn)] = with_examples(messages, ctx.examples)
             except PromptError as exc:
                 if ctx.epochs == 1:
                     unit.error_kind, unit.error = ErrorKind.TEMPLATE, str(exc)
                     return
                 unit.epoch_errors[epoch] = (ErrorKind.TEMPLATE, str(exc))
-            else:
-                unit.messages[epoch] = with_examples(messages, ctx.examples)
+
+    @staticmethod
+    def _dialogue(
+        ctx: JudgeContext,
+        row: dict[str, Any],
+        inputs: dict[str, Any],
+        response: str,
+        transcript: list[dict[str, Any]] | None,
+    ) -> Dialogue:
+        """What the judge reads as a dialogue: a multi-turn run's transcript; the item's
+        conversation when that is the judged column (a chat log) or with the response as the
+        answer to its last turn; else one question (the item's input) and the response."""
+        references = list(row["turn_references"] or [])
+        if transcript:
+            return Dialogue.of(transcript, references)
+        conversation = row["conversation"] or []
+        if (
+            conversation
+            and ctx.conversation_column
+            and ctx.source_column == (ctx.conversation_column)
+        ):
+            return Dialogue.of(conversation, references)
+        if conversation:
+            return Dialogue.of(transcript_with_answer(conversation, response), references)
+        values = list(inputs.values())
+        question = (
+            as_text(values[0])
+            if len(values) == 1
+            else "\n".join(f"{name}: {as_text(value)}" for name, value in inputs.items())
+        )
+        return Dialogue.single(question, response, row["reference"] or "")
 
     # -- the cost estimate ----------------------------------------------------------------------
     def sample_keys(self, run: Run, n: int) -> tuple[list[str], int]:
@@ -493,26 +610,26 @@ class JudgePlugin(RunPlugin):
         if unit.error or not ctx.spec.uses_llm:
             return []
         return [
-            PlannedRequest(unit.messages[epoch], ctx.params, epoch=epoch, round=number)
-            for epoch, number in unit.todo
-            if epoch in unit.messages
+            PlannedRequest(unit.messages[(epoch, turn)], ctx.params, epoch=epoch, round=number)
+            for epoch, turn, number in unit.todo
+            if (epoch, turn) in unit.messages
         ]
 
     # -- doing it -----------------------------------------------------------------------------
     async def perform(self, run: Run, ctx: JudgeContext, unit: JudgeUnit, call: Call) -> Result:
         if unit.error:
             self._record_refusal(
-                call, unit, unit.todo[0] if unit.todo else (0, 0), unit.error_kind, unit.error
+                call, unit, unit.todo[0] if unit.todo else (0, 0, 0), unit.error_kind, unit.error
             )
             return self.failed_result(run, ctx, unit, unit.error_kind, unit.error)
         refused = [slot for slot in unit.todo if slot[0] in unit.epoch_errors]
         outcomes = []
-        for epoch in sorted({e for e, _ in refused}):
+        for epoch in sorted({slot[0] for slot in refused}):
             kind, why = unit.epoch_errors[epoch]
             self._record_refusal(call, unit, min(s for s in refused if s[0] == epoch), kind, why)
-        for epoch, number in refused:
+        for epoch, turn, number in refused:
             kind, why = unit.epoch_errors[epoch]
-            outcomes.append(RoundOutcome(number, False, epoch, error_kind=kind, error=why))
+            outcomes.append(RoundOutcome(number, False, epoch, turn, error_kind=kind, error=why))
         todo = [slot for slot in unit.todo if slot[0] not in unit.epoch_errors]
         if ctx.spec.uses_llm:
             outcomes += await self._ask_all(ctx, unit, todo, call)
@@ -530,7 +647,7 @@ class JudgePlugin(RunPlugin):
                 attempt=1,
                 ok=False,
                 request_messages=[],
-                round=slot[1],
+                round=slot[2],
                 epoch=slot[0],
                 error_kind=kind,
                 error=why,
@@ -553,12 +670,11 @@ class JudgePlugin(RunPlugin):
     async def _ask(
         self, ctx: JudgeContext, unit: JudgeUnit, slot: Slot, call: Call
     ) -> RoundOutcome:
-        epoch, number = slot
+        epoch, turn, number = slot
+        messages = unit.messages[(epoch, turn)]
         try:
             async with ctx.requests:
-                reply = await call.chat(
-                    unit.messages[epoch], round=number, epoch=epoch, **ctx.params
-                )
+                reply = await call.chat(messages, round=number, epoch=epoch, **ctx.params)
         except LLMError as exc:
             if exc.fatal:
                 raise
@@ -566,6 +682,7 @@ class JudgePlugin(RunPlugin):
                 number,
                 False,
                 epoch,
+                turn,
                 raw_reply=_clip(exc.raw),
                 error_kind=exc.kind,
                 error=exc.message,
@@ -580,26 +697,36 @@ class JudgePlugin(RunPlugin):
         try:
             result = score_text(ctx.spec, reply.text, unit.references)
         except JudgeReplyError as exc:
-            self._fail_attempt(call, slot, exc.kind, exc.message)
+            self._fail_attempt(call, slot, messages, exc.kind, exc.message)
             return RoundOutcome(
-                number, False, epoch, error_kind=exc.kind, error=exc.message, **usage
+                number, False, epoch, turn, error_kind=exc.kind, error=exc.message, **usage
             )
         except ValueError as exc:  # bad item data that load_units could not see
-            self._fail_attempt(call, slot, ErrorKind.INTERNAL, str(exc))
+            self._fail_attempt(call, slot, messages, ErrorKind.INTERNAL, str(exc))
             return RoundOutcome(
-                number, False, epoch, error_kind=ErrorKind.INTERNAL, error=str(exc), **usage
+                number, False, epoch, turn, error_kind=ErrorKind.INTERNAL, error=str(exc), **usage
             )
-        outcome = RoundOutcome(number, True, epoch, dict(result.values), result.reason, **usage)
+        outcome = RoundOutcome(
+            number, True, epoch, turn, dict(result.values), result.reason, **usage
+        )
         outcome.repaired = ctx.spec.kind == Judge.Kind.RUBRIC and result.repaired
         outcome.confidence = result.confidence
         outcome.reading = result.reading
         return outcome
 
     @staticmethod
-    def _fail_attempt(call: Call, slot: Slot, kind: str, message: str) -> None:
-        """The request succeeded but its reply cannot be scored: log the attempt as failed."""
+    def _fail_attempt(
+        call: Call, slot: Slot, messages: list[dict[str, str]], kind: str, message: str
+    ) -> None:
+        """The request succeeded but its reply cannot be scored: log the attempt as failed
+        (the turns of one round are told apart by their messages)."""
+        epoch, _, number = slot
         for attempt in reversed(call.log):
-            if (attempt.epoch, attempt.round) == slot and attempt.ok:
+            if (
+                (attempt.epoch, attempt.round) == (epoch, number)
+                and attempt.ok
+                and attempt.request_messages == messages
+            ):
                 attempt.ok = False
                 attempt.error_kind = kind
                 attempt.error = message
@@ -607,7 +734,7 @@ class JudgePlugin(RunPlugin):
 
     def _evaluate(self, ctx: JudgeContext, unit: JudgeUnit, slot: Slot, call: Call) -> RoundOutcome:
         """A rule-based round: no request; logged as one attempt like any other."""
-        epoch, number = slot
+        epoch, _, number = slot
         text = unit.texts[epoch]
         started = time.perf_counter()
         outcome = RoundOutcome(number, True, epoch)
@@ -642,14 +769,16 @@ class JudgePlugin(RunPlugin):
     ) -> ItemOutcome:
         """The item's scores from its kept and new rounds; any failed round fails the item.
 
-        An epoch's value aggregates its rounds (the judge's aggregation); with several epochs
-        the judge value is their mean, and each epoch's value is kept beside it.
+        A turn's value aggregates its rounds (the judge's aggregation); an epoch's value is the
+        mean of its turns (one turn, 0, unless the judge scores per turn); with several epochs
+        the judge value is their mean, and each epoch's value is kept beside it. Judged per
+        turn, each turn's value (the mean over epochs) is kept too.
         """
         by_slot: dict[Slot, dict[str, float]] = dict(unit.kept)
         for outcome in outcomes:
             if outcome.ok:
-                by_slot[(outcome.epoch, outcome.round)] = outcome.values
-        failed = sorted((o for o in outcomes if not o.ok), key=lambda o: (o.epoch, o.round))
+                by_slot[(outcome.epoch, outcome.turn, outcome.round)] = outcome.values
+        failed = sorted((o for o in outcomes if not o.ok), key=lambda o: (o.epoch, o.turn, o.round))
         scores: dict[str, SubjectScore] = {}
         error_kind = error = ""
         if failed:
@@ -658,20 +787,27 @@ class JudgePlugin(RunPlugin):
             where = []
             if ctx.epochs > 1:
                 where.append(f"epoch {first.epoch + 1} of {ctx.epochs}")
+            if first.turn:
+                where.append(f"turn {first.turn} of {len(unit.turns)}")
             if ctx.rounds > 1:
                 where.append(f"round {first.round + 1} of {ctx.rounds}")
             error = first.error + (f" ({', '.join(where)})" if where else "")
         for name in ctx.subjects:
             round_values: list[float | None] = []
             epoch_values: list[float | None] = []
+            by_turn: dict[int, list[float | None]] = {turn: [] for turn in unit.turns}
             widest = 0.0
             for epoch in range(ctx.epochs):
-                values = [by_slot.get((epoch, r), {}).get(name) for r in range(ctx.rounds)]
-                present = [float(v) for v in values if v is not None]
-                round_values += values
-                widest = max(widest, spread(present))
-                whole = len(present) == ctx.rounds
-                epoch_values.append(aggregate(present, ctx.aggregation) if whole else None)
+                for turn in unit.turns:
+                    values = [
+                        by_slot.get((epoch, turn, r), {}).get(name) for r in range(ctx.rounds)
+                    ]
+                    present = [float(v) for v in values if v is not None]
+                    round_values += values
+                    widest = max(widest, spread(present))
+                    whole = len(present) == ctx.rounds
+                    by_turn[turn].append(aggregate(present, ctx.aggregation) if whole else None)
+                epoch_values.append(_mean([by_turn[turn][-1] for turn in unit.turns]))
             if not failed and any(v is None for v in epoch_values):
                 error_kind = ErrorKind.INTERNAL
                 error = f"A kept round has no value for {name}; retry the item."
@@ -683,6 +819,7 @@ class JudgePlugin(RunPlugin):
                 widest,
                 epoch_values if several else [],
                 spread([v for v in epoch_values if v is not None]) if several else 0.0,
+                [_mean(by_turn[turn]) for turn in unit.turns] if ctx.per_turn else [],
             )
         if not error_kind:
             for score in scores.values():
@@ -690,6 +827,8 @@ class JudgePlugin(RunPlugin):
                 if score.epoch_values:
                     done = [float(v) for v in score.epoch_values if v is not None]
                     score.judge_value = sum(done) / len(done)
+                elif score.turn_values:
+                    score.judge_value = _mean(score.turn_values)
                 else:
                     score.judge_value = aggregate(
                         [float(v) for v in score.round_values if v is not None], ctx.aggregation
@@ -700,7 +839,8 @@ class JudgePlugin(RunPlugin):
         self, run: Run, ctx: JudgeContext, unit: JudgeUnit, error_kind: str, message: str
     ) -> Result:
         outcomes = [
-            RoundOutcome(n, False, e, error_kind=error_kind, error=message) for e, n in unit.todo
+            RoundOutcome(n, False, e, t, error_kind=error_kind, error=message)
+            for e, t, n in unit.todo
         ]
         outcome = self._combine(ctx, unit, outcomes)
         return Result(unit.key, unit.item_id, False, data=outcome)
@@ -714,6 +854,7 @@ class JudgePlugin(RunPlugin):
         "spread",
         "epoch_values",
         "epoch_spread",
+        "turn_values",
         "error_kind",
         "error",
         "final_value",
@@ -758,15 +899,15 @@ class JudgePlugin(RunPlugin):
     def _replace(self, run: Run, redo: list[Result]) -> None:
         ids = [r.item_id for r in redo]
         rounds = self._rounds(run, redo)
-        replaced = {(r.item_id, r.epoch, r.round) for r in rounds}
+        replaced = {(r.item_id, r.epoch, r.turn, r.round) for r in rounds}
         old = JudgeRound.objects.filter(run_id=run.pk, item_id__in=ids)
         ArchivedRound.objects.bulk_create(
-            ArchivedRound.of(r) for r in old if (r.item_id, r.epoch, r.round) in replaced
+            ArchivedRound.of(r) for r in old if (r.item_id, r.epoch, r.turn, r.round) in replaced
         )
         JudgeRound.objects.bulk_create(
             rounds,
             update_conflicts=True,
-            unique_fields=["run", "item", "epoch", "round"],
+            unique_fields=["run", "item", "epoch", "turn", "round"],
             update_fields=list(self.ROUND_FIELDS),
         )
         before = Score.confirmed_judge_values(run.pk, ids)
@@ -786,6 +927,7 @@ class JudgePlugin(RunPlugin):
                 item_id=result.item_id,
                 round=o.round,
                 epoch=o.epoch,
+                turn=o.turn,
                 status=JudgeRound.Status.OK if o.ok else JudgeRound.Status.FAILED,
                 values=o.values,
                 reason=o.reason,
@@ -823,6 +965,7 @@ class JudgePlugin(RunPlugin):
                         spread=score.spread,
                         epoch_values=score.epoch_values,
                         epoch_spread=score.epoch_spread,
+                        turn_values=score.turn_values,
                         error_kind=outcome.error_kind,
                         error=outcome.error,
                         launch=run.launch,

@@ -86,6 +86,17 @@ class Judge(Versioned):
         default="json",
     )
     reply_pattern = models.TextField(blank=True)
+    # Rubric judges: one judgement per user turn of a dialogue (MT-Bench's single-answer
+    # grading: turn 2 judged with turns 1–2 in view), instead of one for the whole
+    # conversation. The item's value is the mean over its turns; Score.turn_values keeps each
+    # turn's and boards show turn 1, turn 2… beside the overall mean.
+    per_turn = models.BooleanField(
+        default=False,
+        help_text=(
+            "Judge each turn of a conversation on its own (as MT-Bench does): the item's score "
+            "is the mean of its turns, and the board shows each turn."
+        ),
+    )
     # Rubric judges: ask for "confidence" (0–1) beside the scores; a low one can send the item
     # to people (Task.doubt_confidence).
     ask_confidence = models.BooleanField(default=False)
@@ -115,7 +126,13 @@ class Judge(Versioned):
         ((Kind.RUBRIC, Kind.MCQ), ("n_iter", "aggregation")),
         (
             (Kind.RUBRIC,),
-            ("reply_format", "reply_pattern", "use_structured_output", "ask_confidence"),
+            (
+                "reply_format",
+                "reply_pattern",
+                "use_structured_output",
+                "ask_confidence",
+                "per_turn",
+            ),
         ),
         ((Kind.MCQ, Kind.MCQ_RULE), ("label_type", "label_count")),
         ((Kind.METRIC,), ("metric", "metric_options", "postprocess", "postprocess_reference")),
@@ -123,6 +140,7 @@ class Judge(Versioned):
 
     CONTENT_FIELDS = (
         "kind",
+        "per_turn",
         "system_prompt",
         "user_prompt",
         "subjects",
@@ -212,6 +230,9 @@ class JudgeRound(LLMCall):
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_rounds")
     round = models.PositiveIntegerField()  # 0-based
     epoch = models.PositiveIntegerField(default=0)  # which response of the item (Response.epoch)
+    # The turn judged (1-based) by a judge that scores per turn (Judge.per_turn); 0: the
+    # whole response.
+    turn = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=8, choices=Status.choices)
     values = models.JSONField(default=dict)  # {"accuracy": 4, ...}
     reason = models.TextField(blank=True)
@@ -237,10 +258,10 @@ class JudgeRound(LLMCall):
     )
 
     class Meta:
-        ordering = ["run", "item", "epoch", "round"]
+        ordering = ["run", "item", "epoch", "turn", "round"]
         constraints = [
             models.UniqueConstraint(
-                fields=["run", "item", "epoch", "round"], name="judge_round_once_per_epoch"
+                fields=["run", "item", "epoch", "turn", "round"], name="judge_round_once_per_turn"
             )
         ]
 
@@ -256,6 +277,7 @@ class ArchivedRound(LLMCall):
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
     round = models.PositiveIntegerField()
     epoch = models.PositiveIntegerField(default=0)
+    turn = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=8, choices=JudgeRound.Status.choices)
     values = models.JSONField(default=dict)
     reason = models.TextField(blank=True)
@@ -265,7 +287,7 @@ class ArchivedRound(LLMCall):
     judged_at = models.DateTimeField()  # when the replaced round was written
     archived_at = models.DateTimeField(auto_now_add=True)
 
-    COPIED = ("run_id", "item_id", "round", "epoch", *JudgeRound.RESULT_FIELDS)
+    COPIED = ("run_id", "item_id", "round", "epoch", "turn", *JudgeRound.RESULT_FIELDS)
 
     class Meta:
         ordering = ["run", "item", "round", "archived_at"]
@@ -394,6 +416,10 @@ class Score(models.Model):
     # judge value is then the mean over epochs. Empty and 0 with one epoch.
     epoch_values = models.JSONField(default=list, blank=True)
     epoch_spread = models.FloatField(default=0.0)
+    # A judge that scores per turn (Judge.per_turn): each turn's value (its rounds aggregated,
+    # the mean over epochs; None where it failed), turn 1 first. The judge value is their
+    # mean. Empty otherwise.
+    turn_values = models.JSONField(default=list, blank=True)
     error_kind = models.CharField(max_length=32, choices=ErrorKind.choices, blank=True)
     error = models.TextField(blank=True)
     override_value = models.FloatField(null=True, blank=True)

@@ -22,7 +22,9 @@ from django.db.models import Count, Exists, OuterRef, Q
 
 from apps.datasets.models import Item
 from apps.datasets.values import prompt_inputs
+from apps.judges.dialogues import Dialogue, transcript_with_answer
 from apps.judges.judge_prompts import PromptError, build_pairwise_messages
+from apps.judges.judging import multi_turn_transcripts
 from apps.judges.launching import JudgeRunError, find_judge, parse_responses
 from apps.judges.models import Comparison, Judge, PairwiseSetup, judge_of
 from apps.judges.parsing import JudgeReplyError, parse_pairwise_reply
@@ -194,8 +196,14 @@ class PairwisePlugin(RunPlugin):
         item_ids = {item for item, _, _ in wanted}
         items: dict[int, dict[str, Any]] = {
             row["id"]: dict(row)
-            for row in Item.objects.filter(id__in=item_ids).values("id", "fields", "reference")
+            for row in Item.objects.filter(id__in=item_ids).values(
+                "id", "fields", "reference", "conversation", "turn_references"
+            )
         }
+        transcripts = multi_turn_transcripts(
+            {r for _, a, b in wanted for r in (a, b)},
+            {item_id: row["conversation"] or [] for item_id, row in items.items()},
+        )
         texts = {
             (item, source): (status, text)
             for item, source, status, text in Response.objects.filter(
@@ -207,6 +215,7 @@ class PairwisePlugin(RunPlugin):
         for item_id, a, b in wanted:
             unit = PairUnit(unit_key(item_id, a, b), item_id, a, b)
             answers = []
+            dialogues = []
             for source in (a, b):
                 status, text = texts.get((item_id, source), (None, ""))
                 if status != Response.Status.OK:
@@ -216,21 +225,44 @@ class PairwisePlugin(RunPlugin):
                         "to this item."
                     )
                 answers.append(text)
+                dialogues.append(
+                    self._dialogue(items[item_id], text, transcripts.get((source, item_id, 0)))
+                )
             if not unit.error:
-                self._messages(ctx, unit, items[item_id], answers)
+                self._messages(ctx, unit, items[item_id], answers, dialogues)
             units.append(unit)
         return units
 
     @staticmethod
+    def _dialogue(
+        row: dict[str, Any], text: str, transcript: list[dict[str, Any]] | None
+    ) -> Dialogue | None:
+        """A side's dialogue: a multi-turn run's transcript, or its answer after the item's
+        conversation; None for a plain item (its prompt is the single-answer one)."""
+        references = list(row["turn_references"] or [])
+        if transcript:
+            return Dialogue.of(transcript, references)
+        if row["conversation"]:
+            return Dialogue.of(transcript_with_answer(row["conversation"], text), references)
+        return None
+
+    @staticmethod
     def _messages(
-        ctx: PairwiseContext, unit: PairUnit, row: dict[str, Any], answers: list[str]
+        ctx: PairwiseContext,
+        unit: PairUnit,
+        row: dict[str, Any],
+        answers: list[str],
+        dialogues: list[Dialogue | None],
     ) -> None:
         fields = row["fields"] or {}
         inputs = prompt_inputs(fields, ctx.input_columns, ctx.hidden_columns)
         for order in ORDERS:
             first, second = answers if order == 0 else answers[::-1]
+            dialogue_a, dialogue_b = dialogues if order == 0 else dialogues[::-1]
             try:
                 unit.messages[order] = build_pairwise_messages(
+                    dialogue_a=dialogue_a,
+                    dialogue_b=dialogue_b,
                     response_a=first,
                     response_b=second,
                     reference=row["reference"] or "",

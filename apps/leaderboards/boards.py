@@ -17,7 +17,7 @@ import numpy as np
 
 from apps.datasets.models import Dataset, Task
 from apps.judges.models import Judge
-from apps.leaderboards import corpus, gaps, items, summaries
+from apps.leaderboards import corpus, gaps, items, summaries, turns
 from apps.leaderboards.corpus import CorpusCell
 from apps.leaderboards.epochs import Reduction
 from apps.leaderboards.items import doubtful_count, flaky_count
@@ -272,6 +272,8 @@ class Board:
     # Models answering memory scripts: the subject's mean per scripted information gap, with
     # each model's realised gap (apps/leaderboards/gaps.py); empty for other boards.
     gap_rows: list[gaps.GapRow] = field(default_factory=list)
+    # A judge that scores per turn: turn 1, turn 2… and overall per model (apps.leaderboards.turns)
+    turn_table: "turns.TurnTable | None" = None
 
     @property
     def mode(self) -> str:
@@ -457,6 +459,17 @@ def build(task: Task, params: Params) -> Board:
     if params.cluster:
         cluster_cis(board, params.cluster, tag)
     sort_rows(board)
+    if judge.per_turn and board.subjects:
+        info = board.subject(params.tag_subject or "") or board.subjects[0]
+        board.turn_table = turns.turn_table(
+            [
+                (row.label, row.run.pk, row.run.dataset_id, row.cells[board.mode][info.name].mean)
+                for row in board.rows
+            ],
+            info,
+            params.scoring,
+            tag,
+        )
     if board.coverage is not None:  # listed in the board's order
         by_run = board.coverage.by_run
         board.coverage = Coverage(

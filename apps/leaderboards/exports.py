@@ -535,6 +535,8 @@ def board_header(board: Board) -> list[str]:
             header += [f"{info.name}.{mode}.{stat}" for stat in STAT_COLUMNS]
         header.append(f"{info.name}.overridden")
     header += ["epochs", "model_epoch_reduction", "flaky_items"]
+    if (turns := board.turn_table) is not None:  # judged per turn: MT-Bench's turn columns
+        header += [f"{turns.subject.name}.turn_{k}" for k in range(1, turns.turns + 1)]
     if (corpus := board.corpus_metric) is not None:  # corpus BLEU, macro-F1 (#29.12)
         header += [corpus.name, *(f"{corpus.name}.{c}" for c in ("ci_low", "ci_high", "n"))]
     header += ["judge", "scoring", "epoch_reduction", "items", "clustered_by", "tag", "sort"]
@@ -546,6 +548,11 @@ def board_header(board: Board) -> list[str]:
 
 def board_records(board: Board) -> Iterator[dict[str, Any]]:
     modes = board.modes_shown
+    by_turn = (
+        {r.run_id: [c.mean for c in r.turns] for r in board.turn_table.rows}
+        if board.turn_table is not None
+        else {}
+    )
     for rank, row in enumerate(board.rows, start=1):
         subjects = {}
         for info in board.subjects:
@@ -585,6 +592,8 @@ def board_records(board: Board) -> Iterator[dict[str, Any]]:
             "model_epoch_reduction": board.reduction_for(row.run).query,
             "flaky_items": board.flaky.get(row.run.pk) if board.epochs > 1 else None,
             "corpus": _corpus_record(board.corpus.get(row.run.pk)),
+            # A judge that scores per turn: the subject's mean per turn (`Board.turn_table`).
+            "turns": by_turn.get(row.run.pk),
         }
 
 
@@ -668,6 +677,9 @@ def board_csv(board: Board) -> Iterable[str]:
                 ]
             row.append(entry["overridden"])
         row += [record["epochs"], record["model_epoch_reduction"], record["flaky_items"]]
+        if board.turn_table is not None:
+            means = record["turns"] or [None] * board.turn_table.turns
+            row += [_rounded(mean, BOARD_DIGITS) for mean in means]
         if board.corpus_metric is not None:
             corpus = record["corpus"] or {}
             row += [_rounded(corpus.get(k), BOARD_DIGITS) for k in ("value", "ci_low", "ci_high")]

@@ -44,7 +44,13 @@ def test_without_javascript_every_group_says_which_kinds_it_is_for(task, reviewe
         ),
         "rubric": (
             "For LLM rubric judges only",
-            ["reply_format", "reply_pattern", "use_structured_output", "ask_confidence"],
+            [
+                "reply_format",
+                "reply_pattern",
+                "use_structured_output",
+                "ask_confidence",
+                "per_turn",
+            ],
         ),
         "mcq mcq_rule": (
             "For multiple choice (LLM) and multiple choice (rule-based) judges",

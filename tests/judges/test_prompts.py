@@ -79,8 +79,9 @@ def test_hostile_response_is_sent_verbatim_never_expanded() -> None:
 def test_an_unknown_placeholder_names_itself_and_what_exists() -> None:
     with pytest.raises(PromptError) as caught:
         render("{{ question }} {{ answer.upper }}", {"question": "Q", "response": "R"})
+    # An expression makes the template Jinja2 (#27.6): the name it lacks, with its line.
     assert str(caught.value) == (
-        "The prompt uses {{ answer.upper }}, which the item does not have; "
+        "The prompt, line 1 uses {{ answer }}, which the item does not have; "
         "available: question, response."
     )
 
