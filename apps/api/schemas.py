@@ -96,6 +96,41 @@ class GenerationIn(Schema):
     budget_usd: float | None = None  # stop cleanly before the cost could pass this (USD)
 
 
+class ScriptRunIn(Schema):
+    """A memory-script run (GoodAI's LTM): what `start_run script` takes."""
+
+    dataset: int
+    endpoint: int | str  # id or name
+    statements_column: str
+    question_column: str
+    gap_tokens: int = 0  # filler tokens between the last statement and the question
+    gap_column: str = ""  # or a column giving the gap per item
+    filler_column: str = ""  # the item's own filler; else the bundled text
+    filler_seed: int = 0
+    system_message: str = ""
+    label: str = ""
+    epochs: int = 1
+    logging_mode: str = "failed"
+    budget_usd: float | None = None
+
+
+class SimulationRunIn(Schema):
+    """A simulated-user conversation run: what `start_run simulation` takes."""
+
+    dataset: int
+    endpoint: int | str  # the model's: id or name
+    simulator: int | str  # the simulated user's: id or name
+    instructions: str  # the simulated user's persona and goal, over the item's fields
+    system_message: str = ""
+    opening_column: str = ""
+    max_turns: int = 4
+    done_marker: str = "[DONE]"
+    label: str = ""
+    epochs: int = 1
+    logging_mode: str = "failed"
+    budget_usd: float | None = None
+
+
 class JudgeRunIn(Schema):
     judge: int
     # A generation run's id, "run:ID", or "column:DATASET_ID:COLUMN" (a response column).

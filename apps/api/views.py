@@ -40,7 +40,9 @@ from apps.runs.engine.launch import LaunchError, launch
 from apps.runs.engine.lifecycle import cancel
 from apps.runs.forms import GenerationRunForm
 from apps.runs.kinds.generation import create_generation_run
-from apps.runs.models import Endpoint, ErrorKind, PromptTemplate, Response, Run
+from apps.runs.kinds.scripts import create_script_run
+from apps.runs.kinds.simulation import create_simulation_run
+from apps.runs.models import Endpoint, ErrorKind, LoggingMode, PromptTemplate, Response, Run
 
 router = Router()
 ERRORS: dict[int, Any] = {code: schemas.Error for code in (400, 401, 403, 404, 422)}
@@ -283,6 +285,93 @@ def start_generation(request: HttpRequest, body: schemas.GenerationIn) -> Status
         use_cache=form.cache_choice(),
         budget_usd=form.cleaned_data.get("budget_usd"),
     )
+    return Status(201, run_out(request, run))
+
+
+def _endpoint(value: int | str, field: str) -> Endpoint:
+    pk = _pk_by_name(Endpoint, value)
+    found = Endpoint.objects.filter(pk=pk).first() if str(pk).isdigit() else None
+    if found is None:
+        message = f"There is no endpoint {value!r}."
+        raise ApiError(400, f"{field}: {message}", {field: [message]})
+    return found
+
+
+def _dialogue_run_options(
+    request: HttpRequest, body: schemas.ScriptRunIn | schemas.SimulationRunIn
+) -> tuple[Dataset, dict[str, Any]]:
+    """What memory-script and simulated-conversation runs share: dataset, label, epochs,
+    logging, budget, the person starting it."""
+    dataset = Dataset.objects.filter(pk=body.dataset).first()
+    if dataset is None:
+        raise Http404(f"There is no dataset #{body.dataset}.")
+    if body.logging_mode not in LoggingMode.values:
+        known = ", ".join(LoggingMode.values)
+        raise ApiError(400, f"logging_mode: one of {known}.", {"logging_mode": [known]})
+    options = {
+        "user": request.user,
+        "label": body.label,
+        "epochs": body.epochs,
+        "logging_mode": body.logging_mode,
+        "budget_usd": body.budget_usd,
+    }
+    return dataset, options
+
+
+@router.post(
+    "/runs/script/",
+    tags=["runs"],
+    response={201: schemas.RunOut, **ERRORS},
+    summary="Start a memory-script run",
+)
+def start_script(request: HttpRequest, body: schemas.ScriptRunIn) -> Status[dict[str, Any]]:
+    """Each item's statements, filler up to the information gap, then its question, in turns
+    (GoodAI's LTM benchmark); refused naming the rows when items are not scripts."""
+    need(request, User.Role.REVIEWER)
+    dataset, options = _dialogue_run_options(request, body)
+    try:
+        run = create_script_run(
+            dataset,
+            _endpoint(body.endpoint, "endpoint"),
+            statements_column=body.statements_column,
+            question_column=body.question_column,
+            gap_tokens=body.gap_tokens,
+            gap_column=body.gap_column,
+            filler_column=body.filler_column,
+            filler_seed=body.filler_seed,
+            system_message=body.system_message,
+            **options,
+        )
+    except ValueError as exc:
+        raise ApiError(400, str(exc)) from None
+    return Status(201, run_out(request, run))
+
+
+@router.post(
+    "/runs/simulation/",
+    tags=["runs"],
+    response={201: schemas.RunOut, **ERRORS},
+    summary="Start a simulated-user conversation run",
+)
+def start_simulation(request: HttpRequest, body: schemas.SimulationRunIn) -> Status[dict[str, Any]]:
+    """Another endpoint plays the user (its instructions: persona and goal) for up to
+    max_turns answers of the model, or until it says its done marker."""
+    need(request, User.Role.REVIEWER)
+    dataset, options = _dialogue_run_options(request, body)
+    try:
+        run = create_simulation_run(
+            dataset,
+            _endpoint(body.endpoint, "endpoint"),
+            _endpoint(body.simulator, "simulator"),
+            instructions=body.instructions,
+            system_message=body.system_message,
+            opening_column=body.opening_column,
+            max_turns=body.max_turns,
+            done_marker=body.done_marker,
+            **options,
+        )
+    except ValueError as exc:
+        raise ApiError(400, str(exc)) from None
     return Status(201, run_out(request, run))
 
 
