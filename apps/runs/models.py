@@ -258,11 +258,17 @@ class PromptTemplateQuerySet(models.QuerySet["PromptTemplate"]):
 
 
 class PromptTemplate(Versioned):
-    """System + user message over item fields. Editing makes a new version."""
+    """The messages a run sends for an item: a system + user message over item fields, or a
+    list of chat messages (`messages`: few-shot assistant turns, the item's conversation; see
+    apps/runs/prompts.py). Editing makes a new version."""
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="templates")
     system_message = models.TextField(blank=True)
-    user_message = models.TextField()
+    user_message = models.TextField(blank=True)
+    # A chat template: [{"role": "system" | "user" | "assistant", "content": template}, and at
+    # most one {"role": "conversation"} for the item's conversation]. Empty: the system and
+    # user message above (templates made before chat templates keep rendering as they did).
+    messages = models.JSONField(default=list, blank=True)
     fewshot_dataset = models.ForeignKey(
         Dataset, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -283,9 +289,19 @@ class PromptTemplate(Versioned):
     def get_absolute_url(self) -> str:
         return reverse("runs:template-detail", args=[self.pk])
 
+    @property
+    def is_chat(self) -> bool:
+        return bool(self.messages)
+
+    @property
+    def sends_conversation(self) -> bool:
+        """Whether it sends the item's conversation (what a multi-turn run asks turn by turn)."""
+        return any(m.get("role") == "conversation" for m in self.messages or [])
+
     CONTENT_FIELDS = (
         "system_message",
         "user_message",
+        "messages",
         "fewshot_dataset_id",
         "fewshot_k",
         "fewshot_seed",
@@ -1037,6 +1053,7 @@ class Response(LLMCall):
             fields=item.fields,
             reference=item.reference,
             tags=item.tags,
+            conversation=item.conversation,
         )
         try:
             rendered = PromptRenderer.for_template(template, self.run.dataset_id).render(data)

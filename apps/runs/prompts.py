@@ -8,10 +8,18 @@ set is an allow-list (no `include`, `load`, `debug`, `url`, `csrf_token`); no lo
 so no file can be read. Output is plain text (no HTML escaping: it goes to a model).
 
 Variables: each item field by name (`{{ question }}`), `item` (all fields: `{{ item.question }}`),
-`key`, `position`, `reference`, `tags`, and with few-shot `examples` (the examples, each
+`key`, `position`, `reference`, `tags`, `conversation` (a conversation item's messages as one
+text, "Role: content" per message), and with few-shot `examples` (the examples, each
 written with the example format and joined by blank lines) and `fewshot` (the examples as
 data). When k > 0 and neither message mentions `examples`/`fewshot`, the examples go before
 the user message.
+
+A template is either a system + user message (the first kind, kept as it rendered), or a list
+of chat messages (`PromptTemplate.messages`): system, user and assistant messages, each a
+template (few-shot turns are assistant messages), and at most one `{"role": "conversation"}`
+entry that stands for the item's conversation (apps/datasets/conversations.py) as recorded.
+A multi-turn run sends the messages before it, then the dialogue so far (apps/runs/turns.py).
+A template that fails to compile or render names the message, the line and (rendering) the item.
 
 Few-shot draws are deterministic per (template name and seed, item): `random.Random` seeded
 with a string (hashed with SHA-512, so the same in every process), and never the item itself.
@@ -27,8 +35,10 @@ from django.template import Context, Library, TemplateSyntaxError, defaultfilter
 from django.template.base import Template
 from django.template.engine import Engine
 
+from apps.datasets.conversations import conversation_text
 from apps.datasets.models import Dataset, Item
 from apps.datasets.values import as_text
+from apps.runs.turns import dialogue
 
 # ---- the sandbox -----------------------------------------------------------------------------
 register = Library()
@@ -72,6 +82,8 @@ def _engine(string_if_invalid: str) -> Engine:
         libraries={},
         autoescape=False,
         string_if_invalid=string_if_invalid,
+        # Errors carry the line they happened on (`template_debug`); nothing else changes.
+        debug=True,
     )
 
 
@@ -158,11 +170,59 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
+def _line(exc: BaseException) -> str:
+    """ " line N" of a template error, from Django's debug information ("" without it)."""
+    info = getattr(exc, "template_debug", None)
+    if not isinstance(info, dict) or not info.get("line"):
+        return ""
+    line = f"line {info['line']}"
+    return "" if line in str(exc) else f" {line}"  # some messages say it already
+
+
 def compile_template(source: str, what: str = "template") -> Template:
     try:
         return engine().from_string(source)
     except TemplateSyntaxError as exc:
-        raise PromptError(f"{what}: {exc}") from None
+        raise PromptError(f"{what}{_line(exc)}: {exc}") from None
+
+
+# A chat template's stand-in for the item's conversation (PromptTemplate.messages).
+CONVERSATION = "conversation"
+TEMPLATE_ROLES = ("system", "user", "assistant", CONVERSATION)
+
+
+def message_label(number: int, role: str) -> str:
+    """How errors name a chat template's message: "Message 2 (assistant)"."""
+    return f"Message {number} ({role})"
+
+
+def check_messages(messages: Any) -> list[str]:
+    """Plain-words problems of a chat template's message list (empty when it is fine)."""
+    if not isinstance(messages, list) or not messages:
+        return ["A chat template is a non-empty list of messages."]
+    errors = []
+    conversations = 0
+    for number, message in enumerate(messages, 1):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in TEMPLATE_ROLES:
+            errors.append(
+                f"Message {number}: role {role!r} is not one of {', '.join(TEMPLATE_ROLES)}."
+            )
+            continue
+        if role == CONVERSATION:
+            conversations += 1
+            continue
+        content = message.get("content")
+        if not isinstance(content, str) or not content.strip():
+            errors.append(f"{message_label(number, role)} is empty.")
+            continue
+        errors.extend(validate_template_sources((message_label(number, role), content)))
+    if conversations > 1:
+        errors.append("The item's conversation can be sent once per template.")
+    roles = [m.get("role") for m in messages if isinstance(m, dict)]
+    if CONVERSATION not in roles and "user" not in roles:
+        errors.append("A chat template needs a user message or the item's conversation.")
+    return errors
 
 
 # ---- items as plain data -------------------------------------------------------------------------
@@ -177,8 +237,10 @@ class ItemData:
     fields: dict[str, Any]
     reference: str = ""
     tags: list[str] = field(default_factory=list)
+    # Canonical chat messages (Item.conversation); [] for a plain item.
+    conversation: list[dict[str, Any]] = field(default_factory=list)
 
-    VALUES = ("id", "dataset_id", "key", "position", "fields", "reference", "tags")
+    VALUES = ("id", "dataset_id", "key", "position", "fields", "reference", "tags", "conversation")
 
     @classmethod
     def from_values(cls, row: dict[str, Any]) -> "ItemData":
@@ -201,6 +263,10 @@ def item_context(item: ItemData) -> dict[str, Any]:
         reference=item.reference or "",
         tags=DataList(item.tags or []),
     )
+    if item.conversation:
+        # The one way a conversation reads as text (Item.conversation_text), for a single
+        # message that quotes it.
+        context["conversation"] = conversation_text(item.conversation)
     return context
 
 
@@ -243,7 +309,7 @@ def default_example_format(input_columns: list[str]) -> str:
 # ---- rendering ---------------------------------------------------------------------------------
 @dataclass
 class Rendered:
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     missing: list[str]  # variables the template used that this item does not have
     examples: list[ItemData]
 
@@ -253,8 +319,27 @@ class PromptRenderer:
 
     def __init__(self, template: Any, pool: FewshotPool | None = None) -> None:
         self.template = template
-        self.system = compile_template(template.system_message or "", "System message")
-        self.user = compile_template(template.user_message or "", "User message")
+        self.chat = list(template.messages or [])
+        # (role, label, compiled template; None for the conversation), in order.
+        self.parts: list[tuple[str, str, Template | None]] = []
+        if self.chat:
+            if problems := check_messages(self.chat):
+                raise PromptError(problems[0])
+            for number, message in enumerate(self.chat, 1):
+                role = message["role"]
+                label = message_label(number, role)
+                compiled = (
+                    None if role == CONVERSATION else compile_template(message["content"], label)
+                )
+                self.parts.append((role, label, compiled))
+            sources = "".join(str(m.get("content", "")) for m in self.chat)
+        else:
+            for role, label, source in (
+                ("system", "System message", template.system_message),
+                ("user", "User message", template.user_message),
+            ):
+                self.parts.append((role, label, compile_template(source or "", label)))
+            sources = (template.system_message or "") + (template.user_message or "")
         self.k = template.fewshot_k if template.fewshot_k else 0
         self.pool = pool
         self.seed_text = f"{template.task_id}:{template.name}:{template.fewshot_seed}"
@@ -262,8 +347,16 @@ class PromptRenderer:
         if self.k and not fmt.strip():
             fmt = default_example_format(pool.input_columns if pool else [])
         self.example = compile_template(fmt, "Example format") if self.k else None
-        sources = (template.system_message or "") + (template.user_message or "")
         self.inline_examples = bool(_FEWSHOT_RE.search(sources))
+
+    @property
+    def sends_conversation(self) -> bool:
+        """Whether the template sends the item's conversation (what multi-turn runs need)."""
+        return any(role == CONVERSATION for role, _, _ in self.parts)
+
+    @property
+    def ends_with_conversation(self) -> bool:
+        return bool(self.parts) and self.parts[-1][0] == CONVERSATION
 
     @classmethod
     def for_template(cls, template: Any, item_dataset_id: int | None = None) -> "PromptRenderer":
@@ -273,21 +366,34 @@ class PromptRenderer:
             pool = FewshotPool.load(dataset_id) if dataset_id else None
         return cls(template, pool)
 
-    def render(self, item: ItemData, preview: bool = False) -> Rendered:
+    def render(
+        self,
+        item: ItemData,
+        preview: bool = False,
+        *,
+        turn: int | None = None,
+        answers: Sequence[str] = (),
+    ) -> Rendered:
+        """The messages for `item`; with `turn` n (a multi-turn run), the item's conversation
+        stands as turn n is asked: up to its n-th user message, `answers` to the turns before
+        it in place of what the file recorded (apps/runs/turns.py)."""
         try:
-            return self._render(item, preview)
+            return self._render(item, preview, turn, list(answers))
         except PromptError:
             raise
         except Exception as exc:  # a filter failing on this item's data
             raise PromptError(f"Rendering failed on item {item.key}: {exc}") from exc
 
-    def _render(self, item: ItemData, preview: bool) -> Rendered:
+    def _render(
+        self, item: ItemData, preview: bool, turn: int | None, answers: list[str]
+    ) -> Rendered:
         context = item_context(item)
         examples = self.pool.draw(item, self.k, self.seed_text) if self.pool and self.k else []
         missing: list[str] = []
         if examples and self.example is not None:
             blocks = [
-                self._text(self.example, item_context(ex), preview, missing) for ex in examples
+                self._text(self.example, item_context(ex), preview, missing, "Example format", item)
+                for ex in examples
             ]
             context["examples"] = "\n\n".join(blocks)
             context["fewshot"] = DataList(
@@ -296,21 +402,50 @@ class PromptRenderer:
         else:
             context["examples"] = ""
             context["fewshot"] = DataList([])
-        system = self._text(self.system, context, preview, missing)
-        user = self._text(self.user, context, preview, missing)
+        messages: list[dict[str, Any]] = []
+        for role, label, compiled in self.parts:
+            if compiled is None:
+                messages.extend(self._conversation(item, turn, answers))
+                continue
+            text = self._text(compiled, context, preview, missing, label, item)
+            if role == "system" and not text.strip():
+                continue  # a system message with nothing to say (or a false condition)
+            messages.append({"role": role, "content": text})
         if context["examples"] and not self.inline_examples:
-            user = f"{context['examples']}\n\n{user}"
-        messages = [{"role": "system", "content": system}] if system.strip() else []
-        messages.append({"role": "user", "content": user})
+            first_user = next((m for m in messages if m["role"] == "user"), None)
+            if first_user is not None:
+                first_user["content"] = f"{context['examples']}\n\n{first_user['content']}"
         return Rendered(messages, sorted(set(missing)), examples)
 
     @staticmethod
-    def _text(template: Template, data: dict[str, Any], preview: bool, missing: list[str]) -> str:
-        if not preview:
-            return template.render(Context(data, autoescape=False))
-        # Render with the marking engine so unknown names can be reported, then drop marks.
-        marked = engine(preview=True).from_string(template.source)
-        text = marked.render(Context(data, autoescape=False))
+    def _conversation(item: ItemData, turn: int | None, answers: list[str]) -> list[dict[str, Any]]:
+        if not item.conversation:
+            raise PromptError(
+                f"Item {item.key} has no conversation: the template sends the item's "
+                "conversation, and the dataset maps no conversation column (or this row's is empty)."
+            )
+        if turn is None:
+            return [dict(m) for m in item.conversation]
+        return dialogue(item.conversation, answers, upto=turn)
+
+    @staticmethod
+    def _text(
+        template: Template,
+        data: dict[str, Any],
+        preview: bool,
+        missing: list[str],
+        label: str = "",
+        item: ItemData | None = None,
+    ) -> str:
+        try:
+            if not preview:
+                return template.render(Context(data, autoescape=False))
+            # Render with the marking engine so unknown names can be reported, then drop marks.
+            marked = engine(preview=True).from_string(template.source)
+            text = marked.render(Context(data, autoescape=False))
+        except Exception as exc:
+            where = f" on item {item.key}" if item is not None else ""
+            raise PromptError(f"Rendering failed{where}: {label}{_line(exc)}: {exc}") from exc
         missing.extend(_MISSING_RE.findall(text))
         return _MISSING_RE.sub("", text)
 

@@ -86,7 +86,8 @@ def test_templates_read_item_fields_and_nothing_else(settings, source):
 def test_dangerous_syntax_is_refused_with_a_clear_error(source):
     with pytest.raises(PromptError) as excinfo:
         compile_template(source, "User message")
-    assert str(excinfo.value).startswith("User message:")
+    # The message and the line are named (Django's own words sometimes name the line).
+    assert str(excinfo.value).startswith("User message") and "line 1" in str(excinfo.value)
 
 
 def test_unknown_variables_are_reported_in_preview(task):
@@ -152,3 +153,82 @@ def test_each_edit_makes_a_new_version_and_old_ones_stay(task, reviewer_user):
     first.refresh_from_db()
     assert first.user_message == "v1 {{ question }}"
     assert list(PromptTemplate.objects.latest_versions().values_list("version", flat=True)) == [2]
+
+
+# ---- chat templates (#27.2) ------------------------------------------------------------------
+CHAT = [{"role": "user", "content": "Hi?"}, {"role": "user", "content": "Again?"}]
+
+
+def chat(messages: list, it: ItemData | None = None, **kwargs) -> list:
+    template = PromptTemplate(task_id=1, name="c", messages=messages)
+    return PromptRenderer(template).render(it or item(), **kwargs).messages
+
+
+def test_a_chat_template_is_a_list_of_messages_with_few_shot_assistant_turns():
+    messages = chat(
+        [
+            {"role": "system", "content": "You grade {{ meta.lang }} answers."},
+            {"role": "user", "content": "Q: 1 + 1?"},
+            {"role": "assistant", "content": "2"},
+            {"role": "user", "content": "Q: {{ question }}?"},
+        ]
+    )
+    assert messages == [
+        {"role": "system", "content": "You grade en answers."},
+        {"role": "user", "content": "Q: 1 + 1?"},
+        {"role": "assistant", "content": "2"},
+        {"role": "user", "content": "Q: q1?"},
+    ]
+
+
+def test_the_items_conversation_with_an_optional_system_message():
+    it = ItemData(id=2, dataset_id=1, key="d2", position=0, fields={"c": "x"}, conversation=CHAT)
+    template = [
+        {"role": "system", "content": "{% if c == 'x' %}Be kind.{% endif %}"},
+        {"role": "conversation"},
+    ]
+    assert chat(template, it) == [{"role": "system", "content": "Be kind."}, *CHAT]
+    # An empty system message (its condition false) is not sent.
+    other = ItemData(id=3, dataset_id=1, key="d3", position=1, fields={"c": "y"}, conversation=CHAT)
+    assert chat(template, other) == CHAT
+    # Turn by turn: up to the turn asked, the earlier answers in place.
+    assert chat(template, it, turn=2, answers=["Hello."]) == [
+        {"role": "system", "content": "Be kind."},
+        CHAT[0],
+        {"role": "assistant", "content": "Hello."},
+        CHAT[1],
+    ]
+    # A plain item has no conversation to send: the error names it.
+    with pytest.raises(PromptError, match="Item k1 has no conversation"):
+        chat(template)
+
+
+def test_a_template_that_fails_to_render_names_the_item_the_message_and_the_line():
+    template = [
+        {"role": "system", "content": "Grade."},
+        {"role": "user", "content": "Q: {{ question }}\nNumber: {{ question|divisibleby:2 }}"},
+    ]
+    with pytest.raises(PromptError) as excinfo:
+        chat(template)
+    assert str(excinfo.value).startswith("Rendering failed on item k1: Message 2 (user) line 2: ")
+    with pytest.raises(PromptError) as excinfo:
+        render("ok\n{{ question|divisibleby:2 }}")
+    assert str(excinfo.value).startswith("Rendering failed on item k1: User message line 2: ")
+    with pytest.raises(PromptError, match=r"^Message 1 \(user\) line 3: "):
+        chat([{"role": "user", "content": "a\nb\n{% if %}"}])
+
+
+@pytest.mark.parametrize(
+    ("messages", "problem"),
+    [
+        ([], "A chat template is a non-empty list of messages."),
+        ([{"role": "bot", "content": "x"}], "Message 1: role 'bot' is not one of"),
+        ([{"role": "user", "content": " "}], "Message 1 (user) is empty."),
+        ([{"role": "conversation"}] * 2, "The item's conversation can be sent once"),
+        ([{"role": "system", "content": "s"}], "needs a user message or the item's conversation"),
+    ],
+)
+def test_bad_chat_templates_are_refused_in_plain_words(messages, problem):
+    from apps.runs.prompts import check_messages
+
+    assert problem in " ".join(check_messages(messages))

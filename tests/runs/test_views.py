@@ -115,7 +115,8 @@ def test_a_template_reaching_for_python_is_refused(reviewer_client, task):
         {"name": "bad", "user_message": "{{ item.__class__ }}", "fewshot_k": 0, "fewshot_seed": 0},
     )
     assert response.status_code == 200
-    assert "User message:" in response.content.decode() and not PromptTemplate.objects.exists()
+    assert "User message line 1:" in response.content.decode()
+    assert not PromptTemplate.objects.exists()
 
 
 @pytest.mark.django_db
