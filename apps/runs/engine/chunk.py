@@ -429,7 +429,7 @@ class ChunkRunner:
 
     async def perform(self, unit: Any) -> Result | None:
         item_id = getattr(unit, "item_id", 0)
-        call = Call(self.llm, item_id, getattr(unit, "log_unit", None))
+        call = Call(self.llm, item_id, getattr(unit, "log_unit", None), sink=self._buffer)
         try:
             result = await self.plugin.perform(self.run, self.ctx, unit, call)
         except OverBudget:
@@ -444,7 +444,7 @@ class ChunkRunner:
             return None
         except LLMError as exc:
             if exc.fatal:
-                self.attempt_buffer.extend(call.log)
+                self.attempt_buffer.extend(call.rest())
                 await self.fatal(exc.message)
                 return None
             result = self.plugin.failed_result(self.run, self.ctx, unit, exc.kind, exc.message)
@@ -467,8 +467,14 @@ class ChunkRunner:
                     traceback="".join(traceback.format_exception(exc)),
                 )
             )
-        result.attempts = call.log
+        result.attempts = call.rest()
         return result
+
+    def _buffer(self, part: Result) -> None:
+        """A finished part of a unit still going (`Call.emit`): committed with the next flush."""
+        self.buffer.append(part)
+        if self.first_buffered is None:
+            self.first_buffered = time.monotonic()
 
     def lose_redis(self) -> None:
         """Redis went away: stop taking and sending; answers in hand are still committed."""
@@ -523,7 +529,8 @@ class ChunkRunner:
                 # between the commit and this, a key is handed back and dropped as settled;
                 # so is one whose removal Redis missed while it was away.)
                 try:
-                    await self.redis.srem(self.held, *{r.key for r in batch})
+                    if finished := {r.key for r in batch if not r.partial}:
+                        await self.redis.srem(self.held, *finished)
                 except REDIS_DOWN:
                     self.lose_redis()
             self.last_flush = time.monotonic()

@@ -4,6 +4,7 @@ what it hands back (`Result`, `Progress`), and where the engine finds a run's ki
 registry, settings.RUN_KINDS (see apps.runs.engine)."""
 
 from argparse import ArgumentParser
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, cast
 
@@ -42,6 +43,9 @@ class Result:
     ok: bool
     attempts: list[Attempt] = field(default_factory=list)
     data: Any = None
+    # A finished part of a unit that is still going (a turn of a multi-turn item, `Call.emit`):
+    # committed like any result, but the unit stays the chunk's until its final result.
+    partial: bool = False
 
 
 @dataclass(frozen=True)
@@ -57,13 +61,38 @@ class PlannedRequest:
 class Call:
     """What `perform` may do with the outside world for one unit."""
 
-    def __init__(self, llm: LLM | None, item_id: int, unit: int | None = None) -> None:
+    def __init__(
+        self,
+        llm: LLM | None,
+        item_id: int,
+        unit: int | None = None,
+        sink: Callable[[Result], None] | None = None,
+    ) -> None:
         self.llm = llm
         self.item_id = item_id
         # A unit that makes items instead of answering one (dataset generation): its
         # attempts are logged under this number (AttemptLog.unit).
         self.unit = unit
         self.log: list[Attempt] = []
+        # Where `emit` hands parts of the unit to be committed (the chunk's write buffer);
+        # without one (batch mode, the cost estimate) they are only kept in `parts`.
+        self.sink = sink
+        self.parts: list[Result] = []
+        self._emitted = 0  # attempts already handed on with a part
+
+    def emit(self, key: str, data: Any, *, ok: bool = True) -> None:
+        """Commit a finished part of the unit now, before the unit ends (a turn of a
+        multi-turn item): `persist` gets it as a partial Result with the attempts made since
+        the last part, so a worker that dies later loses only what came after it."""
+        part = Result(key, self.item_id, ok, self.rest(), data, partial=True)
+        self._emitted = len(self.log)
+        self.parts.append(part)
+        if self.sink is not None:
+            self.sink(part)
+
+    def rest(self) -> list[Attempt]:
+        """The attempts no part has carried yet (what the unit's final result carries)."""
+        return self.log[self._emitted :]
 
     async def chat(
         self,

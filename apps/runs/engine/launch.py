@@ -114,6 +114,11 @@ def batch_refusal(run: Run) -> str:
     """Why `run` cannot be sent as a batch; blank when it can."""
     if run.endpoint is None:
         return "Batch mode sends requests to a model: this run asks none (a rule-based judge)."
+    if run.multi_turn:
+        return (
+            "Batch mode cannot ask turn by turn yet (turn 2 needs the answer to turn 1): "
+            "launch the multi-turn run without batch mode."
+        )
     return run.endpoint.batch_refusal()
 
 

@@ -297,9 +297,7 @@ class ChoicePlugin(GenerationPlugin):
             units.append(unit)
         return units
 
-    async def perform(  # type: ignore[override]
-        self, run: Run, ctx: ChoiceContext, unit: ChoiceUnit, call: Call
-    ) -> Result:
+    async def perform(self, run: Run, ctx: ChoiceContext, unit: ChoiceUnit, call: Call) -> Result:
         if unit.error:
             return self.failed_result(run, ctx, unit, unit.error_kind, unit.error)
         prompts = [unit.context + JOIN + option for option in unit.options]

@@ -1,4 +1,13 @@
-"""Generation runs: dataset × endpoint × template version → one Response per item and epoch."""
+"""Generation runs: dataset × endpoint × template version → one Response per item and epoch.
+
+A multi-turn run (`Run.multi_turn`, over conversation items) asks each user turn of an item in
+order, with the model's own earlier answers in context (apps/runs/turns.py). The unit is still
+(item, epoch); each turn is committed as it finishes (a `runs.Turn` row, through `Call.emit`),
+so a worker killed mid-item loses at most the turn in flight, and whoever takes the unit on
+(the reaper's next chunk, a resume, retry failed) asks from the first turn without an answer.
+A failed turn fails the item, naming the turn; later turns are not asked. The Response is
+written with the unit's last result: the whole item, its text the last answer.
+"""
 
 from argparse import ArgumentParser
 from dataclasses import dataclass
@@ -17,12 +26,22 @@ from apps.runs.engine.contract import (
     RunPlugin,
     add_batch_argument,
 )
+from apps.runs.engine.errors import LLMError
 from apps.runs.engine.launch import launch
 from apps.runs.engine.llm import Reply
 from apps.runs.estimate import evenly_spaced
-from apps.runs.models import Endpoint, ErrorKind, LoggingMode, PromptTemplate, Response, Run
+from apps.runs.models import (
+    Endpoint,
+    ErrorKind,
+    LoggingMode,
+    PromptTemplate,
+    Response,
+    Run,
+    Turn,
+)
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer
 from apps.runs.response_schema import clean_schema
+from apps.runs.turns import turn_failure, turn_totals, user_turns
 
 
 @dataclass(slots=True)
@@ -42,6 +61,31 @@ class Failure:
     error_kind: str
     message: str
     attempts: int = 0
+
+
+@dataclass(slots=True)
+class TurnUnit:
+    """An (item, epoch) of a multi-turn run: the turns it asks, and those answered already."""
+
+    key: str
+    item_id: int
+    epoch: int
+    item: ItemData
+    asked: list[str]  # each user turn's text
+    answers: list[str]  # the first turns' answers, from an earlier launch or a dead chunk
+    seed: int | None = None
+    error: str = ""  # the unit cannot be asked at all (no conversation)
+
+
+@dataclass(slots=True)
+class TurnOutcome:
+    """A finished turn, handed to `persist` as a partial result (`Call.emit`)."""
+
+    epoch: int
+    number: int
+    asked: str
+    reply: Reply | None = None
+    failure: Failure | None = None
 
 
 def unit_key(item_id: int, epoch: int) -> str:
@@ -117,7 +161,9 @@ class GenerationPlugin(RunPlugin):
     def prepare(self, run: Run) -> PromptRenderer:
         return PromptRenderer.for_template(run.template, item_dataset_id=run.dataset_id)
 
-    def load_units(self, run: Run, ctx: PromptRenderer, keys: list[str]) -> list[GenerationUnit]:
+    def load_units(self, run: Run, ctx: PromptRenderer, keys: list[str]) -> list[Any]:
+        if run.multi_turn:
+            return self._turn_units(run, keys)
         pairs = [parse_unit_key(key) for key in keys]
         rows = Item.objects.filter(id__in={item for item, _ in pairs}).values(*ItemData.VALUES)
         rendered: dict[int, tuple[list[dict[str, str]], str]] = {}
@@ -140,6 +186,47 @@ class GenerationPlugin(RunPlugin):
             if item_id in rendered
         ]
 
+    def _turn_units(self, run: Run, keys: list[str]) -> list[TurnUnit]:
+        """Multi-turn units, each with the turns already answered in a row from turn 1 (an
+        overwrite asks everything again: only this launch's answers count)."""
+        pairs = [parse_unit_key(key) for key in keys]
+        ids = {item for item, _ in pairs}
+        items = {
+            row["id"]: ItemData.from_values(row)
+            for row in Item.objects.filter(id__in=ids).values(*ItemData.VALUES)
+        }
+        done: dict[tuple[int, int], dict[int, str]] = {}
+        rows = Turn.objects.filter(run=run, item_id__in=ids).answered()
+        if run.mode == Run.Mode.OVERWRITE:
+            rows = rows.filter(launch__gte=run.launch)
+        for item_id, epoch, number, text in rows.values_list("item_id", "epoch", "number", "text"):
+            done.setdefault((item_id, epoch), {})[number] = text
+        seed = run.endpoint.seed if run.endpoint is not None else None
+        units = []
+        for item_id, epoch in pairs:
+            item = items.get(item_id)
+            if item is None:
+                continue
+            answered = done.get((item_id, epoch), {})
+            answers: list[str] = []
+            while len(answers) + 1 in answered:
+                answers.append(answered[len(answers) + 1])
+            asked = user_turns(item.conversation)
+            error = "" if asked else f"Item {item.key} has no conversation to ask turn by turn."
+            units.append(
+                TurnUnit(
+                    unit_key(item_id, epoch),
+                    item_id,
+                    epoch,
+                    item,
+                    asked,
+                    answers[: len(asked)],
+                    seed=None if seed is None else seed + epoch,
+                    error=error,
+                )
+            )
+        return units
+
     def sample_keys(self, run: Run, n: int) -> tuple[list[str], int]:
         ids = list(
             Item.objects.filter(dataset_id=run.dataset_id)
@@ -150,28 +237,68 @@ class GenerationPlugin(RunPlugin):
         keys = [unit_key(item_id, epoch) for item_id in chosen for epoch in range(run.epochs)]
         return keys, len(ids) * run.epochs
 
-    def planned_requests(self, run: Run, ctx: Any, unit: GenerationUnit) -> list[PlannedRequest]:
+    def planned_requests(self, run: Run, ctx: Any, unit: Any) -> list[PlannedRequest]:
         if unit.error:
             return []
         params = {"seed": unit.seed} if unit.seed is not None else {}
+        if isinstance(unit, TurnUnit):
+            # Each turn's request; the earlier answers are not known yet, so they count as
+            # empty here (the estimate's completion allowance covers the answers themselves).
+            planned = []
+            for number in range(len(unit.answers) + 1, len(unit.asked) + 1):
+                answers = [*unit.answers, *[""] * (number - 1 - len(unit.answers))]
+                try:
+                    messages = ctx.render(unit.item, turn=number, answers=answers).messages
+                except PromptError:
+                    break
+                planned.append(PlannedRequest(messages, params, epoch=unit.epoch))
+            return planned
         return [PlannedRequest(unit.messages, params, epoch=unit.epoch)]
 
-    async def perform(self, run: Run, ctx: Any, unit: GenerationUnit, call: Call) -> Result:
+    async def perform(self, run: Run, ctx: Any, unit: Any, call: Call) -> Result:
         if unit.error:
             return self.failed_result(run, ctx, unit, ErrorKind.TEMPLATE, unit.error)
+        if isinstance(unit, TurnUnit):
+            return await self._perform_turns(ctx, unit, call)
         params = {"seed": unit.seed} if unit.seed is not None else {}
         # No database here (async): everything comes in the unit. LLMError: the engine
         # records the failure.
         reply = await call.chat(unit.messages, epoch=unit.epoch, **params)
         return Result(unit.key, unit.item_id, True, data=reply)
 
-    def failed_result(
-        self, run: Run, ctx: Any, unit: GenerationUnit, error_kind: str, message: str
-    ) -> Result:
+    async def _perform_turns(self, ctx: PromptRenderer, unit: TurnUnit, call: Call) -> Result:
+        """Ask the unit's turns from the first without an answer, each with the answers before
+        it in context; each turn is committed as it finishes (`Call.emit`)."""
+        params = {"seed": unit.seed} if unit.seed is not None else {}
+        answers = list(unit.answers)
+        total = len(unit.asked)
+        for number in range(len(answers) + 1, total + 1):
+            asked = unit.asked[number - 1]
+            try:
+                messages = ctx.render(unit.item, turn=number, answers=answers).messages
+                reply = await call.chat(messages, epoch=unit.epoch, **params)
+            except (LLMError, PromptError) as exc:
+                if isinstance(exc, LLMError) and exc.fatal:
+                    raise
+                kind = exc.kind if isinstance(exc, LLMError) else ErrorKind.TEMPLATE
+                message = exc.message if isinstance(exc, LLMError) else str(exc)
+                failure = Failure(kind, message, attempts=len(call.rest()))
+                call.emit(
+                    unit.key, TurnOutcome(unit.epoch, number, asked, failure=failure), ok=False
+                )
+                failed = Failure(kind, turn_failure(number, total, message))
+                return Result(unit.key, unit.item_id, False, data=failed)
+            answers.append(reply.text)
+            call.emit(unit.key, TurnOutcome(unit.epoch, number, asked, reply=reply))
+        return Result(unit.key, unit.item_id, True, data=None)
+
+    def failed_result(self, run: Run, ctx: Any, unit: Any, error_kind: str, message: str) -> Result:
         return Result(unit.key, unit.item_id, False, data=Failure(error_kind, message))
 
     def persist(self, run: Run, ctx: Any, results: list[Result]) -> Progress:
         """Write each unit's response exactly once per launch; count what was really written."""
+        if run.multi_turn:
+            return self._persist_turns(run, results)
         progress = Progress()
         by_unit = {parse_unit_key(r.key): r for r in results}
         existing = {
@@ -210,6 +337,120 @@ class GenerationPlugin(RunPlugin):
                 update_fields=[*RESULT_FIELDS, "launch", "updated_at"],
             )
         return progress
+
+    def _persist_turns(self, run: Run, results: list[Result]) -> Progress:
+        """The turns first (each at most once, unless asked again after failing or by an
+        overwrite), then the Responses of the units that ended, summed from their turns."""
+        progress = Progress()
+        for result in results:
+            for attempt in result.attempts:
+                progress += Progress(
+                    prompt_tokens=attempt.prompt_tokens,
+                    completion_tokens=attempt.completion_tokens,
+                    cost=attempt.cost,
+                )
+        parts = [r for r in results if r.partial]
+        ends = [r for r in results if not r.partial]
+        ids = {r.item_id for r in results}
+        if parts:
+            self._write_turns(run, parts, ids)
+        if not ends:
+            return progress
+        units = {(r.item_id, parse_unit_key(r.key)[1]): r for r in ends}
+        turns: dict[tuple[int, int], list[Turn]] = {}
+        for turn in Turn.objects.filter(run=run, item_id__in=ids).order_by("number"):
+            turns.setdefault((turn.item_id, turn.epoch), []).append(turn)
+        existing = {
+            (item_id, epoch): launch
+            for item_id, epoch, launch in Response.objects.filter(
+                run=run, item_id__in=ids
+            ).values_list("item_id", "epoch", "launch")
+        }
+        fresh: list[Response] = []
+        redo: list[Response] = []
+        for (item_id, epoch), result in units.items():
+            if (item_id, epoch) not in existing:
+                target = fresh
+            elif run.mode != Run.Mode.RESUME and existing[(item_id, epoch)] < run.launch:
+                target = redo
+            else:
+                continue  # a duplicate (a relaunched chunk did it too): the first one stays
+            row = self._turns_row(run, result, epoch, turns.get((item_id, epoch), []))
+            target.append(row)
+            ok = row.status == Response.Status.OK
+            progress += Progress(done=int(ok), failed=int(not ok))
+        if fresh:
+            Response.objects.bulk_create(fresh, ignore_conflicts=True)
+        if redo:
+            Response.objects.bulk_create(
+                redo,
+                update_conflicts=True,
+                unique_fields=["run", "item", "epoch"],
+                update_fields=[*RESULT_FIELDS, "launch", "updated_at"],
+            )
+        return progress
+
+    @staticmethod
+    def _write_turns(run: Run, parts: list[Result], ids: set[int]) -> None:
+        """A turn is written when it has no row yet, when its row failed (the turn was asked
+        again), or by an overwrite over an older launch's row; anything else is a duplicate
+        (a relaunched chunk answered it too) and the first answer stays. An overwrite that
+        answers turn 1 again drops the item's older turns and response, so the dialogue
+        never mixes two launches' answers."""
+        existing = {
+            (item_id, epoch, number): (launch, error_kind)
+            for item_id, epoch, number, launch, error_kind in Turn.objects.filter(
+                run=run, item_id__in=ids
+            ).values_list("item_id", "epoch", "number", "launch", "error_kind")
+        }
+        rows: list[Turn] = []
+        for part in parts:
+            outcome: TurnOutcome = part.data
+            where = (part.item_id, outcome.epoch, outcome.number)
+            if where in existing:
+                launch, error_kind = existing[where]
+                older = run.mode == Run.Mode.OVERWRITE and launch < run.launch
+                if not error_kind and not older:
+                    continue
+            if run.mode == Run.Mode.OVERWRITE and outcome.number == 1:
+                Turn.objects.filter(
+                    run=run, item_id=part.item_id, epoch=outcome.epoch, launch__lt=run.launch
+                ).exclude(number=1).delete()
+                Response.objects.filter(
+                    run=run, item_id=part.item_id, epoch=outcome.epoch, launch__lt=run.launch
+                ).delete()
+            rows.append(_turn_row(run, part.item_id, outcome, part.attempts))
+            existing[where] = (run.launch, "" if outcome.reply is not None else "failed")
+        if rows:
+            Turn.objects.bulk_create(
+                rows,
+                update_conflicts=True,
+                unique_fields=["run", "item", "epoch", "number"],
+                update_fields=[*TURN_FIELDS, "launch", "updated_at"],
+            )
+
+    @staticmethod
+    def _turns_row(run: Run, result: Result, epoch: int, turns: list[Turn]) -> Response:
+        """A multi-turn item's Response: its text the last answer, its tokens, cost, latency
+        and attempts the sums of its turns; failed, naming the turn, when one failed."""
+        answered = [t for t in turns if t.is_answered]
+        row = Response(
+            run_id=run.pk,
+            item_id=result.item_id,
+            launch=run.launch,
+            epoch=epoch,
+            **turn_totals(turns),
+        )
+        if result.ok and answered:
+            row.status = Response.Status.OK
+            row.text = answered[-1].text
+            row.finish_reason = answered[-1].finish_reason
+        else:
+            failure: Failure = result.data
+            row.status = Response.Status.FAILED
+            row.error_kind = failure.error_kind
+            row.error = failure.message
+        return row
 
     @staticmethod
     def _row(run: Run, result: Result, epoch: int) -> Response:
@@ -260,6 +501,12 @@ class GenerationPlugin(RunPlugin):
             help=f"samples per item, 1–{Run.MAX_EPOCHS} (epoch e is asked with the endpoint's seed + e)",
         )
         add_batch_argument(parser)
+        parser.add_argument(
+            "--multi-turn",
+            action="store_true",
+            help="ask each user turn of the items' conversations in order, with the model's "
+            "own earlier answers in context (the template must send the item's conversation)",
+        )
 
     def create_from_cli(self, options: dict[str, Any], user: Any) -> Run:
         from django.core.management.base import CommandError
@@ -305,9 +552,36 @@ class GenerationPlugin(RunPlugin):
                 batch=bool(options.get("batch")),
                 use_cache=options.get("cache"),
                 budget_usd=options.get("budget"),
+                multi_turn=bool(options.get("multi_turn")),
             )
-        except ValueError as exc:  # a budget it cannot keep
+        except ValueError as exc:  # a budget it cannot keep, a multi-turn run it cannot ask
             raise CommandError(str(exc)) from None
+
+
+def multi_turn_refusal(dataset: Dataset, template: PromptTemplate, *, batch: bool = False) -> str:
+    """Why a multi-turn run of `template` over `dataset` cannot start; blank when it can."""
+    if not dataset.conversation_column:
+        return (
+            f"Dataset {dataset} has no conversation column: a multi-turn run asks the user turns "
+            "of each item's conversation (map a conversation column when uploading)."
+        )
+    if not template.sends_conversation:
+        return (
+            f"Template {template.name} v{template.version} does not send the item's "
+            "conversation: a multi-turn run needs one that does (on the template form: "
+            "“The item's conversation”, with an optional system message)."
+        )
+    if (template.messages or [{}])[-1].get("role") != "conversation":
+        return (
+            f"Template {template.name} v{template.version} has messages after the item's "
+            "conversation: in a multi-turn run the conversation ends each request (its turn)."
+        )
+    if batch:
+        return (
+            "Batch mode cannot ask turn by turn yet (turn 2 needs the answer to turn 1, and a "
+            "batch is answered within 24 h): start the multi-turn run without batch mode."
+        )
+    return ""
 
 
 def not_ready(dataset: Dataset) -> str:
@@ -317,6 +591,46 @@ def not_ready(dataset: Dataset) -> str:
             "before a run uses it."
         )
     return f"Dataset {dataset} (id {dataset.pk}) is not ready ({dataset.get_status_display()})."
+
+
+TURN_FIELDS = [
+    "asked",
+    "text",
+    "finish_reason",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_ms",
+    "cost",
+    "attempts",
+    "error_kind",
+    "error",
+]
+
+
+def _turn_row(run: Run, item_id: int, outcome: TurnOutcome, attempts: list[Any]) -> Turn:
+    turn = Turn(
+        run_id=run.pk,
+        item_id=item_id,
+        epoch=outcome.epoch,
+        number=outcome.number,
+        asked=outcome.asked,
+        launch=run.launch,
+    )
+    if outcome.reply is not None:
+        reply = outcome.reply
+        turn.text = reply.text
+        turn.finish_reason = reply.finish_reason[:32]
+        turn.prompt_tokens = reply.prompt_tokens
+        turn.completion_tokens = reply.completion_tokens
+        turn.latency_ms = reply.latency_ms
+        turn.cost = reply.cost
+        turn.attempts = reply.attempts
+    elif outcome.failure is not None:
+        turn.error_kind = outcome.failure.error_kind
+        turn.error = outcome.failure.message
+        turn.attempts = len(attempts)
+        turn.latency_ms = attempts[-1].latency_ms if attempts else 0
+    return turn
 
 
 RESULT_FIELDS = [
@@ -348,12 +662,16 @@ def create_generation_run(
     use_cache: bool | None = None,
     budget_usd: Any = None,
     response_schema: dict[str, Any] | None = None,
+    multi_turn: bool = False,
 ) -> Run:
     """A new generation run, launched (its jobs are enqueued when the transaction commits);
     `batch` sends it through the provider's Batch API (apps.runs.engine.batch); `use_cache` None:
-    the default for the endpoint (`Run.default_use_cache`)."""
+    the default for the endpoint (`Run.default_use_cache`); `multi_turn` asks each user turn of
+    the items' conversations in order (see the module's docstring)."""
     if template.task_id != dataset.task_id:
         raise ValueError("The template belongs to another task than the dataset.")
+    if multi_turn and (refusal := multi_turn_refusal(dataset, template, batch=batch)):
+        raise ValueError(refusal)
     if batch and (refusal := endpoint.batch_refusal()):
         raise ValueError(refusal)
     if dataset.status != Dataset.Status.READY:
@@ -380,6 +698,7 @@ def create_generation_run(
             batch=batch,
             use_cache=use_cache,
             budget_usd=budget,
+            multi_turn=multi_turn,
             total=dataset.items.count() * epochs,
             created_by=user if getattr(user, "pk", None) else None,
         )
