@@ -94,6 +94,9 @@ class GenerationIn(Schema):
     batch: bool = False  # through the provider's Batch API (endpoints that support it)
     use_cache: CacheChoice = ""
     budget_usd: float | None = None  # stop cleanly before the cost could pass this (USD)
+    # Ask each user turn of the items' conversations in order, with the model's own earlier
+    # answers in context (the template must send the item's conversation).
+    multi_turn: bool = False
 
 
 class ScriptRunIn(Schema):
@@ -175,6 +178,7 @@ class RunOut(Schema):
     source_run: int | None
     source_column: str
     epochs: int
+    multi_turn: bool
     batch: bool
     use_cache: bool
     cached: int  # requests answered from the response cache

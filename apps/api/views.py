@@ -265,7 +265,7 @@ def _responses(value: int | str) -> str:
 )
 def start_generation(request: HttpRequest, body: schemas.GenerationIn) -> Status[dict[str, Any]]:
     """The start form's fields: dataset, endpoint (id or name), prompt template (id, or name
-    for its newest version), label, epochs, logging mode, chunk size."""
+    for its newest version), label, epochs, logging mode, chunk size, multi-turn."""
     need(request, User.Role.REVIEWER)
     task = _task(body.task)
     data = body.dict()
@@ -284,6 +284,7 @@ def start_generation(request: HttpRequest, body: schemas.GenerationIn) -> Status
         batch=form.cleaned_data["batch"],
         use_cache=form.cache_choice(),
         budget_usd=form.cleaned_data.get("budget_usd"),
+        multi_turn=form.cleaned_data["multi_turn"],
     )
     return Status(201, run_out(request, run))
 
@@ -468,6 +469,7 @@ def run_out(request: HttpRequest, run: Run) -> dict[str, Any]:
         "source_run": run.source_run_id,
         "source_column": run.source_column,
         "epochs": run.epochs,
+        "multi_turn": run.multi_turn,
         "batch": run.batch,
         "use_cache": run.use_cache,
         "cached": run.cached_count,

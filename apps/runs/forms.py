@@ -1,3 +1,4 @@
+import re
 from decimal import Decimal
 from typing import Any, cast
 
@@ -7,8 +8,15 @@ from django.utils.text import normalize_newlines
 
 from apps.datasets.models import Dataset, Task
 from apps.runs.engine.budget import check_budget
+from apps.runs.kinds.generation import multi_turn_refusal
 from apps.runs.models import ChoiceSetup, Endpoint, LoggingMode, PromptTemplate, Run
-from apps.runs.prompts import ItemData, PromptError, PromptRenderer, validate_template_sources
+from apps.runs.prompts import (
+    ItemData,
+    PromptError,
+    PromptRenderer,
+    check_messages,
+    validate_template_sources,
+)
 from apps.runs.response_schema import clean_schema
 
 RESERVED_PARAMS = {"model", "messages", "stream", "n"}
@@ -128,13 +136,80 @@ class EndpointForm(forms.ModelForm):
         return endpoint
 
 
+PLAIN, CONVERSATION, CHAT = "plain", "conversation", "chat"
+SHAPES = [
+    (PLAIN, "A system message and a user message over the item's fields"),
+    (CONVERSATION, "The item's conversation, after the system message (if any)"),
+    (CHAT, "A list of chat messages (few-shot turns, the item's conversation anywhere)"),
+]
+# How a chat template's messages are written in the editor: a line holding only a role in
+# brackets starts a message; "[conversation]" alone stands for the item's conversation.
+_MARKER = re.compile(r"^\[(system|user|assistant|conversation)\]\s*$", re.IGNORECASE)
+
+
+def chat_text(messages: list[dict[str, Any]]) -> str:
+    """A chat template's messages as the editor writes them (`parse_chat_text` reads it back)."""
+    blocks = []
+    for message in messages:
+        role = message.get("role", "")
+        blocks.append(f"[{role}]" if role == CONVERSATION else f"[{role}]\n{message['content']}")
+    return "\n".join(blocks)
+
+
+def parse_chat_text(text: str) -> list[dict[str, Any]]:
+    """The editor's chat messages: each starts at a line "[system]", "[user]", "[assistant]"
+    or "[conversation]"; the lines up to the next such line are its content (the blank lines
+    around it dropped). Text before the first marker is an error, named by its line."""
+    messages: list[dict[str, Any]] = []
+    for number, line in enumerate(normalize_newlines(text).split("\n"), 1):
+        if match := _MARKER.match(line.strip()):
+            role = match[1].lower()
+            messages.append({"role": role} if role == CONVERSATION else {"role": role, "lines": []})
+        elif not messages:
+            if line.strip():
+                raise forms.ValidationError(
+                    f"Line {number}: start each message with a line of its own saying whose it "
+                    "is: [system], [user], [assistant], or [conversation] for the item's."
+                )
+        elif messages[-1]["role"] == CONVERSATION:
+            if line.strip():
+                raise forms.ValidationError(
+                    f"Line {number}: [conversation] stands for the item's conversation and has "
+                    "no text of its own; start a message ([user]…) for this text."
+                )
+        else:
+            messages[-1]["lines"].append(line)
+    for message in messages:
+        if "lines" in message:
+            message["content"] = "\n".join(message.pop("lines")).strip("\n")
+    return messages
+
+
 class PromptTemplateForm(forms.ModelForm):
+    shape = forms.ChoiceField(
+        choices=SHAPES,
+        required=False,  # left out (forms made before chat templates): system + user message
+        initial=PLAIN,
+        label="Messages",
+        widget=forms.RadioSelect,
+    )
+    chat_messages = PromptTextField(
+        required=False,
+        label="Chat messages",
+        widget=forms.Textarea(attrs={"rows": 10}),
+        help_text="Each message starts with a line of its own: [system], [user] or "
+        "[assistant] (a few-shot answer), then its text (a template, like the messages "
+        "above). A line [conversation] sends the item's conversation there.",
+    )
+
     class Meta:
         model = PromptTemplate
         fields = [
             "name",
+            "shape",
             "system_message",
             "user_message",
+            "chat_messages",
             "fewshot_k",
             "fewshot_dataset",
             "fewshot_seed",
@@ -169,9 +244,25 @@ class PromptTemplateForm(forms.ModelForm):
             forms.ModelChoiceField, self.fields["fewshot_dataset"]
         ).queryset = Dataset.objects.ready().filter(task=task)
         self.fields["fewshot_k"].validators.append(MaxValueValidator(50))
+        self.fields[
+            "system_message"
+        ].help_text = "Optional. With the item's conversation, it goes before the conversation."
+        self.fields["user_message"].help_text = (
+            "Item fields by name: {{ question }}, or {{ item.question }}. Not sent with the "
+            "item's conversation or chat messages."
+        )
         if editing:
             # A new version keeps the name: versions are what an edit makes.
             self.fields["name"].disabled = True
+        messages = list(self.instance.messages or []) if self.instance else []
+        if messages and not self.is_bound:
+            roles = [m.get("role") for m in messages]
+            if roles in ([CONVERSATION], ["system", CONVERSATION]):
+                self.initial["shape"] = CONVERSATION
+                self.initial["system_message"] = messages[0]["content"] if len(roles) == 2 else ""
+            else:
+                self.initial["shape"] = CHAT
+                self.initial["chat_messages"] = chat_text(messages)
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]
@@ -187,14 +278,46 @@ class PromptTemplateForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
-        errors = validate_template_sources(
-            ("System message", data.get("system_message") or ""),
-            ("User message", data.get("user_message") or ""),
-            ("Example format", data.get("fewshot_format") or ""),
-        )
-        for error in errors:
+        shape = data.get("shape") or PLAIN
+        system = data.get("system_message") or ""
+        messages: list[dict[str, Any]] = []
+        if shape == CONVERSATION:
+            messages = [{"role": "system", "content": system}] if system.strip() else []
+            messages.append({"role": CONVERSATION})
+        elif shape == CHAT:
+            try:
+                messages = parse_chat_text(data.get("chat_messages") or "")
+            except forms.ValidationError as exc:
+                self.add_error("chat_messages", exc)
+                return data
+            for problem in check_messages(messages):
+                self.add_error("chat_messages", problem)
+        elif not (data.get("user_message") or "").strip():
+            self.add_error("user_message", "Write the user message (the question sent per item).")
+        data["messages"] = messages
+        if messages:
+            # One place for the wording: the messages (the fields above would only mislead).
+            data["system_message"] = data["user_message"] = ""
+        sources = [("Example format", data.get("fewshot_format") or "")]
+        if shape == PLAIN:
+            sources[:0] = [
+                ("System message", system),
+                ("User message", data.get("user_message") or ""),
+            ]
+        elif shape == CONVERSATION:
+            sources.insert(0, ("System message", system))
+        for error in validate_template_sources(*sources):
             self.add_error(None, error)
         return data
+
+    def save(self, commit: bool = True) -> PromptTemplate:
+        template = super().save(commit=False)
+        template.messages = self.cleaned_data.get("messages") or []
+        template.system_message = self.cleaned_data.get("system_message") or ""
+        template.user_message = self.cleaned_data.get("user_message") or ""
+        if commit:
+            template.save()
+        return template
 
 
 def batch_field() -> forms.BooleanField:
@@ -277,6 +400,13 @@ class GenerationRunForm(CostFields):
             "is asked with seed + e."
         ),
     )
+    multi_turn = forms.BooleanField(
+        required=False,
+        label="Ask turn by turn (multi-turn)",
+        help_text="For conversation datasets: each user turn is asked in order, with the "
+        "model's own earlier answers in context (as MT-Bench asks). The template must send "
+        "the item's conversation.",
+    )
     logging_mode = forms.ChoiceField(choices=LoggingMode.choices, initial=LoggingMode.FAILED)
     chunk_size = forms.IntegerField(
         min_value=1, max_value=10_000, initial=200, help_text="Items per background job."
@@ -310,6 +440,7 @@ class GenerationRunForm(CostFields):
         "dataset",
         "endpoint",
         "template",
+        "multi_turn",
         "label",
         "epochs",
         "use_cache",
@@ -340,6 +471,7 @@ class GenerationRunForm(CostFields):
             endpoint=data["endpoint"],
             template=data["template"],
             epochs=data.get("epochs") or 1,
+            multi_turn=bool(data.get("multi_turn")),
             use_cache=Run.default_use_cache(Run.Kind.GENERATION, data["endpoint"])
             if use_cache is None
             else use_cache,
@@ -353,6 +485,11 @@ class GenerationRunForm(CostFields):
             self.check_budget(data["endpoint"])
         dataset, template = data.get("dataset"), data.get("template")
         if dataset is None or template is None:
+            return data
+        if data.get("multi_turn") and (
+            refusal := multi_turn_refusal(dataset, template, batch=bool(data.get("batch")))
+        ):
+            self.add_error("multi_turn", refusal)
             return data
         first = dataset.items.order_by("position").values(*ItemData.VALUES).first()
         if first is None:

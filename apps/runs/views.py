@@ -32,6 +32,7 @@ from apps.runs.models import (
     PromptTemplate,
     Response,
     Run,
+    Turn,
     WorkerCheck,
 )
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer, fits
@@ -126,10 +127,16 @@ def run_overwrite(request: AppRequest, pk: int) -> HttpResponse:
 def response_detail(request: AppRequest, pk: int, item_id: int) -> HttpResponse:
     run = _run(pk)
     item = get_object_or_404(Item, pk=item_id, dataset_id=run.dataset_id)
+    responses = list(Response.objects.filter(run=run, item=item).order_by("epoch"))
+    turns = Turn.objects.filter(run=run, item=item)
+    for response in responses:  # a multi-turn item's turns, with each epoch's response
+        response.turn_rows = [t for t in turns if t.epoch == response.epoch]  # type: ignore[attr-defined]
     context = {
         "run": run,
         "item": item,
-        "responses": Response.objects.filter(run=run, item=item).order_by("epoch"),
+        "responses": responses,
+        # Turns of an item still going (no response yet) show on their own.
+        "open_turns": [t for t in turns if t.epoch not in {r.epoch for r in responses}],
         "logs": AttemptLog.objects.filter(run=run, item=item).order_by("created_at", "pk"),
     }
     return render(request, "runs/response_detail.html", context)
@@ -185,6 +192,7 @@ def generation_start(request: AppRequest) -> HttpResponse:
         use_cache=form.cache_choice(),
         budget_usd=form.cleaned_data.get("budget_usd"),
         response_schema=form.cleaned_data.get("response_schema"),
+        multi_turn=form.cleaned_data["multi_turn"],
     )
     messages.success(request, f"Started run #{run.pk}: {run.size_text}.")
     return redirect(run)

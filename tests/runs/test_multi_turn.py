@@ -15,6 +15,7 @@ from apps.runs.models import PromptTemplate, Response, Run, Turn
 from tests.base import wait_for, work
 from tests.factories import make_conversation_dataset, make_qa_dataset
 from tests.runs.conftest import kill_hard
+from tests.runs.test_cli import start_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -96,6 +97,8 @@ def test_each_turn_is_asked_in_order_with_the_models_own_answers(
 def test_each_turn_is_committed_as_it_finishes(
     dialogues, endpoint, chat_template, llm_server, workers
 ):
+    endpoint.timeout_seconds = 60  # turn 2 is slow on purpose, not timed out
+    endpoint.save()
     llm_server.configure(script=[{"match": "make it about snow", "latency": 8, "reply": "late"}])
     run = multi_turn(dialogues, endpoint, chat_template)
     workers()
@@ -107,9 +110,9 @@ def test_each_turn_is_committed_as_it_finishes(
     )
     assert not Response.objects.filter(run=run, item=d1).exists()
     assert not Turn.objects.filter(run=run, item=d1, number=2).exists()
-    wait_for(
-        lambda: Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED, what="the run's end"
-    )
+    wait_for(lambda: Run.objects.get(pk=run.pk).is_terminal, what="the run's end")
+    run.refresh_from_db()
+    assert run.status == Run.Status.COMPLETED, run.error
     assert Response.objects.get(run=run, item=d1).text == "late"
 
 
@@ -267,3 +270,45 @@ def test_a_killed_worker_leaves_each_item_and_turn_answered_once_and_the_run_fin
     # Each item's Response agrees with its turns.
     for response in Response.objects.filter(run=run):
         assert response.turn_answers()[-1] == response.text
+
+
+def test_start_run_generation_multi_turn_on_the_command_line(
+    dialogues, endpoint, chat_template, template, workers
+):
+    workers()
+    args = ["--dataset", str(dialogues.pk), "--endpoint", "local", "--template", "chat"]
+    result = start_run("generation", *args, "--multi-turn", "--wait", "--poll", "0.3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    run = Run.objects.get()
+    assert run.multi_turn and run.status == Run.Status.COMPLETED
+    assert Turn.objects.filter(run=run).count() == 7
+    refused = start_run("generation", *args[:-1], "qa", "--multi-turn")
+    assert refused.returncode != 0 and "does not send the item's conversation" in refused.stderr
+
+
+def test_a_budget_stops_between_turns_and_resume_asks_exactly_the_rest(
+    settings, dialogues, endpoint, chat_template, llm_server
+):
+    prices = '{"test-model": [2.0, 8.0]}'
+    settings.PRICE_TABLE = {"test-model": [2.0, 8.0]}
+    endpoint.max_tokens = 10
+    endpoint.concurrency_limit = 1  # one request at a time: the stopping point is exact
+    endpoint.save()
+    run = multi_turn(dialogues, endpoint, chat_template, budget_usd="0.0004", use_cache=False)
+    work(EVALSITE_PRICE_TABLE=prices)
+    run.refresh_from_db()
+    asked = llm_server.stats()["requests"]
+    assert run.status == Run.Status.CANCELLED and run.stop_reason.startswith("budget of")
+    assert 0 < asked < 7 and run.cost <= 0.0004
+    assert Turn.objects.filter(run=run).count() == asked  # every answered turn was kept
+
+    llm_server.reset(stats_only=True)
+    run.set_budget("0.01")
+    with transaction.atomic():
+        launch(run, Run.Mode.RESUME)
+    work(EVALSITE_PRICE_TABLE=prices)
+    run.refresh_from_db()
+    assert (run.status, run.done) == (Run.Status.COMPLETED, 3)
+    assert llm_server.stats()["requests"] == 7 - asked  # nothing asked twice
+    pairs = Counter(Turn.objects.filter(run=run).values_list("item_id", "number"))
+    assert len(pairs) == 7 and set(pairs.values()) == {1}

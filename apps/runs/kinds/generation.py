@@ -196,9 +196,11 @@ class GenerationPlugin(RunPlugin):
             for row in Item.objects.filter(id__in=ids).values(*ItemData.VALUES)
         }
         done: dict[tuple[int, int], dict[int, str]] = {}
-        rows = Turn.objects.filter(run=run, item_id__in=ids).answered()
+        rows = Turn.objects.filter(run_id=run.pk, item_id__in=ids).answered()
         if run.mode == Run.Mode.OVERWRITE:
             rows = rows.filter(launch__gte=run.launch)
+        if run.pk is None:  # an unsaved run (the start form's estimate) has answered nothing
+            rows = rows.none()
         for item_id, epoch, number, text in rows.values_list("item_id", "epoch", "number", "text"):
             done.setdefault((item_id, epoch), {})[number] = text
         seed = run.endpoint.seed if run.endpoint is not None else None
