@@ -108,15 +108,15 @@ def live_stack(prefix: str, *, workers: int = 1, **server_config: Any) -> Iterat
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def bench_dataset(items: int, *, answered: bool = False) -> tuple[Any, Any]:
-    """Task "bench" with a dataset of `items` arithmetic questions; `answered` adds the
+def bench_dataset(items: int, *, answered: bool = False, slug: str = "bench") -> tuple[Any, Any]:
+    """Task `slug` with a dataset of `items` arithmetic questions; `answered` adds the
     reference ("gold") and a response column to judge."""
     from apps.datasets.models import Dataset, Item, Task
 
     mapping: dict[str, Any] = {"input_columns": ["question"]}
     if answered:
         mapping.update(reference_column="gold", response_columns=["response"])
-    task = Task.objects.create(slug="bench", name="Bench")
+    task = Task.objects.create(slug=slug, name=slug.title())
     dataset = Dataset.objects.create(
         task=task,
         name="bench",
