@@ -260,7 +260,7 @@ def test_a_run_over_items_that_are_not_scripts_is_refused_naming_the_rows(script
 
 
 @pytestmark_db
-def test_start_run_script_from_the_command_line(scripts, endpoint):
+def test_start_run_script_from_the_command_line(scripts, endpoint, admin_client):
     call_command(
         "start_run",
         "script",
@@ -277,6 +277,9 @@ def test_start_run_script_from_the_command_line(scripts, endpoint):
     )
     run = Run.objects.get(kind=Run.Kind.SCRIPT)
     assert run.total == 3 and run.multi_turn
+    page = admin_client.get(run.get_absolute_url()).content.decode()
+    assert "then filler up to a gap of 2000 tokens (the bundled filler, seed 0)" in page
+    assert f"responses=run:{run.pk}" in page
     assert run.script_setup.gap_tokens == 2000 and run.script_setup.gap_column == ""
     with pytest.raises(CommandError, match="row 1: the item has no column 'nope'"):
         call_command(

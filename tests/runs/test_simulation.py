@@ -187,7 +187,7 @@ def test_a_failed_simulator_fails_the_item_naming_the_turn(goals, endpoint, simu
     assert Turn.objects.filter(run=run).count() == 2
 
 
-def test_bad_setups_are_refused_before_anything_runs(goals, endpoint, simulator):
+def test_bad_setups_are_refused_before_anything_runs(goals, endpoint, simulator, admin_client):
     with pytest.raises(ValueError, match="Max turns must be between 1 and 50"):
         start(goals, endpoint, simulator, max_turns=0)
     with pytest.raises(ValueError, match="has no column 'first'"):
@@ -211,6 +211,10 @@ def test_bad_setups_are_refused_before_anything_runs(goals, endpoint, simulator)
     )
     run = Run.objects.get(kind=Run.Kind.SIMULATION)
     assert run.simulator_setup.max_turns == 4 and run.total == 2
+    page = admin_client.get(run.get_absolute_url()).content.decode()
+    assert "A simulated user, endpoint user-sim (sim-model)" in page
+    assert "up to 4 turns or until it says “[DONE]”" in page
+    assert f"responses=run:{run.pk}" in page
     with pytest.raises(CommandError, match="No endpoint named 'nobody'"):
         call_command(
             "start_run",
