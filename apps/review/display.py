@@ -290,7 +290,7 @@ def turn_verdicts(rounds: list[dict[str, Any]]) -> dict[tuple[int, int], list[di
     out: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for r in rounds:
         judge_round = r["round"]
-        turn = getattr(judge_round, "turn", 0) or 0
+        turn = judge_round.turn
         if turn:
             out.setdefault((judge_round.epoch, turn), []).append(
                 {
@@ -378,7 +378,7 @@ def evidence_context(run: Run, item: Item, revealed: bool) -> dict[str, Any]:
         "reasons": [
             {
                 "epoch": r["round"].epoch,
-                "turn": getattr(r["round"], "turn", 0),
+                "turn": r["round"].turn,
                 "round": r["round"].round,
                 "reason": r["round"].reason,
                 "values": r["values"],
