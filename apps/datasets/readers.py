@@ -829,7 +829,9 @@ def _jsonl_stream(handle: Any, columns: list[str]) -> Iterator[tuple[int, dict[s
 
 
 # A JSON document is read this many characters at a time (more while one item is unfinished).
-JSON_CHUNK = 1024 * 1024
+# Kept small: the buffer holds text at up to 4 bytes a character and is copied when its rest is
+# carried over (1M rows peaked at +70 MB with chunks of 1M characters, +60 MB with these).
+JSON_CHUNK = 256 * 1024
 JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
