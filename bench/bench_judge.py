@@ -148,8 +148,7 @@ def results_page(task: object, items: int) -> bool:
 
     from apps.accounts.models import User
     from apps.datasets.models import Dataset, Item
-    from apps.judges.models import Judge, Score
-    from apps.runs.models import Run
+    from apps.judges.models import Judge, JudgeRun, Score
     from bench.bench_leaderboard import bulk_insert
 
     subjects = ["accuracy", "completeness", "clarity"]
@@ -185,11 +184,11 @@ def results_page(task: object, items: int) -> bool:
         n_iter=3,
         subjects=[{"name": s, "min": 1, "max": 5} for s in subjects],
     )
-    run = Run.objects.create(
+    run = JudgeRun.create_with(
+        judge,
         task=task,
         kind="judge",
         dataset=dataset,
-        judge=judge,
         source_column="question",
         status="completed_with_failures",
         total=items,

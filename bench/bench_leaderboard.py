@@ -133,7 +133,7 @@ def make_runs(
 ) -> list[Any]:
     """`count` models, each a generation run judged on every item; the first `answered` have
     responses."""
-    from apps.judges.models import Judge, Score
+    from apps.judges.models import Judge, JudgeRun, Score
     from apps.runs.models import Response, Run
 
     judge, _ = Judge.objects.get_or_create(
@@ -166,11 +166,11 @@ def make_runs(
                     for n, pk in enumerate(item_ids)
                 ),
             )
-        run = Run.objects.create(
+        run = JudgeRun.create_with(
+            judge,
             task=task,
             kind="judge",
             dataset=dataset,
-            judge=judge,
             source_run=gen,
             status="completed",
             total=len(item_ids),

@@ -43,22 +43,6 @@ REGISTRY = "RUN_KINDS"
 JOB_QUEUERS = ("enqueue", "enqueue_now")
 # Fields that name a model, and the keyword that may name it instead of the first argument.
 RELATIONS = ("ForeignKey", "OneToOneField", "ManyToManyField")
-# Edges against the flow that #26.2 is moving, each with where it goes. They are printed, not
-# failed on, and one that is gone must leave this list (a stale entry is a problem), so the
-# list only shrinks; it is empty when the schema follows the flow.
-TASK_JUDGING = "Task.default_judge(_endpoint) move to a judges.TaskJudging row"
-JUDGE_RUN = "Run.judge moves to a judges.JudgeRun row"
-MOVING: dict[tuple[str, str], str] = {
-    ("apps.datasets.models", "apps.judges.models"): TASK_JUDGING,
-    ("apps.datasets.models", "apps.runs.models"): TASK_JUDGING,
-    ("apps.datasets.migrations.0002_initial", "apps.judges.models"): TASK_JUDGING,
-    ("apps.datasets.migrations.0002_initial", "apps.runs.models"): TASK_JUDGING,
-    ("apps.datasets.migrations.0002_initial", "apps.judges.migrations.0001_initial"): TASK_JUDGING,
-    ("apps.datasets.migrations.0002_initial", "apps.runs.migrations.0001_initial"): TASK_JUDGING,
-    ("apps.runs.models", "apps.judges.models"): JUDGE_RUN,
-    ("apps.runs.migrations.0001_initial", "apps.judges.models"): JUDGE_RUN,
-    ("apps.runs.migrations.0001_initial", "apps.judges.migrations.0001_initial"): JUDGE_RUN,
-}
 
 
 @dataclass(frozen=True)
@@ -268,22 +252,10 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def moving(e: Edge) -> bool:
-    return (e.source, e.target) in MOVING
-
-
-def gone(all_edges: list[Edge]) -> list[str]:
-    """Entries of MOVING that no edge has any more: the list only shrinks."""
-    seen = {(e.source, e.target) for e in all_edges}
-    return [f"{a} -> {b} is gone: take it off MOVING" for a, b in sorted(set(MOVING) - seen)]
-
-
 def problems(all_edges: list[Edge]) -> list[str]:
     out = []
     for e in all_edges:
         where = f"{e.source} line {e.line}"
-        if moving(e):
-            continue
         if e.target == "?":
             out.append(f"{where}: importlib lookup by a computed name")
             continue
@@ -297,7 +269,7 @@ def problems(all_edges: list[Edge]) -> list[str]:
             out.append(f"{where}: {a} {names} {e.target}, later in the flow")
     graph: dict[str, set[str]] = defaultdict(set)
     for e in all_edges:
-        if e.target != "?" and not moving(e):
+        if e.target != "?":
             graph[e.source].add(e.target)
     for component in cycles(graph):
         out.append("import cycle: " + " ↔ ".join(component))
@@ -319,17 +291,11 @@ def main() -> int:
         between.items(), key=lambda kv: (FLOW.index(kv[0][0]), FLOW.index(kv[0][1]))
     ):
         arrow = "→" if FLOW.index(b) < FLOW.index(a) else "⇢ AGAINST THE FLOW"
-        if FLOW.index(b) > FLOW.index(a) and all(
-            moving(e) for e in all_edges if (app_of(e.source), app_of(e.target)) == (a, b)
-        ):
-            arrow = "⇢ against the flow, moving (#26.2)"
         print(f"  {a} {arrow} {b}: {count}")
     if args.modules:
         for e in sorted(all_edges, key=lambda e: (e.source, e.target)):
             print(f"  {e.source} -> {e.target}{' (local)' if e.local else ''}")
-    for (source, target), where_to in sorted(MOVING.items()):
-        print(f"moving (#26.2): {source} -> {target}: {where_to}")
-    found = gone(all_edges) + problems(all_edges)
+    found = problems(all_edges)
     for line in found:
         print(line)
     print(f"import graph: {len(found)} problem(s)" if found else "import graph: ok")

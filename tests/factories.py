@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from apps.datasets.models import Dataset, Item, Task, tags_text
 from apps.drafting.models import DraftItem, DraftSetup, DraftUnit, Generator
-from apps.judges.models import Judge, JudgeRound, Score
+from apps.judges.models import Judge, JudgeRound, JudgeRun, Score, TaskJudging, judge_of
 from apps.runs.models import AttemptLog, Response, Run, Turn
 from apps.runs.turns import turn_failure, turn_totals
 
@@ -289,6 +289,15 @@ def make_judge(task: Task, kind: str = Judge.Kind.RUBRIC, **fields: Any) -> Judg
     return Judge.objects.create(task=task, **defaults)
 
 
+def set_judging(task: Task, **fields: Any) -> TaskJudging:
+    """Set the task's default judge and/or its endpoint (TaskJudging fields), keeping the rest."""
+    judging = TaskJudging.for_task(task)
+    for name, value in fields.items():
+        setattr(judging, name, value)
+    judging.save()
+    return judging
+
+
 def make_generation_run(
     dataset: Dataset,
     texts: Mapping[int | str, str | list[str | None] | None],
@@ -420,11 +429,11 @@ def make_judge_run(
         )
     if source_column is None:
         source_column = "" if source_run else "answer"
-    return Run.objects.create(
+    return JudgeRun.create_with(
+        judge,
         task=dataset.task,
         kind=Run.Kind.JUDGE,
         dataset=dataset,
-        judge=judge,
         source_run=source_run,
         source_column=source_column,
         label=label,
@@ -498,8 +507,7 @@ def judge_item(
             error="Reply was not JSON" if values is None else "",
         )
     scores = []
-    assert run.judge is not None
-    for subject in run.judge.subject_names:
+    for subject in judge_of(run).subject_names:
         per_round: list[Any] = [None if v is None else v.get(subject) for v in rounds]
         got = [v for v in per_round if v is not None]
         judge_value = statistics.fmean(got) if got else None
@@ -533,8 +541,7 @@ def fail_item(run: Run, item: Item) -> list[Score]:
         error_kind="unparseable",
         error="Reply was not JSON",
     )
-    assert run.judge is not None
-    return judge_item(run, item, [None] * run.judge.n_iter)
+    return judge_item(run, item, [None] * judge_of(run).n_iter)
 
 
 def scenario(n: int = 4, **run_kwargs: Any) -> tuple[Run, list[Item]]:
@@ -543,9 +550,8 @@ def scenario(n: int = 4, **run_kwargs: Any) -> tuple[Run, list[Item]]:
     items = [make_item(dataset, i) for i in range(n)]
     run_kwargs.setdefault("label", "model-a")
     run = make_judge_run(dataset, **run_kwargs)
-    assert run.judge is not None
     for item in items:
-        judge_item(run, item, [{"accuracy": 3, "clarity": 3}] * run.judge.n_iter)
+        judge_item(run, item, [{"accuracy": 3, "clarity": 3}] * judge_of(run).n_iter)
     return run, items
 
 

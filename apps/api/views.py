@@ -32,7 +32,7 @@ from apps.datasets.uploads import StagedUpload, read_upload
 from apps.judges import results
 from apps.judges.forms import JudgeRunForm, PairwiseRunForm
 from apps.judges.launching import JudgeRunError, create_judge_run
-from apps.judges.models import Judge
+from apps.judges.models import Judge, TaskJudging, judge_id_of
 from apps.judges.pairwise import start_pairwise_run
 from apps.leaderboards import boards, exports, pairs, pairwise_board
 from apps.runs.engine.budget import check_budget
@@ -75,7 +75,9 @@ def _task(slug: str) -> Task:
 
 
 def _run(pk: int) -> Run:
-    run = Run.objects.select_related("task", "dataset", "endpoint", "judge", "source_run")
+    run = Run.objects.select_related(
+        "task", "dataset", "endpoint", "judged_with__judge", "source_run"
+    )
     found = run.filter(pk=pk).first()
     if found is None:
         raise Http404(f"There is no run #{pk}.")
@@ -173,7 +175,7 @@ def task_detail(request: HttpRequest, slug: str) -> dict[str, Any]:
             }
             for j in judges
         ],
-        "default_judge": task.default_judge_id,
+        "default_judge": TaskJudging.of(task.pk).default_judge_id,
     }
 
 
@@ -465,7 +467,7 @@ def run_out(request: HttpRequest, run: Run) -> dict[str, Any]:
         "status_label": run.status_label,
         "task": run.task.slug,
         "dataset": run.dataset_id,
-        "judge": run.judge_id,
+        "judge": judge_id_of(run),
         "source_run": run.source_run_id,
         "source_column": run.source_column,
         "epochs": run.epochs,

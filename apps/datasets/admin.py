@@ -32,9 +32,9 @@ class FrozenOnceUsedAdmin(admin.ModelAdmin):
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "default_judge", "created_at")
+    list_display = ("slug", "name", "created_at")
     search_fields = ("slug", "name")
-    raw_id_fields = ("default_judge", "default_judge_endpoint", "created_by")
+    raw_id_fields = ("created_by",)
 
 
 @admin.register(Dataset)

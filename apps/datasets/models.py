@@ -26,25 +26,9 @@ class Task(models.Model):
     # was in every upload so far ({name: [roles]}, [] for a column kept but not used): the
     # next upload's suggestion reads it per name (`apps.datasets.importing.suggest_mapping`).
     last_mapping = models.JSONField(default=dict, blank=True)
-    # Judged items that go to people as "needs a person" (#14.4): rounds that disagree by more
-    # than this spread (None: never), or a reply read only by tolerant parsing.
-    doubt_spread = models.FloatField(null=True, blank=True)
-    doubt_repaired = models.BooleanField(default=False)
-    # …or a judge that states its confidence (Judge.ask_confidence) gave less than this.
-    doubt_confidence = models.FloatField(null=True, blank=True)
-    # Warn on the board when the default judge's agreement with people (the share of reviewed
-    # scores people left at the judge's value) falls below this in a week; None: never.
-    alignment_threshold = models.FloatField(null=True, blank=True)
     # "Evaluate every model on new data" (Dynabench): each dataset (or version) that becomes
     # ready here gets a generation run per (endpoint, template) pair with a finished run.
     evaluate_new_data = models.BooleanField(default=False)
-    # Each new response set in this task is judged by this judge automatically.
-    default_judge = models.ForeignKey(
-        "judges.Judge", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    default_judge_endpoint = models.ForeignKey(
-        "runs.Endpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -58,15 +42,6 @@ class Task(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("datasets:task-detail", args=[self.slug])
-
-    @property
-    def doubts(self) -> bool:
-        """Whether the task sends any judged item to people as "needs a person"."""
-        return (
-            self.doubt_spread is not None
-            or self.doubt_repaired
-            or self.doubt_confidence is not None
-        )
 
     def remember_mapping(self, mapping: dict[str, Any], columns: list[str]) -> None:
         """Remember what each of `columns` was in this upload, for the task's next ones."""
@@ -95,6 +70,10 @@ class Versioned(models.Model):
     """A named thing of a task that is never edited in place: an edit is saved as the next
     version, and whatever used an earlier version (a run) keeps pointing at it exactly.
     Prompt templates and judges are versioned so; the concrete model has `task`."""
+
+    # The reverse name of what points at a version from a run: Run's foreign key (templates),
+    # or a later app's row of the run (judges' JudgeRun).
+    USED_BY = "runs"
 
     name = models.CharField(max_length=100, validators=[slug_validator])
     version = models.PositiveIntegerField(default=1)
@@ -136,8 +115,8 @@ class Versioned(models.Model):
         """A run points at this version: it is kept exactly as that run used it."""
         if self.pk is None:
             return False
-        # `runs` is the reverse name of Run's foreign key on each concrete model.
-        return type(self)._default_manager.filter(pk=self.pk, **{"runs__isnull": False}).exists()
+        used = {f"{self.USED_BY}__isnull": False}
+        return type(self)._default_manager.filter(pk=self.pk, **used).exists()
 
     def save_as_new_version(self, user: Any) -> Self:
         """Store this (edited, unsaved) copy as the next version; earlier versions never change."""

@@ -2,7 +2,15 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from apps.datasets.admin import FrozenOnceUsedAdmin
-from apps.judges.models import ArchivedRound, Judge, JudgeRound, Score, ScoreEvent
+from apps.judges.models import (
+    ArchivedRound,
+    Judge,
+    JudgeRound,
+    JudgeRun,
+    Score,
+    ScoreEvent,
+    TaskJudging,
+)
 
 
 @admin.register(Judge)
@@ -10,6 +18,18 @@ class JudgeAdmin(FrozenOnceUsedAdmin):
     list_display = ("name", "version", "task", "kind", "n_iter", "aggregation", "created_at")
     list_filter = ("kind", "task")
     search_fields = ("name",)
+
+
+@admin.register(TaskJudging)
+class TaskJudgingAdmin(admin.ModelAdmin):
+    list_display = ("task", "default_judge", "default_judge_endpoint")
+    raw_id_fields = ("task", "default_judge", "default_judge_endpoint")
+
+
+@admin.register(JudgeRun)
+class JudgeRunAdmin(admin.ModelAdmin):
+    list_display = ("run", "judge")
+    raw_id_fields = ("run", "judge")
 
 
 @admin.register(JudgeRound)

@@ -18,7 +18,14 @@ from django.db import transaction
 from apps.datasets.models import Dataset, Task
 from apps.judges.judging import NOTHING_TO_JUDGE
 from apps.judges.launching import JudgeRunError, create_judge_run, retry_items
-from apps.judges.models import CHOICE_JUDGE, CHOICE_SUBJECTS, Judge, Score
+from apps.judges.models import (
+    CHOICE_JUDGE,
+    CHOICE_SUBJECTS,
+    Judge,
+    Score,
+    TaskJudging,
+    runs_of,
+)
 from apps.runs.engine.launch import LaunchError
 from apps.runs.models import Response, Run
 
@@ -60,10 +67,11 @@ def judge_new_response_sets(*, dataset: Dataset | None = None, run: Run | None =
 
 
 def _default(task: Task) -> tuple[Judge, Any] | None:
-    judge = task.default_judge
+    judging = TaskJudging.of(task.pk)
+    judge = judging.default_judge
     if judge is None:
         return None
-    endpoint = task.default_judge_endpoint if judge.uses_llm else None
+    endpoint = judging.default_judge_endpoint if judge.uses_llm else None
     if judge.uses_llm and endpoint is None:
         log.warning("task %s: default judge %s has no endpoint; not judging", task, judge)
         return None
@@ -71,9 +79,7 @@ def _default(task: Task) -> tuple[Judge, Any] | None:
 
 
 def _judge_generation_run(run: Run) -> Run | None:
-    run = Run.objects.select_related("task__default_judge", "task__default_judge_endpoint").get(
-        pk=run.pk
-    )
+    run = Run.objects.select_related("task").get(pk=run.pk)
     # Memory scripts and simulated users answer items too (a choice run is judged above).
     if run.kind not in (Run.Kind.GENERATION, Run.Kind.SCRIPT, Run.Kind.SIMULATION):
         return None
@@ -101,9 +107,9 @@ def choice_judge(task: Task) -> Judge:
 
 
 def _judge_choice_run(run: Run) -> list[Run]:
-    run = Run.objects.select_related("task__default_judge").get(pk=run.pk)
+    run = Run.objects.select_related("task").get(pk=run.pk)
     started = [_judge_with(run, choice_judge(run.task), None)]
-    default = run.task.default_judge
+    default = TaskJudging.of(run.task_id).default_judge
     if default is not None and default.kind == Judge.Kind.MCQ_RULE:
         started.append(_judge_with(run, default, None))
     return [judge_run for judge_run in started if judge_run is not None]
@@ -111,7 +117,7 @@ def _judge_choice_run(run: Run) -> list[Run]:
 
 def _judge_with(run: Run, judge: Judge, endpoint: Any) -> Run | None:
     """A judge run of `judge` on `run`, or the earlier one relaunched on what it lacked."""
-    existing = Run.objects.judging().filter(judge=judge, source_run=run).order_by("-pk").first()
+    existing = runs_of(judge).judging().filter(source_run=run).order_by("-pk").first()
     if existing is not None:
         return _rejudge_answered(existing)
     try:
@@ -149,9 +155,7 @@ def _rejudge_answered(judge_run: Run) -> Run | None:
 
 
 def _judge_dataset(dataset: Dataset) -> list[Run]:
-    dataset = Dataset.objects.select_related(
-        "task__default_judge", "task__default_judge_endpoint"
-    ).get(pk=dataset.pk)
+    dataset = Dataset.objects.select_related("task").get(pk=dataset.pk)
     if dataset.status != Dataset.Status.READY or not dataset.response_columns:
         return []
     default = _default(dataset.task)
@@ -160,11 +164,7 @@ def _judge_dataset(dataset: Dataset) -> list[Run]:
     judge, endpoint = default
     started = []
     for column in dataset.response_columns:
-        if (
-            Run.objects.judging()
-            .filter(judge=judge, dataset=dataset, source_column=column)
-            .exists()
-        ):
+        if runs_of(judge).judging().filter(dataset=dataset, source_column=column).exists():
             continue
         try:
             with transaction.atomic():

@@ -9,7 +9,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from apps.datasets.models import Dataset, Task
 from apps.judges.judge_prompts import PromptError, check_template, placeholders
 from apps.judges.metrics import METRICS, POSTPROCESSORS, get_metric
-from apps.judges.models import CHOICE_SUBJECTS, Judge
+from apps.judges.models import CHOICE_SUBJECTS, Judge, JudgeRun, TaskJudging
 from apps.judges.scoring import JudgeSpec
 from apps.runs.forms import CostFields, PromptTextField, batch_field, check_batch
 from apps.runs.models import Endpoint, LoggingMode, Run
@@ -421,9 +421,9 @@ class JudgeRunForm(CostFields):
             self.fields["endpoint"].required = True
             # The task's judging endpoint, else the only endpoint there is.
             only = list(Endpoint.objects.values_list("pk", flat=True)[:2])
-            self.fields["endpoint"].initial = judge.task.default_judge_endpoint_id or (
-                only[0] if len(only) == 1 else None
-            )
+            self.fields["endpoint"].initial = TaskJudging.of(
+                judge.task_id
+            ).default_judge_endpoint_id or (only[0] if len(only) == 1 else None)
         else:
             del self.fields["endpoint"]
             del self.fields["batch"]
@@ -438,16 +438,17 @@ class JudgeRunForm(CostFields):
         """The run these choices make, unsaved (for the cost estimate)."""
         source = self.source()
         run = source.get("source_run")
-        return Run(
+        unsaved = Run(
             task=self.judge.task,
             kind=Run.Kind.JUDGE,
             dataset=run.dataset if run is not None else source["dataset"],
             endpoint=self.cleaned_data.get("endpoint") if self.judge.uses_llm else None,
-            judge=self.judge,
             source_run=run,
             source_column=source.get("source_column", ""),
             use_cache=self.cache_choice() is not False,
         )
+        unsaved.judged_with = JudgeRun(run=unsaved, judge=self.judge)
+        return unsaved
 
     def source(self) -> dict[str, Any]:
         """create_judge_run's source arguments for the chosen responses."""
@@ -509,9 +510,9 @@ class PairwiseRunForm(CostFields):
             *columns,
         ]
         only = list(Endpoint.objects.values_list("pk", flat=True)[:2])
-        self.fields["endpoint"].initial = judge.task.default_judge_endpoint_id or (
-            only[0] if len(only) == 1 else None
-        )
+        self.fields["endpoint"].initial = TaskJudging.of(
+            judge.task_id
+        ).default_judge_endpoint_id or (only[0] if len(only) == 1 else None)
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -562,8 +563,10 @@ class DefaultJudgeForm(forms.Form):
     )
 
     def __init__(self, *args: Any, task: Task, **kwargs: Any) -> None:
+        judging = TaskJudging.of(task.pk)
         kwargs.setdefault(
-            "initial", {"judge": task.default_judge_id, "endpoint": task.default_judge_endpoint_id}
+            "initial",
+            {"judge": judging.default_judge_id, "endpoint": judging.default_judge_endpoint_id},
         )
         super().__init__(*args, **kwargs)
         self.task = task
@@ -581,6 +584,6 @@ class DefaultJudgeForm(forms.Form):
 
     def save(self) -> None:
         judge = self.cleaned_data["judge"]
-        self.task.default_judge = judge
-        self.task.default_judge_endpoint = self.cleaned_data["endpoint"] if judge else None
-        self.task.save(update_fields=["default_judge", "default_judge_endpoint"])
+        TaskJudging.for_task(self.task).choose(
+            judge, self.cleaned_data["endpoint"] if judge else None
+        )

@@ -66,6 +66,7 @@ from apps.judges.models import (
     JudgeRound,
     RetryScope,
     Score,
+    TaskJudging,
     awaiting_response,
     judge_of,
 )
@@ -261,7 +262,7 @@ class JudgePlugin(RunPlugin):
     # -- what is pending -------------------------------------------------------------------
     @staticmethod
     def first_subject(run: Run) -> str:
-        return JudgeSpec.of(run.judge).subject_names[0]
+        return JudgeSpec.of(judge_of(run)).subject_names[0]
 
     def _scored(self, run: Run) -> QuerySet[Score]:
         """One Score row per judged item (every item has a row for each subject)."""
@@ -1005,7 +1006,7 @@ class JudgePlugin(RunPlugin):
                         f"No endpoint named {options['endpoint']!r} (there are: {names or 'none yet'})."
                     )
             elif judge.uses_llm:
-                endpoint = dataset.task.default_judge_endpoint
+                endpoint = TaskJudging.of(dataset.task_id).default_judge_endpoint
             return create_judge_run(
                 judge,
                 endpoint=endpoint,

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from apps.datasets.models import Dataset
-from apps.judges.models import Judge, RetryScope, Score
+from apps.judges.models import Judge, JudgeRun, RetryScope, Score
 from apps.judges.scoring import JudgeSpec
 from apps.runs.engine.budget import check_budget
 from apps.runs.engine.launch import LaunchError, launch
@@ -147,12 +147,12 @@ def create_judge_run(
     if batch and budget is not None:
         raise JudgeRunError("A budget cannot stop a batch: leave one of them out.")
     with transaction.atomic():
-        run = Run.objects.create(
+        run = JudgeRun.create_with(
+            judge,
             task_id=judge.task_id,
             kind=Run.Kind.JUDGE,
             dataset=dataset,
             endpoint=endpoint if judge.uses_llm else None,
-            judge=judge,
             source_run=source_run,
             source_column=source_column if source_run is None else "",
             label=label,

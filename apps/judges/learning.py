@@ -25,7 +25,7 @@ from django.db.models import F
 from apps.datasets.models import Item
 from apps.datasets.values import as_text, prompt_inputs
 from apps.judges.judge_prompts import PromptError, build_rubric_messages
-from apps.judges.models import Judge, JudgeCheck, Score
+from apps.judges.models import Judge, JudgeCheck, JudgeRun, Score
 from apps.judges.parsing import JudgeReplyError, parse_rubric_reply
 from apps.runs.engine.launch import launch
 from apps.runs.models import Response, Run
@@ -60,7 +60,9 @@ def reviewed_items(judge: Judge) -> list[Reviewed]:
     """Every reviewed (run, item) of the judge's versions, over its current subjects. Runs of
     generation runs with several epochs are left out: people settle the item, not an answer."""
     subjects = judge.subject_names
-    runs = Run.objects.judging().filter(judge__task_id=judge.task_id, judge__name=judge.name)
+    runs = Run.objects.judging().filter(
+        judged_with__judge__task_id=judge.task_id, judged_with__judge__name=judge.name
+    )
     runs = runs.exclude(source_run__epochs__gt=1)
     rows = (
         Score.objects.filter(run__in=runs, subject__in=subjects)
@@ -325,12 +327,12 @@ def start_check(
     with transaction.atomic():
         for run_id, items in sorted(per_run.items()):
             reviewed_run = Run.objects.get(pk=run_id)
-            run = Run.objects.create(
+            run = JudgeRun.create_with(
+                judge,
                 task_id=judge.task_id,
                 kind=Run.Kind.CHECK,
                 dataset_id=reviewed_run.dataset_id,
                 endpoint=endpoint,
-                judge=judge,
                 source_run_id=reviewed_run.source_run_id,
                 source_column=reviewed_run.source_column,
                 chunk_size=50,

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.datasets.models import Item, ItemQuerySet, Task, Versioned
 from apps.judges.parsing import REPLY_FORMATS
-from apps.runs.models import ErrorKind, LLMCall, Response, Run
+from apps.runs.models import Endpoint, ErrorKind, LLMCall, Response, Run, RunQuerySet
 
 
 class JudgeQuerySet(models.QuerySet["Judge"]):
@@ -27,6 +27,8 @@ class JudgeQuerySet(models.QuerySet["Judge"]):
 
 class Judge(Versioned):
     """How responses are scored. Versioned like prompt templates: editing makes a new version."""
+
+    USED_BY = "judge_runs"  # JudgeRun: the judge of a run is judges' row, not Run's column
 
     class Kind(models.TextChoices):
         RUBRIC = "rubric", "LLM rubric"
@@ -98,7 +100,7 @@ class Judge(Versioned):
         ),
     )
     # Rubric judges: ask for "confidence" (0–1) beside the scores; a low one can send the item
-    # to people (Task.doubt_confidence).
+    # to people (TaskJudging.doubt_confidence).
     ask_confidence = models.BooleanField(default=False)
     # Few-shot examples (apps/judges/learning.py), sent before the item as a user message (the
     # example rendered by this judge's own prompt) and the reply people would have wanted:
@@ -168,7 +170,7 @@ class Judge(Versioned):
         """When the task's default judge was the previous latest version, the default moves to
         this one, so "evaluate every model" keeps using the judge as it is now."""
         if previous_pk is not None:
-            Task.objects.filter(pk=self.task_id, default_judge_id=previous_pk).update(
+            TaskJudging.objects.filter(task_id=self.task_id, default_judge_id=previous_pk).update(
                 default_judge=self
             )
 
@@ -212,11 +214,94 @@ CHOICE_SUBJECTS = (
 CHOICE_JUDGE = "choice-ll"
 
 
+class JudgeRun(models.Model):
+    """The judge of a judge, check or pairwise run. A row of judges, not a column of Run, so
+    that runs names no later app (#26.2); made with the run (`create_with`), in its
+    transaction, never changed."""
+
+    run = models.OneToOneField(
+        Run, on_delete=models.CASCADE, primary_key=True, related_name="judged_with"
+    )
+    judge = models.ForeignKey(Judge, on_delete=models.PROTECT, related_name="judge_runs")
+
+    def __str__(self) -> str:
+        return f"run #{self.run_id} judged with {self.judge}"
+
+    @classmethod
+    def create_with(cls, judge: Judge, **run_fields: Any) -> Run:
+        """A new run of `judge` (kind and the rest in `run_fields`) with its row."""
+        with transaction.atomic():
+            run = Run.objects.create(**run_fields)
+            cls.objects.create(run=run, judge=judge)
+        return run
+
+
+def runs_of(judge: Judge) -> RunQuerySet:
+    """The runs `judge` judges (judge, check and pairwise runs)."""
+    return Run.objects.filter(judged_with__judge=judge)
+
+
+def judge_id_of(run: Run) -> int | None:
+    """The judge's id of a judge, check or pairwise run; None for other kinds."""
+    judged_with = getattr(run, "judged_with", None)
+    return judged_with.judge_id if judged_with is not None else None
+
+
 def judge_of(run: Run) -> Judge:
     """The judge of a judge run. Asking a generation run is a programming error."""
-    if run.judge is None:
+    judged_with = getattr(run, "judged_with", None)
+    if judged_with is None:
         raise ValueError(f"Run #{run.pk} is a {run.kind} run; it has no judge.")
-    return run.judge
+    return judged_with.judge
+
+
+class TaskJudging(models.Model):
+    """How a task judges by itself: its default judge scores each new response set (every
+    generation run that finishes, every response column uploaded) on the default endpoint
+    when it asks a model. Owned by judges, as the task (datasets) knows no judge; a task
+    without a row has no default judge (`of`)."""
+
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="judging")
+    default_judge = models.ForeignKey(
+        Judge, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    default_judge_endpoint = models.ForeignKey(
+        Endpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Judged items that go to people as "needs a person" (#14.4): rounds that disagree by more
+    # than this spread (None: never), or a reply read only by tolerant parsing.
+    doubt_spread = models.FloatField(null=True, blank=True)
+    doubt_repaired = models.BooleanField(default=False)
+    # …or a judge that states its confidence (Judge.ask_confidence) gave less than this.
+    doubt_confidence = models.FloatField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.task}: default judge {self.default_judge or 'none'}"
+
+    @property
+    def doubts(self) -> bool:
+        """Whether the task sends any judged item to people as "needs a person"."""
+        return (
+            self.doubt_spread is not None
+            or self.doubt_repaired
+            or self.doubt_confidence is not None
+        )
+
+    @classmethod
+    def of(cls, task_id: int) -> "TaskJudging":
+        """The task's row with its judge and endpoint loaded (unsaved, empty when it has none):
+        for reading, so a page that only shows the default writes nothing."""
+        found = cls.objects.select_related("default_judge", "default_judge_endpoint")
+        return found.filter(task_id=task_id).first() or cls(task_id=task_id)
+
+    @classmethod
+    def for_task(cls, task: Task) -> "TaskJudging":
+        """The task's row, made on first use: for changing the default."""
+        return cls.objects.get_or_create(task=task)[0]
+
+    def choose(self, judge: Judge | None, endpoint: Endpoint | None) -> None:
+        self.default_judge, self.default_judge_endpoint = judge, endpoint
+        self.save(update_fields=["default_judge", "default_judge_endpoint"])
 
 
 class JudgeRound(LLMCall):
@@ -237,7 +322,7 @@ class JudgeRound(LLMCall):
     values = models.JSONField(default=dict)  # {"accuracy": 4, ...}
     reason = models.TextField(blank=True)
     # The reply was not one clean JSON object: its values were read by tolerant parsing
-    # (fences, prose around it, a Python dict…). Such items may go to people (Task.doubt_*).
+    # (fences, prose around it, a Python dict…). Such items may go to people (TaskJudging.doubt_*).
     repaired = models.BooleanField(default=False)
     # The judge's stated confidence, 0–1, when its version asks for one (Judge.ask_confidence).
     confidence = models.FloatField(null=True, blank=True)
@@ -480,8 +565,8 @@ class Score(models.Model):
         return self.events.select_related("user").order_by("-created_at", "-pk").first()
 
     def value_range(self) -> tuple[float, float] | None:
-        judge = self.run.judge
-        subject = judge.subject(self.subject) if judge is not None else None
+        judged_with = getattr(self.run, "judged_with", None)
+        subject = judged_with.judge.subject(self.subject) if judged_with is not None else None
         return (float(subject["min"]), float(subject["max"])) if subject else None
 
     # ---- human changes: each is atomic, checks the revision, and leaves history ----
@@ -798,24 +883,24 @@ class RunItemQuerySet(ItemQuerySet):
         return self.exclude(self._flaky_q())
 
     def _doubtful_q(self) -> Q:
-        task = Task.objects.filter(runs__pk=self.run_id).first()
+        rule = TaskJudging.objects.filter(task__runs__pk=self.run_id).first()
         doubt = Q(pk__in=[])
-        if task is not None and task.doubt_spread is not None:
-            spread = self._scores().filter(spread__gt=task.doubt_spread)
+        if rule is not None and rule.doubt_spread is not None:
+            spread = self._scores().filter(spread__gt=rule.doubt_spread)
             doubt |= Q(pk__in=spread.values("item_id"))
-        if task is not None and task.doubt_confidence is not None:
+        if rule is not None and rule.doubt_confidence is not None:
             unsure = JudgeRound.objects.filter(
-                run_id=self.run_id, confidence__lt=task.doubt_confidence
+                run_id=self.run_id, confidence__lt=rule.doubt_confidence
             )
             doubt |= Q(pk__in=unsure.values("item_id"))
-        if task is not None and task.doubt_repaired:
+        if rule is not None and rule.doubt_repaired:
             repaired = JudgeRound.objects.filter(run_id=self.run_id, repaired=True)
             doubt |= Q(pk__in=repaired.values("item_id"))
         return doubt
 
     def doubtful(self) -> "RunItemQuerySet":
         """Items the task's rule sends to people ("needs a person", #14.4): rounds that
-        disagree beyond `Task.doubt_spread`, or a reply read by tolerant parsing."""
+        disagree beyond `TaskJudging.doubt_spread`, or a reply read by tolerant parsing."""
         return self.filter(self._doubtful_q())
 
     def not_doubtful(self) -> "RunItemQuerySet":

@@ -26,7 +26,15 @@ from apps.judges.dialogues import Dialogue, transcript_with_answer
 from apps.judges.judge_prompts import PromptError, build_pairwise_messages
 from apps.judges.judging import multi_turn_transcripts
 from apps.judges.launching import JudgeRunError, find_judge, parse_responses
-from apps.judges.models import Comparison, Judge, PairwiseSetup, judge_of
+from apps.judges.models import (
+    Comparison,
+    Judge,
+    JudgeRun,
+    PairwiseSetup,
+    TaskJudging,
+    judge_of,
+    runs_of,
+)
 from apps.judges.parsing import JudgeReplyError, parse_pairwise_reply
 from apps.runs.engine.budget import check_budget
 from apps.runs.engine.contract import (
@@ -434,7 +442,7 @@ class PairwisePlugin(RunPlugin):
             if endpoint is None:
                 raise JudgeRunError(f"No endpoint named {options['endpoint']!r}.")
         else:
-            endpoint = runs[0].task.default_judge_endpoint
+            endpoint = TaskJudging.of(task_id).default_judge_endpoint
         return create_pairwise_run(
             judge,
             runs,
@@ -527,12 +535,12 @@ def new_pairwise_run(
     first = next(iter(unique.values()))
     labels = " vs ".join(run.label or f"run #{run.pk}" for run in unique.values())
     with transaction.atomic():
-        run = Run.objects.create(
+        run = JudgeRun.create_with(
+            judge,
             task_id=judge.task_id,
             kind=Run.Kind.PAIRWISE,
             dataset_id=first.dataset_id,
             endpoint=endpoint,
-            judge=judge,
             label=f"{judge} on {labels}"[:200],
             logging_mode=logging_mode,
             chunk_size=max(1, chunk_size),
@@ -688,7 +696,7 @@ class Consistency:
 def consistency(judge: Judge) -> Consistency:
     """The judge version's position consistency over all its pairwise runs, and how often a
     decided verdict went to the answer shown first."""
-    runs = Run.objects.filter(judge=judge, kind=Run.Kind.PAIRWISE)
+    runs = runs_of(judge).filter(kind=Run.Kind.PAIRWISE)
     pairs = consistent = 0
     for run in runs:
         found = outcomes(run)

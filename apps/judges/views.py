@@ -24,7 +24,7 @@ from apps.judges.launching import (
     retry_items,
     retry_kind,
 )
-from apps.judges.models import Judge, judge_of
+from apps.judges.models import Judge, TaskJudging, judge_of, runs_of
 from apps.judges.pairwise import consistency, estimate_pairwise_run, start_pairwise_run
 from apps.runs.engine.launch import LaunchError
 from apps.runs.estimate import Estimate, estimate
@@ -40,6 +40,7 @@ def judge_list(request: AppRequest) -> HttpResponse:
     if task is not None:
         judges = judges.filter(task=task)
         context["default_form"] = DefaultJudgeForm(task=task)
+        context["judging"] = TaskJudging.of(task.pk)
     context["judges"] = judges.order_by("task__slug", "name")
     return render(request, "judges/judge_list.html", context)
 
@@ -58,7 +59,12 @@ def set_default(request: AppRequest, slug: str) -> HttpResponse:
         return redirect(back)
     if not form.is_valid():
         judges = Judge.objects.latest_versions().filter(task=task).order_by("name")
-        context = {"task": task, "judges": judges, "default_form": form}
+        context = {
+            "task": task,
+            "judges": judges,
+            "default_form": form,
+            "judging": TaskJudging.of(task.pk),
+        }
         return render(request, "judges/judge_list.html", context, status=400)
     form.save()
     judge = form.cleaned_data["judge"]
@@ -121,13 +127,15 @@ def _judge_page(
         Judge.Kind.MCQ: DEFAULT_MCQ_SYSTEM,
         Judge.Kind.PAIRWISE: DEFAULT_PAIRWISE_SYSTEM,
     }
+    judging = TaskJudging.of(judge.task_id)
     context: dict[str, Any] = {
         "judge": judge,
+        "judging": judging,
         "versions": judge.versions().order_by("-version"),
-        "runs": judge.runs.with_names().exclude(kind=Run.Kind.CHECK).order_by("-pk")[:50],
+        "runs": runs_of(judge).with_names().exclude(kind=Run.Kind.CHECK).order_by("-pk")[:50],
         "form": form,
         "default_system": default_system.get(judge.kind, ""),
-        "is_default": judge.task.default_judge_id == judge.pk,
+        "is_default": judging.default_judge_id == judge.pk,
         "default_form": DefaultJudgeForm(task=judge.task),
         "consistency": consistency(judge) if judge.kind == Judge.Kind.PAIRWISE else None,
         "split": learning.split_of(judge) if judge.kind == Judge.Kind.RUBRIC else {},
@@ -300,7 +308,10 @@ def check(request: AppRequest, pk: int) -> HttpResponse:
 # ---- a judge run's results and failed items -------------------------------------------------------
 def _judge_run(pk: int) -> Run:
     run = get_object_or_404(
-        Run.objects.select_related("task", "dataset", "judge", "endpoint", "source_run"), pk=pk
+        Run.objects.select_related(
+            "task", "dataset", "judged_with__judge", "endpoint", "source_run"
+        ),
+        pk=pk,
     )
     if run.kind != Run.Kind.JUDGE:
         raise Http404("Not a judge run.")
@@ -311,7 +322,9 @@ def comparisons(request: AppRequest, pk: int) -> HttpResponse:
     """A pairwise run's comparisons, both orders of each (item, pair) on one line, with what
     the judge said, the outcome and, for failures, why (the raw reply folded)."""
     run = get_object_or_404(
-        Run.objects.select_related("task", "dataset", "judge"), pk=pk, kind=Run.Kind.PAIRWISE
+        Run.objects.select_related("task", "dataset", "judged_with__judge"),
+        pk=pk,
+        kind=Run.Kind.PAIRWISE,
     )
     which = request.GET.get("show", "")
     which = which if which in pairwise.UNIT_FILTERS else ""
@@ -342,6 +355,7 @@ def run_results(request: AppRequest, pk: int) -> HttpResponse:
         "subjects": subjects,
         "tags": results.run_tags(run),
         "page_sizes": results.PAGE_SIZES,
+        "doubts": TaskJudging.of(run.task_id).doubts,
     }
     if request.htmx and request.htmx.target == "judge-items":
         return render(request, "judges/results.html#items", context)

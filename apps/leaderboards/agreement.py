@@ -96,7 +96,10 @@ def blind_values(task: Task) -> dict[int, list[float]]:
 
 
 def agreement(task: Task) -> list[Agreement]:
-    judges = {j.pk: j for j in Judge.objects.filter(Q(task=task) | Q(runs__task=task)).distinct()}
+    judges = {
+        j.pk: j
+        for j in Judge.objects.filter(Q(task=task) | Q(judge_runs__run__task=task)).distinct()
+    }
     blind = blind_values(task)
     pairs: dict[tuple[int, str], list[tuple[float, float]]] = {}
     blind_pairs: dict[tuple[int, str], list[tuple[float, float]]] = {}
@@ -115,7 +118,7 @@ def agreement(task: Task) -> list[Agreement]:
         )
         .values_list(
             "pk",
-            "run__judge_id",
+            "run__judged_with__judge_id",
             "subject",
             "judge_value",
             "override_value",

@@ -18,7 +18,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.datasets.models import Task
-from apps.judges.models import Judge, JudgeCheck, Score
+from apps.judges.models import Judge, JudgeCheck, Score, TaskJudging, judge_of
+from apps.leaderboards.models import BoardSettings
 from apps.leaderboards.stats import (
     Interval,
     confusion,
@@ -130,8 +131,8 @@ def latest_checks(judge: Judge) -> list[JudgeCheck]:
     """The newest check of this version per reviewed run."""
     newest: dict[int, JudgeCheck] = {}
     for check in (
-        JudgeCheck.objects.filter(run__judge=judge, run__kind=Run.Kind.CHECK)
-        .select_related("run", "reviewed_run__judge")
+        JudgeCheck.objects.filter(run__judged_with__judge=judge, run__kind=Run.Kind.CHECK)
+        .select_related("run", "reviewed_run__judged_with__judge")
         .order_by("pk")
     ):
         newest[check.reviewed_run_id] = check
@@ -140,7 +141,7 @@ def latest_checks(judge: Judge) -> list[JudgeCheck]:
 
 def report(judge: Judge) -> CheckReport:
     checks = latest_checks(judge)
-    before = sorted({str(check.reviewed_run.judge) for check in checks})
+    before = sorted({str(judge_of(check.reviewed_run)) for check in checks})
     found = CheckReport(judge, checks, before)
     rows: dict[str, list[tuple[int, int, float, float, float]]] = {}
     for check in checks:
@@ -220,14 +221,16 @@ def history(judge: Judge, this_version: bool = False) -> list[SubjectHistory]:
     items have no judge value)."""
     found = []
     runs = Run.objects.filter(
-        kind=Run.Kind.JUDGE, judge__task_id=judge.task_id, judge__name=judge.name
+        kind=Run.Kind.JUDGE,
+        judged_with__judge__task_id=judge.task_id,
+        judged_with__judge__name=judge.name,
     )
     if this_version:
-        runs = runs.filter(judge=judge)
+        runs = runs.filter(judged_with__judge=judge)
     rows = (
         Score.objects.filter(run__in=runs, judge_value__isnull=False, final_value__isnull=False)
         .reviewed()
-        .values_list("subject", "run__judge__version", "judge_value", "final_value")
+        .values_list("subject", "run__judged_with__judge__version", "judge_value", "final_value")
         .annotate(when=Coalesce("override_at", "confirmed_at"))
     )
     per: dict[str, list[tuple[int, datetime | None, float, float]]] = {}
@@ -283,12 +286,13 @@ class Alarm:
 def alarms(task: Task) -> list[Alarm]:
     """The task's default judge's subjects whose agreement with people in the latest week with
     enough reviews (MIN_WEEK) of its own scores fell below the task's threshold."""
-    judge = task.default_judge
-    if task.alignment_threshold is None or judge is None:
+    judge = TaskJudging.of(task.pk).default_judge
+    threshold = BoardSettings.of(task.pk).alignment_threshold
+    if threshold is None or judge is None:
         return []
     found = []
     for entry in history(judge, this_version=True):
         weeks = [week for week in entry.by_week if week.n >= MIN_WEEK]
-        if weeks and weeks[-1].agreement < task.alignment_threshold:
-            found.append(Alarm(judge, entry.subject, weeks[-1], task.alignment_threshold))
+        if weeks and weeks[-1].agreement < threshold:
+            found.append(Alarm(judge, entry.subject, weeks[-1], threshold))
     return found

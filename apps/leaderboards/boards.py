@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from apps.datasets.models import Dataset, Task
-from apps.judges.models import Judge
+from apps.judges.models import Judge, TaskJudging
 from apps.leaderboards import corpus, gaps, items, summaries, turns
 from apps.leaderboards.corpus import CorpusCell
 from apps.leaderboards.epochs import Reduction
@@ -46,7 +46,7 @@ TAG_CI_LIMIT = 200  # tag tables with more cells show means without intervals
 # ---- models on the board ----------------------------------------------------------------
 def judges_with_runs(task: Task) -> list[Judge]:
     return list(
-        Judge.objects.filter(task=task, runs__kind=Run.Kind.JUDGE)
+        Judge.objects.filter(task=task, judge_runs__run__kind=Run.Kind.JUDGE)
         .distinct()
         .order_by("name", "-version")
     )
@@ -89,9 +89,9 @@ def board_runs(task: Task, judge: Judge, dataset_id: int | None = None) -> list[
     """One judge run per model (response set): the newest that has started."""
     runs = (
         Run.objects.judging()
-        .filter(task=task, judge=judge)
+        .filter(task=task, judged_with__judge=judge)
         .exclude(status=Run.Status.QUEUED)
-        .select_related("dataset", "judge", "source_run__endpoint")
+        .select_related("dataset", "judged_with__judge", "source_run__endpoint")
         .order_by("-pk")
     )
     if dataset_id is not None:
@@ -376,8 +376,9 @@ class Board:
 
 def build(task: Task, params: Params) -> Board:
     judges = judges_with_runs(task)
+    judging = TaskJudging.of(task.pk)  # the default judge and the rule for "needs a person"
     judge = pick_judge(
-        judges, params.judge_id, params.judge_name, params.judge_version, task.default_judge_id
+        judges, params.judge_id, params.judge_name, params.judge_version, judging.default_judge_id
     )
     board = Board(task=task, params=params, judges=judges, judge=judge)
     if judge is None:
@@ -438,7 +439,7 @@ def build(task: Task, params: Params) -> Board:
     }
     if board.epochs > 1:
         board.flaky = {row.run.pk: flaky_count(row.run) for row in board.rows}
-    if task.doubts:
+    if judging.doubts:
         board.doubtful = {
             row.run.pk: doubtful_count(row.run, board.last_event) for row in board.rows
         }

@@ -98,7 +98,8 @@ def compare(
     values_a, values_b = item_values(run_a, mode), item_values(run_b, mode)
     names = subjects or [s for s in values_a if s in values_b]
     # A subject's declared range bounds the differences (for the interval at the edges).
-    infos = {info.name: info for info in subject_infos(run_a.judge)} if run_a.judge else {}
+    judged_with = getattr(run_a, "judged_with", None)
+    infos = {i.name: i for i in subject_infos(judged_with.judge)} if judged_with else {}
     out = []
     for subject in names:
         a, b = values_a.get(subject, {}), values_b.get(subject, {})

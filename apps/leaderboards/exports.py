@@ -97,7 +97,7 @@ def dataset_columns(run: Run) -> list[str]:
 
 
 def subjects_of(run: Run) -> list[str]:
-    if run.judge_id:
+    if hasattr(run, "judged_with"):
         return list(judge_of(run).subject_names)
     return []
 

@@ -2,12 +2,12 @@
 
 from django import forms
 
-from apps.datasets.models import Task
+from apps.leaderboards.models import BoardSettings
 
 
 class ThresholdForm(forms.ModelForm):
     class Meta:
-        model = Task
+        model = BoardSettings
         fields = ["alignment_threshold"]
         labels = {"alignment_threshold": "Warn below this agreement (0–1, blank: never)"}
         widgets = {"alignment_threshold": forms.NumberInput(attrs={"step": "0.05"})}

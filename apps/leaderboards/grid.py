@@ -54,7 +54,7 @@ def judge_runs(dataset: Dataset, judge: Judge) -> list[Run]:
     """The judge's runs over the dataset: one column each (oldest first, as models arrived)."""
     return list(
         Run.objects.judging()
-        .filter(dataset=dataset, judge=judge)
+        .filter(dataset=dataset, judged_with__judge=judge)
         .exclude(status=Run.Status.QUEUED)
         .select_related("source_run__endpoint", "dataset")
         .order_by("pk")

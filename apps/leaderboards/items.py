@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from apps.datasets.models import Dataset, Item
-from apps.judges.models import RunItemQuerySet, Score, ScoreEvent, judge_of
+from apps.judges.models import RunItemQuerySet, Score, ScoreEvent, TaskJudging, judge_of
 from apps.leaderboards.epochs import Reduction, override_value, reduce
 from apps.leaderboards.memo import Memo, review_state, run_state
 from apps.leaderboards.subjects import subject_infos
@@ -153,8 +153,8 @@ def flaky_count(run: Run) -> int:
 def doubtful_count(run: Run, last_event: int) -> int:
     """Items the task's rule sends to people that nobody has reviewed yet (#14.4), per state
     of the results, the reviews (`review_state`) and the rule."""
-    task = run.task
-    rule = (task.doubt_spread, task.doubt_repaired, task.doubt_confidence)
+    judging = TaskJudging.of(run.task_id)
+    rule = (judging.doubt_spread, judging.doubt_repaired, judging.doubt_confidence)
     return _doubtful.get_or_compute(
         (run.pk, run_state(run), last_event, *rule),
         lambda: RunItemQuerySet.of(run).doubtful().unreviewed().count(),

@@ -1,6 +1,25 @@
 from django.db import models
 
+from apps.datasets.models import Task
 from apps.runs.models import Run
+
+
+class BoardSettings(models.Model):
+    """A task's settings of its leaderboard, owned by leaderboards (the task, in datasets,
+    knows no board). A task without a row has the defaults (`of`)."""
+
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="board_settings")
+    # Warn on the board when the default judge's agreement with people (the share of reviewed
+    # scores people left at the judge's value) falls below this in a week; None: never.
+    alignment_threshold = models.FloatField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.task}: board settings"
+
+    @classmethod
+    def of(cls, task_id: int) -> "BoardSettings":
+        """The task's row (unsaved defaults when it has none): for reading."""
+        return cls.objects.filter(task_id=task_id).first() or cls(task_id=task_id)
 
 
 class RunSummary(models.Model):

@@ -6,7 +6,7 @@ position consistency and its agreement with people on the same pairs beside them
 from dataclasses import dataclass
 
 from apps.datasets.models import Task
-from apps.judges.models import Judge
+from apps.judges.models import Judge, judge_of
 from apps.judges.pairwise import Consistency, consistency, outcomes
 from apps.leaderboards.bradley_terry import LengthControlled, Ratings, length_controlled, ratings
 from apps.review.models import Vote
@@ -52,7 +52,7 @@ def find_set(task: Task, name: str) -> int | None:
 def find_judge(task: Task, name: str) -> int | None:
     """The newest version of a pairwise judge, by name, that has a pairwise run."""
     return (
-        Judge.objects.filter(task=task, name=name, runs__kind=Run.Kind.PAIRWISE)
+        Judge.objects.filter(task=task, name=name, judge_runs__run__kind=Run.Kind.PAIRWISE)
         .order_by("-version")
         .values_list("pk", flat=True)
         .first()
@@ -68,15 +68,15 @@ def build(
     runs = list(
         Run.objects.filter(task=task, kind=Run.Kind.PAIRWISE)
         .exclude(status=Run.Status.QUEUED)
-        .select_related("judge")
+        .select_related("judged_with__judge")
         .order_by("-pk")
     )
-    judges = sorted({run.judge for run in runs if run.judge}, key=lambda j: (j.name, -j.version))
+    judges = sorted({judge_of(run) for run in runs}, key=lambda j: (j.name, -j.version))
     judge = next((j for j in judges if j.pk == judge_id), judges[0] if judges else None)
     if judge is None:
         return PairwiseBoard(task, judges, None, None, None, {}, source)
     names = set_names(list(Run.objects.response_sets().filter(task=task)))
-    mine = [run for run in runs if run.judge_id == judge.pk]
+    mine = [run for run in runs if judge_of(run).pk == judge.pk]
     judged: dict[tuple[int, int, int, int], str] = {}
     for run in mine:
         for found in outcomes(run):

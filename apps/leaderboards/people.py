@@ -116,7 +116,7 @@ def people_agreement(task: Task, run_id: int | None = None) -> PeopleAgreement:
         reviews = reviews.filter(score__run_id=run_id)
     rows = reviews.values_list(
         "score_id",
-        "score__run__judge_id",
+        "score__run__judged_with__judge_id",
         "score__subject",
         "score__item_id",
         "score__item__tags_text",
@@ -129,7 +129,7 @@ def people_agreement(task: Task, run_id: int | None = None) -> PeopleAgreement:
         "value",
         "seconds",
     )
-    judges = {j.pk: j for j in Judge.objects.filter(runs__task=task).distinct()}
+    judges = {j.pk: j for j in Judge.objects.filter(judge_runs__run__task=task).distinct()}
     units: dict[tuple[int, str], dict[int, Unit]] = defaultdict(dict)
     names: dict[int, str] = {}
     per_reviewer: dict[int, list[tuple[Any, ...]]] = defaultdict(list)

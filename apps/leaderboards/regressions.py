@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.datasets.models import Item
-from apps.judges.models import Score, ScoreEvent
+from apps.judges.models import Score, ScoreEvent, judge_id_of, judge_of
 from apps.leaderboards.compare import item_values, natural_key, review_url
 from apps.leaderboards.memo import Memo, review_state, run_state
 from apps.leaderboards.subjects import subject_infos
@@ -104,7 +104,8 @@ def changes(baseline: Run, candidate: Run, subject: str, mode: str = "human") ->
 
 
 def _compared(baseline: Run, candidate: Run, subject: str, mode: str) -> Compared:
-    infos = {info.name: info for info in subject_infos(baseline.judge)} if baseline.judge else {}
+    judge = judge_of(baseline) if judge_id_of(baseline) else None
+    infos = {info.name: info for info in subject_infos(judge)} if judge else {}
     higher = infos[subject].higher_is_better if subject in infos else True
     before = values_of(baseline, subject, mode)
     after = values_of(candidate, subject, mode)
@@ -153,8 +154,8 @@ def counts(found: list[Change]) -> list[tuple[str, str, int]]:
 
 def subjects_of(baseline: Run, candidate: Run) -> list[str]:
     """The subjects both runs' judges score, in the baseline judge's order."""
-    mine = baseline.judge.subject_names if baseline.judge else []
-    theirs = set(candidate.judge.subject_names if candidate.judge else [])
+    mine = judge_of(baseline).subject_names if judge_id_of(baseline) else []
+    theirs = set(judge_of(candidate).subject_names if judge_id_of(candidate) else [])
     return [name for name in mine if name in theirs]
 
 

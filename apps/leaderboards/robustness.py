@@ -23,7 +23,7 @@ from scipy import stats as scipy_stats
 
 from apps.datasets.models import Dataset, Task
 from apps.datasets.perturb import PERTURBATIONS
-from apps.judges.models import Judge
+from apps.judges.models import Judge, TaskJudging
 from apps.leaderboards import items
 from apps.leaderboards.boards import board_runs, judges_with_runs, model_label, pick_judge
 from apps.leaderboards.memo import review_state
@@ -144,7 +144,7 @@ def build(
     subject: str | None = None,
 ) -> Robustness:
     judges = judges_with_runs(task)
-    judge = pick_judge(judges, judge_id, default=task.default_judge_id)
+    judge = pick_judge(judges, judge_id, default=TaskJudging.of(task.pk).default_judge_id)
     found = Robustness(
         task,
         judges,

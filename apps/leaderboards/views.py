@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.accounts.access import AppRequest, reviewer_required
 from apps.datasets.csvsafe import csv_response
 from apps.datasets.models import Task
-from apps.judges.models import Judge
+from apps.judges.models import Judge, TaskJudging, judge_id_of, judge_of
 from apps.leaderboards import agreement as agreement_mod
 from apps.leaderboards import (
     alignment,
@@ -31,6 +31,7 @@ from apps.leaderboards import regressions as regressions_mod
 from apps.leaderboards import robustness as robustness_mod
 from apps.leaderboards.compare import compare as compare_runs
 from apps.leaderboards.forms import ThresholdForm
+from apps.leaderboards.models import BoardSettings
 from apps.leaderboards.people import people_agreement
 from apps.runs.models import Run
 
@@ -112,7 +113,9 @@ def board_export(request: AppRequest, slug: str) -> HttpResponseBase:
 
 @require_GET
 def run_export(request: AppRequest, run_id: int) -> HttpResponseBase:
-    run = get_object_or_404(Run.objects.select_related("dataset", "judge", "task"), pk=run_id)
+    run = get_object_or_404(
+        Run.objects.select_related("dataset", "judged_with__judge", "task"), pk=run_id
+    )
     fmt = _format(request)
     chunks = exports.results_csv(run) if fmt == "csv" else exports.results_jsonl(run)
     return _download(chunks, fmt, f"{run.task.slug}-run-{run.pk}-results", stream=True)
@@ -153,7 +156,7 @@ def compare(request: AppRequest, slug: str) -> HttpResponse:
     runs = list(
         task.runs.judging()
         .exclude(status=Run.Status.QUEUED)
-        .select_related("judge", "dataset", "source_run__endpoint")
+        .select_related("judged_with__judge", "dataset", "source_run__endpoint")
         .order_by("-pk")
     )
     by_id = {run.pk: run for run in runs}
@@ -182,7 +185,7 @@ def _judge_runs(task: Task) -> list[Run]:
     return list(
         task.runs.judging()
         .exclude(status=Run.Status.QUEUED)
-        .select_related("judge", "dataset", "source_run__endpoint")
+        .select_related("judged_with__judge", "dataset", "source_run__endpoint")
         .order_by("-pk")
     )
 
@@ -221,7 +224,7 @@ def grid(request: AppRequest, slug: str) -> HttpResponse:
     """Items × models for one dataset and judge: each model's response and score per item."""
     task = get_object_or_404(Task, slug=slug)
     runs = _judge_runs(task)
-    pairs = {(run.dataset_id, run.judge_id): run for run in runs if run.judge_id}
+    pairs = {(run.dataset_id, judge_id_of(run)): run for run in runs if judge_id_of(run)}
     choices = [(f"{d}-{j}", run) for (d, j), run in pairs.items()]
     picked = request.GET.get("of", "") or (choices[0][0] if choices else "")
     context: dict[str, Any] = {
@@ -230,8 +233,8 @@ def grid(request: AppRequest, slug: str) -> HttpResponse:
         "of": picked,
         "params": request.GET,
     }
-    if (run := dict(choices).get(picked)) is not None and run.judge is not None:
-        subjects = run.judge.subject_names
+    if (run := dict(choices).get(picked)) is not None and judge_id_of(run) is not None:
+        subjects = judge_of(run).subject_names
         subject = request.GET.get("subject", "")
         subject = subject if subject in subjects else subjects[0]
         context |= {
@@ -241,7 +244,7 @@ def grid(request: AppRequest, slug: str) -> HttpResponse:
         }
         context["grid"] = grid_mod.build(
             run.dataset,
-            run.judge,
+            judge_of(run),
             subject,
             "judge" if request.GET.get("values") == "judge" else "human",
             request.GET.get("tag", ""),
@@ -334,12 +337,14 @@ def judge_alignment(request: AppRequest, pk: int) -> HttpResponse:
     """A judge version checked against people on held-out reviewed items, beside the version
     people reviewed (#14.2)."""
     judge = get_object_or_404(Judge.objects.select_related("task"), pk=pk)
+    board_settings = BoardSettings.of(judge.task_id)
     context = {
         "judge": judge,
         "report": alignment.report(judge),
         "history": alignment.history(judge),
-        "threshold_form": ThresholdForm(instance=judge.task),
-        "task_threshold": judge.task.alignment_threshold,
+        "threshold_form": ThresholdForm(instance=board_settings),
+        "task_threshold": board_settings.alignment_threshold,
+        "default_judge": TaskJudging.of(judge.task_id).default_judge,
         "version_label": f"v{judge.version}",
     }
     return render(request, "leaderboards/alignment.html", context)
@@ -350,7 +355,8 @@ def judge_alignment(request: AppRequest, pk: int) -> HttpResponse:
 def alignment_threshold(request: AppRequest, pk: int) -> HttpResponse:
     """Set the task's agreement threshold from a judge's alignment page."""
     judge = get_object_or_404(Judge.objects.select_related("task"), pk=pk)
-    form = ThresholdForm(request.POST, instance=judge.task)
+    # The row is made on first save (an unsaved one from `of` is saved as new).
+    form = ThresholdForm(request.POST, instance=BoardSettings.of(judge.task_id))
     if form.is_valid():
         form.save()
         messages.success(request, "Saved the agreement threshold of the task.")

@@ -25,7 +25,9 @@ Unit = tuple[int, int, int]  # item, a, b
 
 
 def _run(run_id: int) -> Run:
-    runs = Run.objects.filter(kind=Run.Kind.PAIRWISE).select_related("task", "dataset", "judge")
+    runs = Run.objects.filter(kind=Run.Kind.PAIRWISE).select_related(
+        "task", "dataset", "judged_with__judge"
+    )
     return get_object_or_404(runs, pk=run_id)
 
 

@@ -33,7 +33,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 
 from apps.datasets.models import Item
-from apps.judges.models import RunItemQuerySet, Score, ScoreEvent, judge_of
+from apps.judges.models import RunItemQuerySet, Score, ScoreEvent, TaskJudging, judge_of
 from apps.review.models import Review, ReviewAssignment, ReviewClaim, ReviewLock, ReviewPolicy
 from apps.runs.models import Run
 
@@ -59,7 +59,8 @@ def orders_for(run: Run) -> dict[str, str]:
     return {
         k: v
         for k, v in ORDERS.items()
-        if (k != "flaky" or run.judged_epochs > 1) and (k != "doubtful" or run.task.doubts)
+        if (k != "flaky" or run.judged_epochs > 1)
+        and (k != "doubtful" or TaskJudging.of(run.task_id).doubts)
     }
 
 

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.accounts.access import AppRequest, admin_required, reviewer_required
 from apps.accounts.models import User
 from apps.datasets.models import Task
-from apps.judges.models import Score
+from apps.judges.models import Score, TaskJudging
 from apps.review import views
 from apps.review.forms import AdjudicationForm, PolicyForm, ReviewForm
 from apps.review.models import Adjudication, Review, ReviewClaim, ReviewPolicy, settle_task
@@ -57,7 +57,7 @@ def adjudication_list(request: AppRequest, slug: str) -> HttpResponse:
     policy = ReviewPolicy.of(task.pk)
     state = request.GET.get("state", "open")
     adjudications = Adjudication.objects.filter(score__run__task=task).select_related(
-        "score__run__judge", "score__item", "user"
+        "score__run__judged_with__judge", "score__item", "user"
     )
     adjudications = adjudications.filter(settled_at__isnull=state == "open")
     rows = list(adjudications[:200])
@@ -100,13 +100,14 @@ def adjudicate(request: AppRequest, pk: int) -> HttpResponse:
 def policy(request: AppRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     current = ReviewPolicy.of(task.pk)
+    judging = TaskJudging.of(task.pk)  # the rule for "needs a person" is judges' (#14.4)
     initial = {
         "reviews_per_item": current.reviews_per_item,
         "thresholds": ", ".join(f"{k}={v:g}" for k, v in sorted(current.thresholds.items())),
         "adjudicator": current.adjudicator_id,
-        "doubt_spread": task.doubt_spread,
-        "doubt_repaired": task.doubt_repaired,
-        "doubt_confidence": task.doubt_confidence,
+        "doubt_spread": judging.doubt_spread,
+        "doubt_repaired": judging.doubt_repaired,
+        "doubt_confidence": judging.doubt_confidence,
     }
     form = PolicyForm(request.POST or None, initial=initial)
     form.fields["adjudicator"].queryset = User.objects.filter(  # type: ignore[attr-defined]
@@ -122,10 +123,11 @@ def policy(request: AppRequest, slug: str) -> HttpResponse:
                     "adjudicator": form.cleaned_data["adjudicator"],
                 },
             )
-            task.doubt_spread = form.cleaned_data["doubt_spread"]
-            task.doubt_repaired = form.cleaned_data["doubt_repaired"]
-            task.doubt_confidence = form.cleaned_data["doubt_confidence"]
-            task.save(update_fields=["doubt_spread", "doubt_repaired", "doubt_confidence"])
+            rule = TaskJudging.for_task(task)
+            rule.doubt_spread = form.cleaned_data["doubt_spread"]
+            rule.doubt_repaired = form.cleaned_data["doubt_repaired"]
+            rule.doubt_confidence = form.cleaned_data["doubt_confidence"]
+            rule.save(update_fields=["doubt_spread", "doubt_repaired", "doubt_confidence"])
         settled = settle_task(task.pk)
         note = f" {settled} waiting score{'s' if settled != 1 else ''} settled." if settled else ""
         messages.success(request, f"Review policy of {task.slug} saved.{note}")

@@ -30,13 +30,15 @@ from apps.runs.models import Run
 
 # ---- lookups -----------------------------------------------------------------------------
 def _judge_run(run_id: int) -> Run:
-    runs = Run.objects.judging().select_related("task", "judge", "dataset", "source_run")
+    runs = Run.objects.judging().select_related(
+        "task", "judged_with__judge", "dataset", "source_run"
+    )
     return get_object_or_404(runs, pk=run_id)
 
 
 def score_for_change(score_id: int) -> Score:
     scores = Score.objects.select_related(
-        "run__judge", "run__dataset", "item", "override_by", "confirmed_by"
+        "run__judged_with__judge", "run__dataset", "item", "override_by", "confirmed_by"
     )
     return get_object_or_404(scores, pk=score_id)
 

@@ -51,7 +51,7 @@ class RunAdmin(admin.ModelAdmin):
         "created_at",
     )
     list_filter = ("kind", "status", "task")
-    raw_id_fields = ("task", "dataset", "endpoint", "template", "judge", "source_run", "created_by")
+    raw_id_fields = ("task", "dataset", "endpoint", "template", "source_run", "created_by")
     # Status and counters belong to the engine; change them through the run page's actions.
     readonly_fields = (
         "status",

@@ -344,7 +344,8 @@ class RunQuerySet(models.QuerySet["Run"]):
 
     def with_names(self) -> "RunQuerySet":
         """What `Run.title` and `Run.cost_known` read, in the same query (lists of runs)."""
-        return self.select_related("dataset", "judge", "source_run", "endpoint")
+        # judged_with: the judge of a judge, check or pairwise run (judges.JudgeRun).
+        return self.select_related("dataset", "judged_with__judge", "source_run", "endpoint")
 
 
 class Run(models.Model):
@@ -417,9 +418,6 @@ class Run(models.Model):
     template = models.ForeignKey(
         PromptTemplate, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
     )
-    judge = models.ForeignKey(
-        "judges.Judge", null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
-    )
     # What a judge run scores: a generation run's responses, or a response column of the dataset.
     source_run = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="judge_runs"
@@ -483,10 +481,6 @@ class Run(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.CheckConstraint(
-                condition=~models.Q(kind="judge") | models.Q(judge__isnull=False),
-                name="judge_run_has_judge",
-            ),
             models.UniqueConstraint(
                 fields=["dataset", "source_column"],
                 condition=models.Q(kind="column"),
@@ -581,12 +575,14 @@ class Run(models.Model):
             return f"{self.dataset} · column {self.source_column}"
         if self.kind == self.Kind.GENERATE_DATASET:
             return self.label or f"draft {self.dataset}"
-        if self.kind not in (self.Kind.JUDGE, self.Kind.CHECK) or not self.judge_id:
+        # The judge is judges' row (JudgeRun, `Run.judged_with`): runs shows it, names no model.
+        judged_with = getattr(self, "judged_with", None)
+        if self.kind not in (self.Kind.JUDGE, self.Kind.CHECK) or judged_with is None:
             return self.label
         judged = self.judged_label
         if self.kind == self.Kind.CHECK:
-            return f"{self.judge} checked against reviews of {judged}"
-        title = f"{self.judge} on {judged}"
+            return f"{judged_with.judge} checked against reviews of {judged}"
+        title = f"{judged_with.judge} on {judged}"
         return f"{self.label} · {title}" if self.label and self.label != judged else title
 
     # ---- cost ------------------------------------------------------------------

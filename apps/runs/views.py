@@ -49,7 +49,8 @@ def run_list(request: AppRequest) -> HttpResponse:
 
 def _run(pk: int) -> Run:
     return get_object_or_404(
-        Run.objects.select_related("task", "dataset", "endpoint", "judge", "template"), pk=pk
+        Run.objects.select_related("task", "dataset", "endpoint", "judged_with__judge", "template"),
+        pk=pk,
     )
 
 

@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.datasets.models import Dataset, Item
-from apps.judges.models import Judge, JudgeRound
+from apps.judges.models import Judge, JudgeRound, judge_of
 from apps.runs.models import AttemptLog, Endpoint, ErrorKind, PromptTemplate, Run
 from tests.base import make_user
 from tests.datasets.samples import xlsx_bytes
@@ -343,7 +343,7 @@ def test_a_pairwise_run_compares_response_sets(reviewer, qa):
     )
     assert started.status_code == 201, started.content
     run = Run.objects.get(pk=started.json()["id"])
-    assert (run.kind, run.total, run.judge) == ("pairwise", 3, judge)
+    assert (run.kind, run.total, judge_of(run)) == ("pairwise", 3, judge)
     rubric = make_judge(task)
     wrong = reviewer.post(
         "/runs/pairwise/", {"judge": rubric.pk, "responses": sets, "endpoint": "local"}
@@ -499,7 +499,7 @@ def test_the_pairwise_board_is_the_pages(token_client):
     expected = [json.loads(line) for line in page.content.decode().splitlines()]
     assert found["rows"] == expected
     assert [row["model"] for row in found["rows"]] == ["x", "y"]
-    assert (found["judge"], found["source"]) == (run.judge_id, "judge")
+    assert (found["judge"], found["source"]) == (judge_of(run).pk, "judge")
     export = viewer.get("/leaderboards/duel/pairwise/export/", {"format": "csv"})
     assert export.streaming
     assert (

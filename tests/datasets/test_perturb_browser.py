@@ -13,7 +13,7 @@ from apps.judges.models import Judge
 from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import Endpoint, PromptTemplate, Run
 from tests.base import make_user, wait_for, work
-from tests.factories import make_judge, make_task
+from tests.factories import make_judge, make_task, set_judging
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -29,7 +29,7 @@ MAPPING = {"id_column": "id", "input_columns": ["question"], "reference_column":
 
 def test_perturb_then_the_board_shows_the_delta(login, live_server, llm_server, workers):
     task = make_task("capitals")
-    task.default_judge = make_judge(task, Judge.Kind.METRIC)
+    set_judging(task, default_judge=make_judge(task, Judge.Kind.METRIC))
     task.evaluate_new_data = True
     task.save()
     endpoint = Endpoint.objects.create(

@@ -93,13 +93,15 @@ def test_load_demo_keeps_existing_users_and_their_passwords():
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_demo_models_are_judged_by_the_worker_and_fill_the_leaderboard(admin_client):
-    from apps.judges.models import Score
+    from apps.judges.models import Score, TaskJudging
     from apps.runs.models import Run
     from tests.base import run_burst_worker
 
     load_demo()
     task = Task.objects.get(slug="demo-mcq")
-    assert task.default_judge.kind == "mcq_rule"  # rule-based: the demo needs no API key
+    assert (
+        TaskJudging.of(task.pk).default_judge.kind == "mcq_rule"
+    )  # rule-based: the demo needs no API key
     runs = Run.objects.filter(task=task, kind=Run.Kind.JUDGE)
     assert sorted(runs.values_list("source_column", flat=True)) == ["model_a", "model_b"]
 

@@ -161,8 +161,7 @@ def __getattr__(name):
     assert [e.local for e in elsewhere.edges] == [True]
 
 
-def test_a_model_named_by_string_is_an_edge_of_the_schema(monkeypatch):
-    monkeypatch.setattr(graph, "MOVING", {})
+def test_a_model_named_by_string_is_an_edge_of_the_schema():
     source = """
 class Task(models.Model):
     default_judge = models.ForeignKey("judges.Judge", on_delete=models.SET_NULL)
@@ -227,16 +226,4 @@ class Migration(migrations.Migration):
     assert graph.problems([upward]) == [
         "apps.datasets.migrations.0013_y line 9: datasets imports "
         "apps.judges.migrations.0017_z, later in the flow"
-    ]
-
-
-def test_an_edge_still_moving_is_printed_and_a_gone_one_must_leave_the_list(monkeypatch):
-    pair = ("apps.runs.models", "apps.judges.models")
-    monkeypatch.setattr(graph, "MOVING", {pair: "moves to judges"})
-    upward = Edge(*pair, 5, False, schema=True)
-    back = Edge("apps.judges.models", "apps.runs.models", 1, False)
-    assert graph.problems([upward, back]) == []  # not against the flow, and no cycle
-    assert graph.gone([upward, back]) == []
-    assert graph.gone([back]) == [
-        "apps.runs.models -> apps.judges.models is gone: take it off MOVING"
     ]

@@ -12,11 +12,18 @@ from django.urls import reverse
 
 from apps.judges.judge_prompts import rubric_context
 from apps.judges.launching import create_judge_run
-from apps.judges.models import Judge, JudgeRound, RunItemQuerySet
+from apps.judges.models import Judge, JudgeRound, RunItemQuerySet, TaskJudging
 from apps.judges.parsing import parse_rubric_reply, response_format_for
 from apps.review.queue import Queue, orders_for
 from tests.base import make_user, work
-from tests.factories import SUBJECTS, make_answers_dataset, make_judge, rubric_reply, score
+from tests.factories import (
+    SUBJECTS,
+    make_answers_dataset,
+    make_judge,
+    rubric_reply,
+    score,
+    set_judging,
+)
 from tests.review.test_queue import walk
 
 N = 8
@@ -71,8 +78,8 @@ def test_doubtful_items_go_first_and_are_counted_until_reviewed(judged) -> None:
     policy = reverse("review:policy", args=[task.slug])
     saved = admin.post(policy, {"reviews_per_item": 1, "doubt_spread": "1", "doubt_repaired": "on"})
     assert saved.status_code == 302
-    task.refresh_from_db()
-    assert (task.doubt_spread, task.doubt_repaired) == (1.0, True)
+    rule = TaskJudging.of(task.pk)
+    assert (rule.doubt_spread, rule.doubt_repaired) == (1.0, True)
     run.refresh_from_db()
     assert sorted(i.position for i in RunItemQuerySet.of(run).doubtful()) == [2, 5]
     alice = make_user("reviewer", "alice")
@@ -155,8 +162,7 @@ def test_a_low_stated_confidence_sends_the_item_to_people(task, endpoint, llm_se
     stated = dict(JudgeRound.objects.filter(run=run).values_list("item__position", "confidence"))
     assert stated == {0: 0.9, 1: 0.9, 2: 0.9, 3: 0.2}
     assert not RunItemQuerySet.of(run).doubtful().exists()
-    task.doubt_confidence = 0.5
-    task.save()
+    set_judging(task, doubt_confidence=0.5)
     assert [i.position for i in RunItemQuerySet.of(run).doubtful()] == [3]
     client = Client()
     client.force_login(make_user("reviewer", "rita"))

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from apps.judges.models import JudgeRound, RetryScope, Score
+from apps.judges.models import JudgeRound, JudgeRun, RetryScope, Score
 from apps.runs.models import AttemptLog, ErrorKind, Response, Run
 from tests.factories import make_answers_dataset, make_generation_run, make_judge
 
@@ -38,11 +38,11 @@ def failed_run(task, kinds: dict[int, str] = KINDS, n: int = 9) -> Run:
     source.failed = len(no_response)
     source.save(update_fields=["failed"])
     judge = make_judge(task, name="quality")
-    run = Run.objects.create(
+    run = JudgeRun.create_with(
+        judge,
         task=task,
         kind=Run.Kind.JUDGE,
         dataset=dataset,
-        judge=judge,
         source_run=source,
         status=Run.Status.COMPLETED_WITH_FAILURES,
         total=n,

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from apps.judges.models import Judge
+from apps.judges.models import Judge, TaskJudging
 from tests.factories import make_judge
 from tests.judges.test_judge_pages import create_url, judge_form
 
@@ -106,7 +106,7 @@ def test_make_a_rule_based_judge_the_default_from_its_page(task, reviewer_client
     response = reviewer_client.post(url, {"judge": judge.pk, "next": judge.get_absolute_url()})
     assert response.status_code == 302 and response["Location"] == judge.get_absolute_url()
     task.refresh_from_db()
-    assert task.default_judge_id == judge.pk
+    assert TaskJudging.of(task.pk).default_judge_id == judge.pk
     page = judge_page(reviewer_client, judge)
     assert "default judge" in page and 'id="make-default-form"' not in page
     assert "is now judged by choice v1" in page
@@ -119,10 +119,11 @@ def test_an_llm_judge_needs_its_endpoint_to_become_the_default(task, reviewer_cl
     response = reviewer_client.post(url, {"judge": judge.pk, "next": back}, follow=True)
     assert "choose the endpoint that judges" in response.content.decode()
     task.refresh_from_db()
-    assert task.default_judge_id is None
+    assert TaskJudging.of(task.pk).default_judge_id is None
     reviewer_client.post(url, {"judge": judge.pk, "endpoint": endpoint.pk, "next": back})
     task.refresh_from_db()
-    assert (task.default_judge_id, task.default_judge_endpoint_id) == (judge.pk, endpoint.pk)
+    judging = TaskJudging.of(task.pk)
+    assert (judging.default_judge_id, judging.default_judge_endpoint_id) == (judge.pk, endpoint.pk)
 
 
 def test_make_default_is_for_reviewers_and_stays_on_this_site(task, reviewer_client, viewer_user):

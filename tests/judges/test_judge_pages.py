@@ -10,9 +10,15 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from apps.judges.models import Judge, JudgeRound, RetryScope, Score
+from apps.judges.models import Judge, JudgeRound, JudgeRun, RetryScope, Score, TaskJudging
 from apps.runs.models import AttemptLog, Run
-from tests.factories import SUBJECTS, make_answers_dataset, make_generation_run, make_judge
+from tests.factories import (
+    SUBJECTS,
+    make_answers_dataset,
+    make_generation_run,
+    make_judge,
+    set_judging,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -48,8 +54,7 @@ def test_reviewer_creates_and_edits_a_judge_as_versions(task, reviewer_client, e
     assert response.status_code == 302 and response["Location"] == judge.get_absolute_url()
     assert judge.version == 1 and judge.n_iter == 3
     assert judge.subjects == SUBJECTS
-    task.default_judge, task.default_judge_endpoint = judge, endpoint
-    task.save()
+    set_judging(task, default_judge=judge, default_judge_endpoint=endpoint)
 
     page = reviewer_client.get(reverse("judges:edit", args=[judge.pk])).content.decode()
     assert "accuracy 1 5\nclarity 1 5" in page and "saves v2" in page
@@ -61,7 +66,7 @@ def test_reviewer_creates_and_edits_a_judge_as_versions(task, reviewer_client, e
     judge.refresh_from_db()
     assert judge.subjects == SUBJECTS  # the earlier version never changes
     task.refresh_from_db()
-    assert task.default_judge_id == latest.pk  # the default follows the edit
+    assert TaskJudging.of(task.pk).default_judge_id == latest.pk  # the default follows the edit
 
     listing = reviewer_client.get(reverse("judges:list") + f"?task={task.slug}").content.decode()
     assert "v2" in listing and "default" in listing
@@ -149,14 +154,16 @@ def test_default_judge_needs_an_endpoint_for_llm_judges(task, reviewer_client, e
     assert "is an LLM judge: choose the endpoint" in response.content.decode()
     reviewer_client.post(url, {"judge": rubric.pk, "endpoint": endpoint.pk})
     task.refresh_from_db()
-    assert (task.default_judge_id, task.default_judge_endpoint_id) == (rubric.pk, endpoint.pk)
+    judging = TaskJudging.of(task.pk)
+    assert (judging.default_judge_id, judging.default_judge_endpoint_id) == (rubric.pk, endpoint.pk)
     metric = make_judge(task, Judge.Kind.METRIC, name="em")
     reviewer_client.post(url, {"judge": metric.pk, "endpoint": ""})
     task.refresh_from_db()
-    assert task.default_judge_id == metric.pk
+    assert TaskJudging.of(task.pk).default_judge_id == metric.pk
     reviewer_client.post(url, {"judge": "", "endpoint": ""})
     task.refresh_from_db()
-    assert task.default_judge_id is None and task.default_judge_endpoint_id is None
+    judging = TaskJudging.of(task.pk)
+    assert judging.default_judge_id is None and judging.default_judge_endpoint_id is None
 
 
 def test_start_a_judge_run_from_the_judge_page(task, reviewer_client, endpoint):
@@ -203,11 +210,11 @@ def judged_run(task, n: int = 6, judge: Judge | None = None) -> Run:
     disagree), clarity 3; the last item failed."""
     dataset = make_answers_dataset(task, n)
     judge = judge or make_judge(task, n_iter=2)
-    run = Run.objects.create(
+    run = JudgeRun.create_with(
+        judge,
         task=task,
         kind=Run.Kind.JUDGE,
         dataset=dataset,
-        judge=judge,
         source_column="response",
         status=Run.Status.COMPLETED_WITH_FAILURES,
         total=n,
@@ -282,11 +289,11 @@ def test_many_distinct_values_are_binned_over_the_range(task, viewer_client):
         subjects=[{"name": "f1", "min": 0, "max": 100}],
     )
     dataset = make_answers_dataset(task, 30)
-    run = Run.objects.create(
+    run = JudgeRun.create_with(
+        judge,
         task=task,
         kind="judge",
         dataset=dataset,
-        judge=judge,
         source_column="response",
         status="completed",
     )
@@ -447,6 +454,5 @@ def test_the_start_form_preselects_the_only_endpoint(admin_client: Client, task,
     assert chosen() == endpoint.pk
     second = type(endpoint).objects.create(name="second", model="m", base_url=endpoint.base_url)
     assert chosen() is None
-    task.default_judge_endpoint = second
-    task.save()
+    set_judging(task, default_judge_endpoint=second)
     assert chosen() == second.pk

@@ -4,7 +4,7 @@ judge the task's default, and a failed-items page of 40 failures stays short."""
 import pytest
 from django.urls import reverse
 
-from apps.judges.models import Judge
+from apps.judges.models import Judge, TaskJudging
 from apps.runs.models import ErrorKind
 from tests.factories import make_judge
 from tests.judges.test_failed_page import failed_run
@@ -58,7 +58,7 @@ def test_make_this_the_default_judge_from_its_page(task, reviewer_user, login, p
     assert page.url.endswith(judge.get_absolute_url())
     assert page.locator("h1 .badge", has_text="default judge").is_visible()
     task.refresh_from_db()
-    assert task.default_judge_id == judge.pk
+    assert TaskJudging.of(task.pk).default_judge_id == judge.pk
 
 
 def test_forty_failures_fit_in_a_short_page(task, reviewer_user, login, page):

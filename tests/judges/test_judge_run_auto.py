@@ -7,12 +7,12 @@ from django.urls import reverse
 
 from apps.datasets.importing import import_dataset
 from apps.judges.auto import judge_new_response_sets
-from apps.judges.models import Judge, Score
+from apps.judges.models import Judge, Score, judge_of
 from apps.runs.engine.launch import launch
 from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import PromptTemplate, Run
 from tests.base import work
-from tests.factories import make_answers_dataset, make_judge, rubric_reply
+from tests.factories import make_answers_dataset, make_judge, rubric_reply, set_judging
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -34,8 +34,7 @@ def test_a_finished_generation_run_is_judged_by_itself(task, endpoint, llm_serve
     dataset = make_answers_dataset(task, 4)
     template = PromptTemplate.objects.create(task=task, name="qa", user_message="Q: {{ question }}")
     judge = make_judge(task)
-    task.default_judge, task.default_judge_endpoint = judge, endpoint
-    task.save()
+    set_judging(task, default_judge=judge, default_judge_endpoint=endpoint)
     llm_server.configure(
         default_reply=rubric_reply(5, 3),
         script=[
@@ -48,7 +47,7 @@ def test_a_finished_generation_run_is_judged_by_itself(task, endpoint, llm_serve
     generation.refresh_from_db()
     assert generation.status == Run.Status.COMPLETED_WITH_FAILURES
     judge_run = Run.objects.judging().get(source_run=generation)
-    assert judge_run.judge_id == judge.pk and judge_run.endpoint_id == endpoint.pk
+    assert judge_of(judge_run) == judge and judge_run.endpoint_id == endpoint.pk
     assert judge_run.status == Run.Status.COMPLETED_WITH_FAILURES
     assert (judge_run.done, judge_run.failed) == (3, 1)
     assert set(
@@ -84,8 +83,7 @@ def test_a_finished_memory_script_run_is_judged_by_itself(task, endpoint, llm_se
     ]
     dataset = make_dataset(task, rows, name="scripts")
     judge = make_judge(task, Judge.Kind.METRIC, name="em")
-    task.default_judge = judge
-    task.save()
+    set_judging(task, default_judge=judge)
     llm_server.configure(default_reply="1")
     with transaction.atomic():
         run = create_script_run(
@@ -93,15 +91,14 @@ def test_a_finished_memory_script_run_is_judged_by_itself(task, endpoint, llm_se
         )
     work()
     judge_run = Run.objects.judging().get(source_run=run)
-    assert judge_run.status == Run.Status.COMPLETED and judge_run.judge_id == judge.pk
+    assert judge_run.status == Run.Status.COMPLETED and judge_of(judge_run) == judge
     values = dict(Score.objects.filter(run=judge_run).values_list("item__key", "judge_value"))
     assert values == {"s0": 0, "s1": 100, "s2": 0}  # each answered "1"
 
 
 def test_uploaded_response_columns_are_judged_by_themselves(task, llm_server):
     judge = make_judge(task, Judge.Kind.METRIC, metric_options={"ignore_case": True})
-    task.default_judge = judge
-    task.save()
+    set_judging(task, default_judge=judge)
     dataset = import_dataset(task, "uploaded", UPLOAD.encode(), MAPPING, fmt="csv")
     runs = {run.source_column: run for run in Run.objects.judging().filter(dataset=dataset)}
     assert set(runs) == {"model_a", "model_b"}
@@ -124,13 +121,11 @@ def test_nothing_is_judged_without_a_usable_default(task, endpoint):
     import_dataset(task, "plain", UPLOAD.encode(), MAPPING, fmt="csv")
     assert not Run.objects.judging().exists()
     # An LLM judge as default without an endpoint is skipped (and the import still succeeds).
-    task.default_judge = make_judge(task)
-    task.save()
+    set_judging(task, default_judge=make_judge(task))
     dataset = import_dataset(task, "plain", UPLOAD.encode(), MAPPING, fmt="csv")
     assert dataset.version == 2 and dataset.status == "ready"
     assert not Run.objects.judging().exists()
-    task.default_judge_endpoint = endpoint
-    task.save()
+    set_judging(task, default_judge_endpoint=endpoint)
     assert len(judge_new_response_sets(dataset=dataset)) == 2
 
 

@@ -9,10 +9,16 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from apps.judges.models import Judge, Score
+from apps.judges.models import Judge, Score, judge_of
 from apps.runs.models import Run
 from tests.base import ROOT, subprocess_env, work
-from tests.factories import make_answers_dataset, make_generation_run, make_judge, rubric_reply
+from tests.factories import (
+    make_answers_dataset,
+    make_generation_run,
+    make_judge,
+    rubric_reply,
+    set_judging,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -32,7 +38,7 @@ def test_judge_a_dataset_column_by_id_and_by_name(task, endpoint, llm_server):
     )
     run = Run.objects.judging().get()
     assert f"Started run #{run.pk} (quality v1 on answers v1 · column response): 3 items." in output
-    assert (run.source_column, run.endpoint.name, run.judge.name) == (
+    assert (run.source_column, run.endpoint.name, judge_of(run).name) == (
         "response",
         "judge-llm",
         "quality",
@@ -41,7 +47,7 @@ def test_judge_a_dataset_column_by_id_and_by_name(task, endpoint, llm_server):
     # By name (its latest version); a newer judge version is used unless one is named.
     newer = make_judge(task, name="quality", version=2)
     start_run("--responses", "answers:response", "--judge", "quality", "--endpoint", "judge-llm")
-    assert Run.objects.judging().order_by("-pk").first().judge_id == newer.pk
+    assert judge_of(Run.objects.judging().order_by("-pk").first()) == newer
     start_run(
         "--responses",
         "answers:response",
@@ -52,7 +58,7 @@ def test_judge_a_dataset_column_by_id_and_by_name(task, endpoint, llm_server):
         "--endpoint",
         "judge-llm",
     )
-    assert Run.objects.judging().order_by("-pk").first().judge.version == 1
+    assert judge_of(Run.objects.judging().order_by("-pk").first()).version == 1
     work()
     assert all(r.status == Run.Status.COMPLETED for r in Run.objects.judging())
     assert Score.objects.filter(status="ok").count() == 3 * 2 * 3
@@ -73,8 +79,7 @@ def test_rule_based_judge_of_a_generation_run_needs_no_endpoint(task, llm_server
 def test_the_task_default_endpoint_is_used_when_none_is_named(task, endpoint):
     dataset = make_answers_dataset(task, 1)
     make_judge(task, name="quality")
-    task.default_judge_endpoint = endpoint
-    task.save()
+    set_judging(task, default_judge_endpoint=endpoint)
     start_run("--responses", f"{dataset.pk}:response", "--judge", "quality")
     assert Run.objects.judging().get().endpoint_id == endpoint.pk
 

@@ -5,6 +5,7 @@ and column), from one place: `Run.title`."""
 import pytest
 from django.urls import reverse
 
+from apps.judges.models import JudgeRun, judge_of
 from apps.runs.models import Run
 from tests.factories import make_answers_dataset, make_generation_run, make_judge
 
@@ -20,11 +21,11 @@ def three_runs(task):
     unlabelled = make_generation_run(dataset, {0: "a", 1: "b"}, label="")
 
     def judge_run(**source) -> Run:
-        return Run.objects.create(
+        return JudgeRun.create_with(
+            judge,
             task=task,
             kind=Run.Kind.JUDGE,
             dataset=dataset,
-            judge=judge,
             status="completed",
             **source,
         )
@@ -64,7 +65,7 @@ def test_every_list_and_header_of_judge_runs_tells_them_apart(three_runs, viewer
         page = viewer_client.get(url).content.decode()
         for run, name in zip(runs, names, strict=True):
             assert f"#{run.pk} {name}" in page, url
-    judge_page = viewer_client.get(runs[0].judge.get_absolute_url()).content.decode()
+    judge_page = viewer_client.get(judge_of(runs[0]).get_absolute_url()).content.decode()
     for name in names:
         assert name.removeprefix("quality v1 on ") in judge_page
     for run, name in zip(runs, names, strict=True):
@@ -81,11 +82,11 @@ def test_every_list_and_header_of_judge_runs_tells_them_apart(three_runs, viewer
 def test_model_output_in_labels_stays_text(task, viewer_client):
     dataset = make_answers_dataset(task, 1)
     source = make_generation_run(dataset, {0: "a"}, label="<b>bold</b>")
-    run = Run.objects.create(
+    run = JudgeRun.create_with(
+        make_judge(task),
         task=task,
         kind=Run.Kind.JUDGE,
         dataset=dataset,
-        judge=make_judge(task),
         source_run=source,
         status="completed",
     )

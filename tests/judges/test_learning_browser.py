@@ -12,7 +12,7 @@ from apps.judges.launching import create_judge_run
 from apps.judges.models import Judge, Score
 from apps.leaderboards import alignment
 from tests.base import make_user, work
-from tests.factories import make_answers_dataset, make_judge
+from tests.factories import make_answers_dataset, make_judge, set_judging
 from tests.judges.test_learning_check import FIVE, LEARNED, is_trick
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -32,8 +32,7 @@ def test_review_improve_check_and_compare_in_the_browser(
         subjects=[{"name": "accuracy", "min": 1, "max": 5}],
         user_prompt="Q: {{ inputs }}\nA: {{ response }}",
     )
-    task.default_judge_endpoint = endpoint
-    task.save()
+    set_judging(task, default_judge_endpoint=endpoint)
     llm_server.configure(default_reply=FIVE, script=[LEARNED])
     with transaction.atomic():
         run = create_judge_run(judge, endpoint=endpoint, dataset=dataset, source_column="response")

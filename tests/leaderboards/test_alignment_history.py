@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from apps.judges.models import Judge, Score
 from apps.leaderboards import alignment
+from apps.leaderboards.models import BoardSettings
 from tests.base import make_user
 from tests.factories import (
     add_scores,
@@ -19,6 +20,7 @@ from tests.factories import (
     make_judge_run,
     make_task,
     score,
+    set_judging,
 )
 
 pytestmark = pytest.mark.django_db
@@ -77,27 +79,22 @@ def test_the_board_warns_when_the_default_judge_falls_below_the_threshold(
     task, v1, v2 = two_versions
     viewer_client = Client()  # the client fixtures share one client
     viewer_client.force_login(make_user("viewer", "watcher"))
-    task.default_judge = v2
-    task.save()
+    set_judging(task, default_judge=v2)
     board = reverse("leaderboards:task", args=[task.slug])
     assert "alignment-alarm" not in viewer_client.get(board).content.decode()  # no threshold
     url = reverse("leaderboards:alignment-threshold", args=[v2.pk])
     assert viewer_client.post(url, {"alignment_threshold": "0.8"}).status_code == 403
     reviewer_client.post(url, {"alignment_threshold": "1.5"})
-    task.refresh_from_db()
-    assert task.alignment_threshold is None
+    assert BoardSettings.of(task.pk).alignment_threshold is None
     reviewer_client.post(url, {"alignment_threshold": "0.8"})
-    task.refresh_from_db()
-    assert task.alignment_threshold == 0.8
+    assert BoardSettings.of(task.pk).alignment_threshold == 0.8
     page = reviewer_client.get(board).content.decode()
     assert 'class="msg msg-error alignment-alarm"' in page and "75% of the 12 accuracy" in page
-    task.alignment_threshold = 0.7
-    task.save()
+    BoardSettings.objects.filter(task=task).update(alignment_threshold=0.7)
     assert "alignment-alarm" not in reviewer_client.get(board).content.decode()
     # The alarm reads the default judge's own scores: v1's latest week (25%) is below 0.7 even
     # though this week's reviews (of v2, 75%) are not.
-    task.default_judge = v1
-    task.save()
+    set_judging(task, default_judge=v1)
     page = reviewer_client.get(board).content.decode()
     assert "default judge quality v1 agreed with people on 25% of the 12" in page
     page = reviewer_client.get(reverse("leaderboards:judge-alignment", args=[v2.pk]))

@@ -81,9 +81,10 @@ def test_summary_is_stored_and_overrides_do_not_recompute_it(
     summary = RunSummary.objects.get(run=board_data["run_a"])
     computed = summary.computed_at
     f.score(board_data["run_a"], "k0", "accuracy").override(1, reviewer_user, "wrong")
-    # judges, runs, summaries, overlay, and (answered only) the last review event once and
-    # the coverage check's override overlay per run: small queries, no rescan of the scores.
-    with django_assert_max_num_queries(8):
+    # the task's judging row (TaskJudging: default judge, "needs a person" rule), judges, runs,
+    # summaries, overlay, and (answered only) the last review event once and the coverage
+    # check's override overlay per run: small queries, no rescan of the scores.
+    with django_assert_max_num_queries(9):
         board = build(board_data["task"])
     assert RunSummary.objects.get(run=board_data["run_a"]).computed_at == computed
     assert row_of(board, board_data["run_a"]).cells["human"]["accuracy"].mean == pytest.approx(

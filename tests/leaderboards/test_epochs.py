@@ -15,7 +15,7 @@ from django.urls import reverse
 from scipy import special
 from scipy import stats as scipy_stats
 
-from apps.judges.models import Score
+from apps.judges.models import Score, judge_of
 from apps.leaderboards import boards
 from apps.leaderboards.boards import Params
 from apps.leaderboards.epochs import Reduction, majority, pass_at_k, reduce
@@ -214,7 +214,7 @@ def test_a_model_with_one_epoch_keeps_pass_at_k_for_the_others(board_task, capsy
     task, runs = board_task
     dataset = runs["A"].dataset
     single = f.make_judge_run(
-        dataset, runs["A"].judge, source_run=f.make_generation_run(dataset, {}), label="C"
+        dataset, judge_of(runs["A"]), source_run=f.make_generation_run(dataset, {}), label="C"
     )
     f.add_scores(single, {"k0": {"correct": 100}, "k1": {"correct": 0}, "k2": {"correct": 100}})
     board = build(task, "pass@2")

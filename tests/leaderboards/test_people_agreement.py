@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from apps.judges.models import Score
+from apps.judges.models import Score, judge_of
 from apps.leaderboards import boards
 from apps.leaderboards.people import people_agreement
 from apps.review.models import Review, ReviewPolicy
@@ -130,7 +130,7 @@ def test_the_agreement_command(reviewed, capsys) -> None:
 
 def test_the_human_corrected_board_uses_the_consensus(reviewed) -> None:
     task, run = reviewed
-    board = boards.build(task, boards.Params(judge_id=run.judge_id))
+    board = boards.build(task, boards.Params(judge_id=judge_of(run).pk))
     cells = board.rows[0].cells
     # q2's three reviews (5, 5, 4) settle on 14/3; q0's on the judge's 4; q1 and q3 wait.
     assert cells["judge"]["accuracy"].mean == pytest.approx(4)

@@ -7,7 +7,7 @@ import io
 import pytest
 from django.urls import reverse
 
-from apps.judges.models import Judge
+from apps.judges.models import Judge, judge_of
 from apps.leaderboards import regressions
 from apps.runs.models import Run
 from tests import factories as f
@@ -61,7 +61,7 @@ def test_changes_are_sorted_worst_first_and_follow_corrections(two_runs):
 def test_lower_is_better_flips_improved_and_regressed(two_runs):
     # Set in place (a version in use is frozen for users; here it is the test's setup).
     subjects = [{"name": "accuracy", "min": 1, "max": 5, "higher_is_better": False}]
-    Judge.objects.filter(pk=two_runs["base"].judge_id).update(subjects=subjects)
+    Judge.objects.filter(pk=judge_of(two_runs["base"]).pk).update(subjects=subjects)
     base, cand = (Run.objects.get(pk=two_runs[k].pk) for k in ("base", "cand"))
     found = regressions.changes(base, cand, "accuracy", "judge")
     states = {c.key: c.state for c in found}

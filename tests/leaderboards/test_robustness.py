@@ -20,6 +20,7 @@ from tests.factories import (
     make_judge,
     make_judge_run,
     make_task,
+    set_judging,
 )
 
 pytestmark = pytest.mark.django_db
@@ -33,8 +34,7 @@ T1 = 12.706204736174698
 def world():
     task = make_task("robust")
     judge = make_judge(task, name="rubric")
-    task.default_judge = judge
-    task.save()
+    set_judging(task, default_judge=judge)
     rows = [
         {"key": "k0", "fields": {"question": "Describe photosynthesis"}, "tags": ["easy"]},
         {"key": "k1", "fields": {"question": "Explain gravity"}, "tags": ["easy"]},

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from apps.judges.models import Comparison, Judge, PairwiseSetup
+from apps.judges.models import Comparison, Judge, JudgeRun, PairwiseSetup
 from apps.judges.pairwise import normalise
 from apps.review.ab import queue
 from apps.review.models import Vote, a_on_left
@@ -28,11 +28,11 @@ def pairwise_run(judged: dict[int, tuple[str, str]]):
     x = make_generation_run(dataset, {i: f"x answers {i}" for i in range(N)}, label="x")
     y = make_generation_run(dataset, {i: f"y answers {i}" for i in range(N)}, label="y")
     judge = make_judge(task, Judge.Kind.PAIRWISE, name="which", subjects=[])
-    run = Run.objects.create(
+    run = JudgeRun.create_with(
+        judge,
         task=task,
         kind=Run.Kind.PAIRWISE,
         dataset=dataset,
-        judge=judge,
         label="x vs y",
         status=Run.Status.COMPLETED,
         launch=1,

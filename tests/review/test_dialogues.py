@@ -12,7 +12,7 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from apps.judges.models import Comparison, Judge, PairwiseSetup
+from apps.judges.models import Comparison, Judge, JudgeRun, PairwiseSetup
 from apps.judges.pairwise import normalise
 from apps.review.dialogues import dialogue_of
 from apps.review.models import a_on_left
@@ -197,11 +197,11 @@ def pairwise_over_dialogues():
     x = make_multi_turn_run(dataset, {0: ["red", "blue"]}, label="x")
     y = make_multi_turn_run(dataset, {0: ["green", "teal"]}, label="y")
     judge = make_judge(task, Judge.Kind.PAIRWISE, name="which", subjects=[])
-    run = Run.objects.create(
+    run = JudgeRun.create_with(
+        judge,
         task=task,
         kind=Run.Kind.PAIRWISE,
         dataset=dataset,
-        judge=judge,
         label="x vs y",
         status=Run.Status.COMPLETED,
         launch=1,

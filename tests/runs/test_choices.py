@@ -35,6 +35,7 @@ from tests.factories import (
     make_dataset,
     make_generation_run,
     make_judge,
+    set_judging,
 )
 from tests.runs.conftest import kill_hard
 from tests.runs.test_cli import start_run
@@ -64,8 +65,8 @@ def test_picks_and_scores_match_the_hand_computed_values(
     llm_server.configure(word_logprobs=CHOICE_LOGPROBS)
     dataset = make_choice_dataset(task)
     # A rule-based multiple-choice default judge reads the raw pick like any answer.
-    task.default_judge = make_judge(task, Judge.Kind.MCQ_RULE, name="mc-rule", label_count=3)
-    task.save()
+    default = make_judge(task, Judge.Kind.MCQ_RULE, name="mc-rule", label_count=3)
+    set_judging(task, default_judge=default)
     run = create_choice_run(dataset, endpoint, choice_template, logging_mode="all")
     setup = ChoiceSetup.objects.get(run=run)
     assert (setup.option_columns, setup.label_type) == (["A", "B", "C"], "upper")
@@ -119,7 +120,7 @@ def test_picks_and_scores_match_the_hand_computed_values(
 
     # The choice judge followed by itself; the board shows both accuracies.
     judge = Judge.objects.get(task=task, name=CHOICE_JUDGE)
-    judge_run = Run.objects.get(kind=Run.Kind.JUDGE, judge=judge, source_run=run)
+    judge_run = Run.objects.get(kind=Run.Kind.JUDGE, judged_with__judge=judge, source_run=run)
     run_all(judge_run)
     values = {
         (s.item.key, s.subject): s.judge_value
@@ -138,7 +139,7 @@ def test_picks_and_scores_match_the_hand_computed_values(
     assert row.cells["judge"]["accuracy"].mean == 50.0
     assert row.cells["judge"]["accuracy_norm"].mean == 100.0
 
-    default_run = Run.objects.get(kind=Run.Kind.JUDGE, judge=task.default_judge, source_run=run)
+    default_run = Run.objects.get(kind=Run.Kind.JUDGE, judged_with__judge=default, source_run=run)
     run_all(default_run)
     assert dict(Score.objects.filter(run=default_run).values_list("item__key", "judge_value")) == {
         "c1": 0.0,
@@ -148,7 +149,7 @@ def test_picks_and_scores_match_the_hand_computed_values(
     answers = make_answers_dataset(task, 1)
     page = reviewer_client.get(judge.get_absolute_url()).content.decode()
     assert f'value="run:{run.pk}"' in page and 'value="column:' not in page
-    page = reviewer_client.get(task.default_judge.get_absolute_url()).content.decode()
+    page = reviewer_client.get(default.get_absolute_url()).content.decode()
     assert f'value="run:{run.pk}"' in page and f'value="column:{answers.pk}:' in page
     with pytest.raises(JudgeRunError, match="scores choice-scoring runs only"):
         create_judge_run(judge, source_run=make_generation_run(dataset, {0: "A", 1: "A"}))

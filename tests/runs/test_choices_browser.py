@@ -48,7 +48,7 @@ def test_choice_scoring_from_the_form_to_the_board(
     link.first.click()
     page.wait_for_url("**/leaderboards/**")
     judge = Judge.objects.get(task=task, name=CHOICE_JUDGE)
-    judge_run = Run.objects.get(kind=Run.Kind.JUDGE, judge=judge, source_run=run)
+    judge_run = Run.objects.get(kind=Run.Kind.JUDGE, judged_with__judge=judge, source_run=run)
 
     def cell(subject: str) -> object:
         return page.locator(

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.urls import reverse
 
 from apps.judges.launching import create_judge_run
-from apps.judges.models import Judge
+from apps.judges.models import Judge, JudgeRun
 from apps.runs.engine.llm import cache_key, chat_body, estimate_prompt_tokens
 from apps.runs.estimate import estimate, evenly_spaced
 from apps.runs.models import CachedReply, Run
@@ -146,9 +146,9 @@ def test_after_a_run_the_estimate_finds_every_request_in_the_cache(
         kind=Run.Kind.JUDGE,
         dataset=answers,
         endpoint=endpoint,
-        judge=judge,
         source_column="response",
     )
+    judged.judged_with = JudgeRun(run=judged, judge=judge)
     found = estimate(judged)
     assert (found.units, found.requests, found.cached_requests) == (4, 8, 4 * 2)
     assert Judge.objects.count() == 1

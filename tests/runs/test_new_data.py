@@ -9,13 +9,13 @@ import pytest
 
 from apps.datasets.importing import import_dataset
 from apps.datasets.models import Task
-from apps.judges.models import Judge, Score
+from apps.judges.models import Judge, Score, judge_of
 from apps.leaderboards import boards
 from apps.runs.kinds import new_data
 from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import Endpoint, PromptTemplate, Run
 from tests.base import work
-from tests.factories import make_generation_run, make_judge, make_qa_dataset
+from tests.factories import make_generation_run, make_judge, make_qa_dataset, set_judging
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -77,8 +77,8 @@ def test_one_run_per_pair_with_a_finished_run(task, endpoint, other_endpoint, te
 
 def test_unchanged_upload_starts_nothing_and_a_changed_one_does(task, endpoint, template):
     task.evaluate_new_data = True
-    task.default_judge = make_judge(task, Judge.Kind.METRIC)
     task.save()
+    set_judging(task, default_judge=make_judge(task, Judge.Kind.METRIC))
     finished(make_qa_dataset(task, 2, name="old"), endpoint, template, "model-a")
     mapping = {**MAPPING, "response_columns": ["given"]}
     with_answers = "id,question,answer,given\nq1,What is 1 + 1?,2,2\n"
@@ -128,7 +128,7 @@ def test_new_data_is_generated_judged_and_on_the_board(task, endpoint, template,
     """End to end through a real worker and the loopback server: a first model's run, then a
     new version uploaded: its run is generated, judged by the default judge, and on the board."""
     judge = make_judge(task, Judge.Kind.METRIC)
-    task.default_judge = judge
+    set_judging(task, default_judge=judge)
     task.evaluate_new_data = True
     task.save()
     llm_server.configure(script=[{"match": "What is 3 + 3?", "reply": "6"}])
@@ -151,7 +151,7 @@ def test_new_data_is_generated_judged_and_on_the_board(task, endpoint, template,
     generation.refresh_from_db()
     assert generation.status == Run.Status.COMPLETED, generation.error
     judged = Run.objects.judging().get(source_run=generation)
-    assert (judged.judge_id, judged.status) == (judge.pk, Run.Status.COMPLETED)
+    assert (judge_of(judged), judged.status) == (judge, Run.Status.COMPLETED)
     values = dict(Score.objects.filter(run=judged).values_list("item__key", "judge_value"))
     assert values == {"q1": 0.0, "q2": 0.0, "q3": 100.0}  # only "6" matches its reference
 
@@ -168,7 +168,7 @@ def test_cli_import_starts_the_models_and_the_board_shows_the_new_dataset(
 ):
     from django.core.management import call_command
 
-    task.default_judge = make_judge(task, Judge.Kind.METRIC)
+    set_judging(task, default_judge=make_judge(task, Judge.Kind.METRIC))
     task.evaluate_new_data = True
     task.save()
     llm_server.configure(script=[{"match": "What is 3 + 3?", "reply": "6"}])

@@ -13,7 +13,7 @@ from apps.judges.models import Judge
 from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import Run
 from tests.base import make_user, wait_for, work
-from tests.factories import make_judge
+from tests.factories import make_judge, set_judging
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -37,8 +37,7 @@ def upload(page, dataset_url: str, body: bytes) -> None:
 def test_new_version_runs_every_model_and_shows_on_the_board(
     login, live_server, task, endpoint, template, llm_server, workers
 ):
-    task.default_judge = make_judge(task, Judge.Kind.METRIC)
-    task.save()
+    set_judging(task, default_judge=make_judge(task, Judge.Kind.METRIC))
     llm_server.configure(script=[{"match": "What is 3 + 3?", "reply": "6"}])
     v1 = import_dataset(task, "sums", FIRST, MAPPING, fmt="csv")
     create_generation_run(v1, endpoint, template, label="echo-model")

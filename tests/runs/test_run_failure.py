@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from apps.judges.models import Judge
+from apps.judges.models import Judge, JudgeRun
 from apps.runs.engine.lifecycle import fail
 from apps.runs.models import PromptTemplate, Run, failure_cause
 from tests.base import ROOT, subprocess_env
@@ -125,7 +125,8 @@ def test_lists_show_run_failed_with_its_cause_and_not_run_but_no_traceback(
 ):
     generation = crash_run(make_run(dataset, endpoint=endpoint, template=template))
     judge = make_judge(dataset.task, Judge.Kind.MCQ_RULE)
-    judged = make_run(dataset, kind=Run.Kind.JUDGE, judge=judge, source_column="answer")
+    judged = make_run(dataset, kind=Run.Kind.JUDGE, source_column="answer")
+    JudgeRun.objects.create(run=judged, judge=judge)
     judged = crash_run(judged)
     pages = {
         "runs": reverse("runs:list"),

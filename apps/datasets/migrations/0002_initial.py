@@ -10,20 +10,23 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('datasets', '0001_initial'),
-        ('judges', '0001_initial'),
-        ('runs', '0001_initial'),
     ]
 
+    # Task.default_judge and default_judge_endpoint were foreign keys to judges.Judge and
+    # runs.Endpoint here, which made datasets' migrations depend on later apps (#26.2). They
+    # are their columns alone now (same names, no constraint), until judges copies them into
+    # TaskJudging (judges 0019) and datasets 0013 drops them. A database made before keeps
+    # its constraints until then; the copy and the drop read and remove the columns alike.
     operations = [
         migrations.AddField(
             model_name='task',
             name='default_judge',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='judges.judge'),
+            field=models.BigIntegerField(blank=True, null=True, db_column='default_judge_id'),
         ),
         migrations.AddField(
             model_name='task',
             name='default_judge_endpoint',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='runs.endpoint'),
+            field=models.BigIntegerField(blank=True, null=True, db_column='default_judge_endpoint_id'),
         ),
         migrations.AddField(
             model_name='dataset',

@@ -12,7 +12,6 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('datasets', '0001_initial'),
-        ('judges', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -87,7 +86,11 @@ class Migration(migrations.Migration):
                 ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
                 ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='datasets.dataset')),
                 ('endpoint', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='runs.endpoint')),
-                ('judge', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='judges.judge')),
+                # A foreign key to judges.Judge once, which made runs' migrations depend on a
+                # later app (#26.2): the column alone now, until judges 0020 copies it into
+                # JudgeRun and runs 0023 drops it (an older database keeps its constraint
+                # until then).
+                ('judge', models.BigIntegerField(blank=True, null=True, db_column='judge_id')),
                 ('source_run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='judge_runs', to='runs.run')),
                 ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='datasets.task')),
                 ('template', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='runs.prompttemplate')),

@@ -25,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("-o", "--output", default="-", help="file to write; - for stdout")
 
     def handle(self, *args: Any, run_id: int, format: str, output: str, **options: Any) -> None:
-        run = Run.objects.select_related("dataset", "judge").filter(pk=run_id).first()
+        run = Run.objects.select_related("dataset", "judged_with__judge").filter(pk=run_id).first()
         if run is None:
             raise CommandError(f"There is no run #{run_id}.")
         chunks = exports.results_csv(run) if format == "csv" else exports.results_jsonl(run)

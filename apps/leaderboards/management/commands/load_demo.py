@@ -14,7 +14,7 @@ from django.db import transaction
 from apps.accounts.models import User
 from apps.datasets.importing import import_dataset
 from apps.datasets.models import Dataset, Task
-from apps.judges.models import Judge
+from apps.judges.models import Judge, TaskJudging
 
 # Demo logins, created only when the username is free. Change them before sharing a server.
 DEMO_USERS: list[tuple[str, str, str]] = [
@@ -150,9 +150,9 @@ def ensure_demo_judge(task: Task, owner: User | None) -> Judge:
             "created_by": owner,
         },
     )
-    if task.default_judge_id is None:
-        task.default_judge = judge
-        task.save(update_fields=["default_judge"])
+    judging = TaskJudging.for_task(task)
+    if judging.default_judge_id is None:
+        judging.choose(judge, judging.default_judge_endpoint)
     return judge
 
 
