@@ -4,9 +4,12 @@ user imports them, two models' two-turn answers, one judge whose template picks 
 single-v1 / single-math-v1 / multi-turn prompts by category and turn (the prompts' text taken
 unmodified from judge_prompts.jsonl, only their `{placeholders}` written as template names),
 `[[N]]` replies from the loopback server, and the board's turn 1, turn 2 and overall columns
-pinned to means worked by hand. Real Redis, a real worker, the real openai SDK over HTTP."""
+pinned to means worked by hand. The two models' answers come from real multi-turn generation
+runs (turn 2 asked with the model's own turn-1 answer in context). Real Redis, the real openai
+SDK over HTTP; the engine's chunks run in the test's own process (no worker to start)."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -18,8 +21,9 @@ from apps.judges.judge_prompts import build_pairwise_messages, build_rubric_mess
 from apps.judges.launching import create_judge_run
 from apps.judges.models import Judge, JudgeRound, Score
 from apps.leaderboards.boards import Params, build
-from apps.runs.models import Run
-from tests.base import work
+from apps.runs.engine.chunk import run_chunk
+from apps.runs.kinds.generation import create_generation_run
+from apps.runs.models import Endpoint, PromptTemplate, Response, Run
 from tests.factories import make_judge, make_multi_turn_run
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "mt_bench"
@@ -127,6 +131,74 @@ def answer(model: str, qid: int, turn: int) -> str:
     return f"{model} says: answer {turn} to question {qid}."
 
 
+def run_here(run: Run) -> None:
+    """Every chunk of the run's launch, in this process (its one chunk takes the whole list)."""
+    run.refresh_from_db()
+    run_chunk(run.pk, run.launch, 0)
+    run.refresh_from_db()
+    assert run.is_terminal, run.status
+
+
+def generate_two_turns(task, dataset, rows: list[dict], llm_server) -> dict[str, Run]:
+    """Each model answers the questions as MT-Bench's gen_model_answer asks them: turn 1, then
+    turn 2 with the model's own turn-1 answer in context (a multi-turn generation run over the
+    item's conversation). The loopback server answers each (model, turn) with `answer`."""
+    template = PromptTemplate.objects.create(
+        task=task, name="mt-bench-answer", messages=[{"role": "conversation"}]
+    )
+    llm_server.configure(
+        script=[
+            {
+                "regex": f"^{re.escape(asked)}$",
+                "model": model,
+                "reply": answer(model, row["question_id"], number),
+            }
+            for model in RATINGS
+            for row in rows
+            for number, asked in enumerate(row["turns"], 1)
+        ]
+    )
+    generations = {}
+    for model in RATINGS:
+        model_endpoint = Endpoint.objects.create(
+            name=model,
+            base_url=llm_server.base_url,
+            model=model,
+            concurrency_limit=4,
+            timeout_seconds=30,
+            max_retries=1,
+        )
+        with transaction.atomic():
+            generations[model] = create_generation_run(
+                dataset, model_endpoint, template, label=model, multi_turn=True
+            )
+        run_here(generations[model])
+        run = generations[model]
+        assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, 4, 0), run.error
+    # Turn 2 was asked with the model's own turn-1 answer in place, nothing else.
+    log = llm_server.stats()["log"]
+    sent = {(entry["model"], json.dumps(entry["messages"], ensure_ascii=False)) for entry in log}
+    assert len(log) == len(sent) == 16  # 4 questions × 2 turns × 2 models, each asked once
+    for model in RATINGS:
+        for row in rows:
+            first, second = row["turns"]
+            turn_2 = [
+                {"role": "user", "content": first},
+                {"role": "assistant", "content": answer(model, row["question_id"], 1)},
+                {"role": "user", "content": second},
+            ]
+            assert (model, json.dumps(turn_2, ensure_ascii=False)) in sent
+            response = Response.objects.get(
+                run=generations[model], item__key=str(row["question_id"])
+            )
+            assert response.turn_answers() == [
+                answer(model, row["question_id"], 1),
+                answer(model, row["question_id"], 2),
+            ]
+    llm_server.reset()
+    return generations
+
+
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_mt_bench_end_to_end(task, endpoint, llm_server, viewer_client):
@@ -135,14 +207,7 @@ def test_mt_bench_end_to_end(task, endpoint, llm_server, viewer_client):
     mapping = Mapping("question_id", ["category", "turns"], "gpt4", conversation_column="turns")
     dataset = import_dataset(task, "mt-bench", data, mapping, file_name="mt_bench.jsonl")
     assert dataset.items.get(key="111").turn_references == ["Площадь равна 3.", "5pi"]
-    generations = {
-        model: make_multi_turn_run(
-            dataset,
-            {str(qid): [answer(model, qid, 1), answer(model, qid, 2)] for qid in RATINGS[model]},
-            label=model,
-        )
-        for model in RATINGS
-    }
+    generations = generate_two_turns(task, dataset, rows, llm_server)
     judge = make_judge(
         task,
         name="mt-bench-single",
@@ -165,7 +230,8 @@ def test_mt_bench_end_to_end(task, endpoint, llm_server, viewer_client):
             create_judge_run(judge, endpoint=endpoint, source_run=generation)
             for generation in generations.values()
         ]
-    work()
+    for run in runs:
+        run_here(run)
 
     # Every request is exactly what FastChat would send for that question and turn.
     sent = [entry["messages"] for entry in llm_server.stats()["log"]]
@@ -384,7 +450,7 @@ def test_a_failed_turn_fails_its_item_and_retry_asks_only_that_turn(task, endpoi
     )
     with transaction.atomic():
         run = create_judge_run(judge, endpoint=endpoint, source_run=generation)
-    work()
+    run_here(run)
     run.refresh_from_db()
     assert (run.done, run.failed) == (1, 1)
     failed = Score.objects.get(run=run, item__key="d0")
@@ -397,7 +463,7 @@ def test_a_failed_turn_fails_its_item_and_retry_asks_only_that_turn(task, endpoi
     llm_server.configure(script=[{"match": "Answer: d0 says two.", "reply": "Rating: [[3]]"}])
     with transaction.atomic():
         assert launch(run, Run.Mode.RETRY_FAILED) == 1
-    work()
+    run_here(run)
     asked = [entry["messages"][-1]["content"] for entry in llm_server.stats()["log"]]
     assert asked == ["Turn 2: Q0 two?\nAnswer: d0 says two."]  # turn 1's rating was kept
     score = Score.objects.get(run=run, item__key="d0")
@@ -407,7 +473,7 @@ def test_a_failed_turn_fails_its_item_and_retry_asks_only_that_turn(task, endpoi
     single = make_generation_run(dataset, {"d0": "Only the last turn answered."}, label="one")
     with transaction.atomic():
         other = create_judge_run(judge, endpoint=endpoint, source_run=single)
-    work()
+    run_here(other)
     score = Score.objects.get(run=other, item__key="d0")
     assert score.error_kind == "no_response"
     assert "turn 1 of the conversation has no answer to judge" in score.error
