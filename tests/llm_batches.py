@@ -36,6 +36,9 @@ BATCH_DEFAULTS: dict[str, Any] = {
     "cancel_seconds": 0.2,  # cancelling → cancelled
     "fail_validation": "",  # a message: the batch fails validation with it
     "expire_after": None,  # expire once this many lines are done
+    # Stay in_progress once this many lines are done, until the knob is cleared (None): a test
+    # can then see the in-progress state however slowly its page polls on a loaded machine.
+    "hold_after": None,
 }
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 
@@ -193,6 +196,16 @@ async def _process(store: Store, batch: Batch, lines: list[bytes]) -> None:
         if batch.cancel:
             break
         if expire_after is not None and len(done) + len(errors) >= int(expire_after):
+            break
+        while config["hold_after"] is not None and len(done) + len(errors) >= int(
+            config["hold_after"]
+        ):
+            if gone() or batch.cancel:
+                break
+            await asyncio.sleep(0.05)
+        if gone():
+            return
+        if batch.cancel:
             break
         # Below a millisecond a timer is all overhead: just let the other handlers run.
         await asyncio.sleep(pace if pace >= 0.001 else 0)

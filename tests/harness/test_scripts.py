@@ -19,10 +19,10 @@ def test_descendants_reads_whole_command_lines_whatever_the_terminal_width(
     # CI sets COLUMNS=80, and plain `ps` then cut "…/.venv/bin/gunicorn" short in a long checkout.
     monkeypatch.setenv("COLUMNS", "40")
     marker = "gunicorn-" + "x" * 100
-    child = f"{sys.executable} -c 'import time; time.sleep(30)' {marker}"
+    child = f"{sys.executable} -c 'import time; time.sleep(90)' {marker}"
     script = Script(["bash", "-c", f"{child}; true"], dict(os.environ))
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         # Until the child itself is there: at first only `bash -c` may have started.
         while time.monotonic() < deadline:
             found = script.descendants()

@@ -18,7 +18,8 @@ def test_a_batch_run_started_in_the_browser_finishes(
     )
     endpoint.supports_batch = True
     endpoint.save()
-    llm_server.batches(lines_per_second=4)
+    # The batch stays in progress after 6 of its 12 lines until the test has seen it so.
+    llm_server.batches(lines_per_second=50, hold_after=6)
     workers(EVALSITE_BATCH_POLL_SECONDS="0.2")
     page = login(reviewer_user, f"/runs/new/generation/?dataset={dataset.pk}")
 
@@ -42,7 +43,9 @@ def test_a_batch_run_started_in_the_browser_finishes(
     expect(page.locator("#run-batch-mode")).to_have_text("batch mode")
     # While the provider works: the batch's own progress, nothing written yet.
     expect(page.locator("#batch-waiting")).to_contain_text("requests answered", timeout=120_000)
-    expect(page.locator("#batch-table")).to_contain_text("in_progress")
+    expect(page.locator("#batch-table")).to_contain_text("in_progress", timeout=120_000)
+    assert not Response.objects.filter(run=run).exists()
+    llm_server.batches(hold_after=None)
     page.wait_for_selector('#run-status[data-status="completed"]', timeout=90_000)
     assert page.locator("#run-done").inner_text() == "12"
     expect(page.locator("#batch-table")).to_contain_text("completed")

@@ -41,7 +41,7 @@ def test_the_form_prices_the_run_and_a_cached_rerun_sends_nothing(
     expect(table.locator("tr[data-row='1']")).to_contain_text("$0.0104")
     page.click("#start-run")
     page.wait_for_url("**/runs/*/")
-    page.wait_for_selector('#run-status[data-status="completed"]', timeout=60_000)
+    page.wait_for_selector('#run-status[data-status="completed"]', timeout=120_000)
     expect(page.locator("#run-cache")).to_contain_text("cached 0 / sent 5")
     assert llm_server.stats()["requests"] == 5
 
@@ -52,7 +52,7 @@ def test_the_form_prices_the_run_and_a_cached_rerun_sends_nothing(
     expect(table.locator("tr[data-row='3']")).to_contain_text("$0.00")
     page.click("#start-run")
     page.wait_for_url("**/runs/*/")
-    page.wait_for_selector('#run-status[data-status="completed"]', timeout=60_000)
+    page.wait_for_selector('#run-status[data-status="completed"]', timeout=120_000)
     # 8 words in, 7 out a request at the loopback server: 5 × (8 × 2 + 7 × 8) / 1e6 saved.
     expect(page.locator("#run-cache")).to_contain_text("cached 5 / sent 0, saved $0.0004")
     assert llm_server.stats()["requests"] == 5

@@ -12,6 +12,10 @@ from tests.runs.conftest import SECRET
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
+# How late a request may reach the server on a loaded 2-core machine (CI measured up to ~1 s).
+LATE = 1.5
+
+
 def finished(run: Run, timeout: float = 120) -> Run:
     wait_for(lambda: Run.objects.get(pk=run.pk).is_terminal, timeout, "the run to end")
     run.refresh_from_db()
@@ -38,11 +42,12 @@ def test_two_workers_keep_to_the_requests_per_minute_with_no_429(
     stats = llm_server.stats()
     assert stats["by_status"] == {"200": 40} and stats["rate_limited"] == 0
     # 120 a minute with a burst of 2, held at 119 a minute (the burst given back): 0.504 s
-    # apart. Any nine in a row span at least seven intervals, whichever worker sent them (less
-    # half a second: a request may reach the server late on a loaded machine).
+    # apart. Any nine in a row span at least seven intervals, whichever worker sent them, less
+    # LATE: on a loaded machine one request may reach the server late, which shortens the span
+    # from it; unpaced, nine would arrive within half a second.
     times = [entry["time"] for entry in arrivals(llm_server)]
     interval = 60 / 119
-    assert all(times[i + 8] - times[i] >= 7 * interval - 0.5 for i in range(len(times) - 8))
+    assert all(times[i + 8] - times[i] >= 7 * interval - LATE for i in range(len(times) - 8))
     assert times[-1] - times[0] >= 38 * interval - 0.5
 
 
@@ -67,7 +72,7 @@ def test_two_workers_keep_to_the_tokens_per_minute_settled_by_usage(
     # at 5,900 a minute (a burst of 100 given back) that is 1.098 s of budget per request.
     times = [entry["time"] for entry in log]
     per_request = 108 * 60 / 5900
-    assert all(times[i + 4] - times[i] >= 4 * per_request - 0.5 for i in range(len(times) - 4))
+    assert all(times[i + 4] - times[i] >= 4 * per_request - LATE for i in range(len(times) - 4))
     assert times[-1] - times[0] >= 15 * per_request - 0.5
 
 
@@ -91,7 +96,7 @@ def test_two_workers_keep_to_the_limits_the_provider_states_in_its_headers(
     times = [entry["time"] for entry in arrivals(llm_server)]
     interval = 60 / 119
     paced = times[10:]
-    assert all(paced[i + 8] - paced[i] >= 7 * interval - 0.5 for i in range(len(paced) - 8))
+    assert all(paced[i + 8] - paced[i] >= 7 * interval - LATE for i in range(len(paced) - 8))
     assert paced[-1] - paced[0] >= (len(paced) - 3) * interval - 0.5
 
 
@@ -126,7 +131,7 @@ def test_a_second_endpoint_on_the_same_account_is_paced_from_its_first_request(
     times = [entry["time"] for entry in arrivals(llm_server)]
     interval = 60 / 119
     # From the first request on: any nine in a row span at least seven intervals.
-    assert all(times[i + 8] - times[i] >= 7 * interval - 0.5 for i in range(len(times) - 8))
+    assert all(times[i + 8] - times[i] >= 7 * interval - LATE for i in range(len(times) - 8))
     assert times[-1] - times[0] >= 27 * interval - 0.5
     stored = [(key, redis_conn.dump(key) or b"") for key in redis_conn.scan_iter()]
     assert stored and not any(SECRET.encode() in key + value for key, value in stored)
@@ -154,8 +159,10 @@ def test_a_provider_that_states_no_limits_is_paced_by_its_429s(
     first_pause_ends = refused[0]["time"] + 4
     later = [e for e in refused if e["time"] > first_pause_ends]
     windows = (log[-1]["time"] - first_pause_ends) / 4
-    # Measured: 3 first and 3 in 6 later windows; 57 in 7 when each pause was only waited out.
-    assert len(later) <= max(3, windows), f"{len(later)} 429s in {windows:.0f} later windows"
+    # Measured: 3 first and 3 in 6 later windows (CI once 7 in 6.5, loaded); 57 in 7 when each
+    # pause was only waited out. Each of the two workers' probes may find a window's limit.
+    bound = 2 * max(3, windows)
+    assert len(later) <= bound, f"{len(later)} 429s in {windows:.0f} later windows"
     assert redis_conn.keys("evalsite:account:*:pace")
 
 
@@ -164,9 +171,9 @@ def test_a_429_holds_every_worker_for_its_retry_after(
     start, task, endpoint, llm_server, workers, limited
 ):
     """With an RPM limit every request asks Redis and sees the pause at once; without one,
-    each chunk's heartbeat reads it within a second (more on a loaded machine: the pause is 6 s so
+    each chunk's heartbeat reads it within a second (more on a loaded machine: the pause is 10 s so
     that its second half is clear of any such lateness). 4 in flight at 0.5 s each: without a
-    shared pause the other lanes would send 8 requests a second through the 6 s."""
+    shared pause the other lanes would send 8 requests a second through the 10 s."""
     # 80 items: on a loaded machine lanes may send for ~3 s (~24 requests) before they read the
     # pause; plenty must still be left to send after it for the last check to mean something.
     dataset = make_qa_dataset(task, 80, name="pause")
@@ -175,7 +182,7 @@ def test_a_429_holds_every_worker_for_its_retry_after(
     llm_server.configure(
         latency=0.5,
         # An item of the first chunk: told early, most of the run is still to send after it.
-        script=[{"match": "What is 1 + 1?", "status": 429, "times": 1, "retry_after": 6}],
+        script=[{"match": "What is 1 + 1?", "status": 429, "times": 1, "retry_after": 10}],
     )
     run = start(dataset=dataset, chunk_size=10)
     workers()
@@ -188,6 +195,6 @@ def test_a_429_holds_every_worker_for_its_retry_after(
     told = refused[0]["end"]
     # Requests already let through when it was told, and lanes whose heartbeat a loaded
     # machine delays, may still land in the first half of the pause; none in the second half
-    # (3 s of silence where a lane that ignored the pause would send 12), the rest after it.
-    assert [e["n"] for e in log if told + 3 < e["time"] < told + 5.9] == []
-    assert sum(1 for e in log if e["time"] >= told + 5.9) >= 15
+    # (5 s of silence where a lane that ignored the pause would send 40), the rest after it.
+    assert [e["n"] for e in log if told + 5 < e["time"] < told + 9.9] == []
+    assert sum(1 for e in log if e["time"] >= told + 9.9) >= 15
