@@ -65,23 +65,25 @@ _setup_unlock() {
 
 _requirements_hash() { (cd "$EVALSITE_ROOT" && cat "$@" | sha256sum | cut -d' ' -f1); }
 
-# use_venv run|test|litellm: point VENV, PY and VENV_REQUIREMENTS at that kind's venv without
+# use_venv run|test|litellm|interop: point VENV, PY and VENV_REQUIREMENTS at that kind's venv without
 # setting it up. .venv is the users' world: requirements.txt and nothing else (bin/run,
 # workers, commands). .venv-test holds requirements-test.txt. They are apart so that a package
 # only the tests install can never make the app work in the test run and fail in a user's
 # install. .venv-litellm holds an OpenAI-compatible server this project did not write (the
 # LiteLLM proxy), which the install stage runs the main job against; it shares nothing with
-# the app's packages.
+# the app's packages. .venv-interop holds the evaluation tools whose files apps/interop imports
+# (Inspect AI): too heavy for .venv-test, built by the tests that need it (tests/interop/tools.py).
 use_venv() {
     case "${1:-run}" in
         test) VENV="$EVALSITE_ROOT/.venv-test" VENV_REQUIREMENTS="requirements.txt requirements-test.txt" ;;
         litellm) VENV="$EVALSITE_ROOT/.venv-litellm" VENV_REQUIREMENTS="tests/install/requirements-litellm.txt" ;;
+        interop) VENV="$EVALSITE_ROOT/.venv-interop" VENV_REQUIREMENTS="tests/interop/requirements-interop.txt" ;;
         *) VENV="$EVALSITE_ROOT/.venv" VENV_REQUIREMENTS="requirements.txt" ;;
     esac
     PY="$VENV/bin/python"
 }
 
-# setup_python run|test|litellm: a working venv of that kind (see use_venv), made current. pip
+# setup_python run|test|litellm|interop: a working venv of that kind (see use_venv), made current. pip
 # runs only when the requirements changed since the last install. The run venv is then rebuilt
 # from nothing, so a package dropped from requirements.txt is gone from it too.
 setup_python() {

@@ -4,8 +4,8 @@
     .venv-test/bin/python bin/import_graph.py           # print the app graph and any violation; exit 1 on one
     .venv-test/bin/python bin/import_graph.py --modules # also print every module-to-module edge
 
-The flow is accounts → datasets → runs → drafting → judges → review → leaderboards → api: an app
-imports only from apps before it, and later apps react to lifecycle signals. Fails on
+The flow is accounts → datasets → runs → drafting → judges → review → leaderboards → interop →
+api: an app imports only from apps before it, and later apps react to lifecycle signals. Fails on
 - an import from an app to an app later in the flow,
 - an import cycle between modules (within an app too); a job enqueued by dotted path counts as
   an import of its module,
@@ -34,7 +34,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("apps", "evalsite")
-FLOW = ("accounts", "datasets", "runs", "drafting", "judges", "review", "leaderboards", "api")
+FLOW = (
+    "accounts",
+    "datasets",
+    "runs",
+    "drafting",
+    "judges",
+    "review",
+    "leaderboards",
+    "interop",
+    "api",
+)
 # settings.RUN_KINDS, kind -> dotted path: the engine looks run kinds up there by name. Kinds
 # live in later apps too, so the list is configuration (like MIDDLEWARE), not an import; the
 # tests check that every entry resolves and that no engine module imports a kind's.

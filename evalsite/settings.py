@@ -92,6 +92,7 @@ INSTALLED_APPS = [
     "apps.judges",
     "apps.review",
     "apps.leaderboards",
+    "apps.interop",
     "apps.api",
 ]
 

@@ -189,6 +189,9 @@ class JudgeForm(forms.ModelForm):
         ]
         self.fields["n_iter"].validators += [MinValueValidator(1), MaxValueValidator(20)]
         self.fields["label_count"].validators.append(MinValueValidator(1))
+        # Imported scores come with their import (apps/interop), never from this form.
+        kind = cast(forms.ChoiceField, self.fields["kind"])
+        kind.choices = [c for c in cast(Any, kind.choices) if c[0] != Judge.Kind.IMPORTED]
         # Blank is JSON, as before reply formats existed (older scripts post no format).
         self.fields["reply_format"].required = False
         if self.instance.pk:
@@ -210,7 +213,7 @@ class JudgeForm(forms.ModelForm):
                 [
                     str(kind)
                     for kind in Judge.Kind
-                    if kind not in (Judge.Kind.PAIRWISE, Judge.Kind.CHOICE)
+                    if kind not in (Judge.Kind.PAIRWISE, Judge.Kind.CHOICE, Judge.Kind.IMPORTED)
                 ],
                 [self["subjects_text"]],
             ),

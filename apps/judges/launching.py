@@ -81,6 +81,10 @@ def check_source(
     judge: Judge, source_run: Run | None, dataset: Dataset | None, source_column: str
 ) -> Dataset:
     """The dataset whose items are judged; JudgeRunError when the source does not fit."""
+    if judge.kind == Judge.Kind.IMPORTED:
+        raise JudgeRunError(
+            f"{judge} holds scores imported from another tool; it cannot judge anything again."
+        )
     if source_run is not None:
         if source_column:
             raise JudgeRunError("Judge either a generation run or a dataset column, not both.")

@@ -39,6 +39,9 @@ class Judge(Versioned):
         # Scores a choice-scoring run's picks (apps/runs/kinds/choices.py): accuracy of the most
         # likely option and of the most likely per character, against the answer key.
         CHOICE = "choice", "Log-likelihood choices (rule-based)"
+        # Values another tool gave (an Inspect scorer, a promptfoo assertion: apps/interop),
+        # imported with their explanations; reviewed like any judge's, never judged again.
+        IMPORTED = "imported", "Imported scores"
 
     class LabelType(models.TextChoices):
         UPPER = "upper", "A, B, C…"

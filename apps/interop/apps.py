@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class InteropConfig(AppConfig):
+    name = "apps.interop"
+    label = "interop"
