@@ -57,6 +57,8 @@ class Named(Schema):
 class JudgeNamed(Named):
     # How a rubric judge's reply is read (json, brackets, result, score, last_number, regex).
     reply_format: str = ""
+    # A rubric judge that scores each turn of a conversation (MT-Bench's turn 1, turn 2).
+    per_turn: bool = False
 
 
 class TaskDetailOut(TaskOut):

@@ -172,6 +172,7 @@ def task_detail(request: HttpRequest, slug: str) -> dict[str, Any]:
                 "version": j.version,
                 "kind": j.kind,
                 "reply_format": j.reply_format if j.kind == Judge.Kind.RUBRIC else "",
+                "per_turn": j.kind == Judge.Kind.RUBRIC and j.per_turn,
             }
             for j in judges
         ],
@@ -734,7 +735,10 @@ def leaderboard(request: HttpRequest, slug: str, query: Query[BoardQuery]) -> di
     built, _ = _board(request, slug)
     return {
         **exports.board_meta(built),
-        "judges": [{"id": j.pk, "name": j.name, "version": j.version} for j in built.judges],
+        "judges": [
+            {"id": j.pk, "name": j.name, "version": j.version, "per_turn": j.per_turn}
+            for j in built.judges
+        ],
         "rows": list(exports.board_records(built)),
     }
 

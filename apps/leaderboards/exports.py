@@ -42,7 +42,8 @@ from apps.leaderboards.pairs import Pairs
 from apps.leaderboards.pairwise_board import PairwiseBoard
 from apps.leaderboards.people import PeopleAgreement
 from apps.review.models import Adjudication, BlindEntry, Review
-from apps.runs.models import Response, Run, set_names
+from apps.runs.models import Response, Run, Turn, set_names
+from apps.runs.turns import dialogue
 
 CHUNK = 2000  # rows per database fetch
 FLUSH = 500  # CSV rows per streamed piece
@@ -385,10 +386,37 @@ RESPONSE_COLUMNS = ("status", "error", "prompt_tokens", "completion_tokens", "la
 def _responses(run: Run) -> Iterator[tuple[tuple, tuple | None]]:
     """(item, response) in item order, a row per epoch's response (epoch order), or one
     (item, None) for an item without any; a response is (item id, epoch, text, …)."""
+    for item, found in _item_responses(run):
+        if not found:
+            yield item, None
+        for response in found:
+            yield item, response
+
+
+def _by_item(rows: Iterator[tuple]) -> Callable[[int], list[tuple]]:
+    """For a stream of rows ordered by item id (their first value), the rows of each item
+    asked for in increasing id order: one pass, nothing held beyond the current item."""
+    pending = next(rows, None)
+
+    def of(item_id: int) -> list[tuple]:
+        nonlocal pending
+        found = []
+        while pending is not None and pending[0] <= item_id:
+            if pending[0] == item_id:
+                found.append(pending)
+            pending = next(rows, None)
+        return found
+
+    return of
+
+
+def _item_responses(run: Run, *extra: str) -> Iterator[tuple[tuple, list[tuple]]]:
+    """(item, its responses in epoch order) in item order; an item is (id, key, position,
+    fields, *extra)."""
     items = (
         Item.objects.filter(dataset_id=run.dataset_id)
         .order_by("pk")
-        .values_list("pk", "key", "position", "fields")
+        .values_list("pk", "key", "position", "fields", *extra)
     )
     responses = iter(
         Response.objects.filter(run_id=run.pk)
@@ -407,20 +435,157 @@ def _responses(run: Run) -> Iterator[tuple[tuple, tuple | None]]:
         )
         .iterator(chunk_size=CHUNK)
     )
-    pending = next(responses, None)
+    of = _by_item(responses)
     for item in items.iterator(chunk_size=CHUNK):
-        found = []
-        while pending is not None and pending[0] <= item[0]:
-            if pending[0] == item[0]:
-                found.append(pending)
-            pending = next(responses, None)
-        if not found:
-            yield item, None
-        for response in found:
-            yield item, response
+        yield item, of(item[0])
+
+
+# ---- multi-turn runs: a row per turn, the whole transcript -------------------------------
+TURN_COLUMNS = ("turn", "asked", "response", "status", "error")
+TURN_NUMBERS = ("prompt_tokens", "completion_tokens", "latency_ms")
+
+
+def _conversations(run: Run) -> Iterator[tuple[tuple, int | None, tuple | None, list[tuple]]]:
+    """(item, epoch, response, turns) of a multi-turn run in item and epoch order: one per
+    epoch with a response or a turn (an item still being asked has turns and no response),
+    or (item, None, None, []) for an item never asked. A turn is (item id, epoch, number,
+    asked, text, error kind, error, prompt tokens, completion tokens, latency)."""
+    turns = (
+        Turn.objects.filter(run_id=run.pk)
+        .order_by("item_id", "epoch", "number")
+        .values_list(
+            "item_id",
+            "epoch",
+            "number",
+            "asked",
+            "text",
+            "error_kind",
+            "error",
+            "prompt_tokens",
+            "completion_tokens",
+            "latency_ms",
+        )
+        .iterator(chunk_size=CHUNK)
+    )
+    turns_of = _by_item(turns)
+    for item, responses in _item_responses(run, "conversation"):
+        by_epoch: dict[int, list[tuple]] = {}
+        for turn in turns_of(item[0]):
+            by_epoch.setdefault(turn[1], []).append(turn)
+        answered = {response[1]: response for response in responses}
+        epochs = sorted(set(by_epoch) | set(answered))
+        if not epochs:
+            yield item, None, None, []
+        for epoch in epochs:
+            yield item, epoch, answered.get(epoch), by_epoch.get(epoch, [])
+
+
+def _turn_error(turn: tuple) -> str:
+    return f"{turn[5]}: {turn[6]}" if turn[5] else turn[6]
+
+
+def turns_csv(run: Run) -> Iterator[str]:
+    """A multi-turn run's answers, one row per (item, epoch, turn): what the turn asked, the
+    model's answer, its status, error, tokens and latency; an item never asked has one row
+    with empty cells."""
+    names = field_names(run)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    fixed = {"key", "position", "epoch", *TURN_COLUMNS, *TURN_NUMBERS}
+    epochs = run.epochs > 1
+    header = [
+        "key",
+        "position",
+        *(["epoch"] if epochs else []),
+        *[f"field.{n}" if n in fixed else n for n in names],
+        *TURN_COLUMNS,
+        *TURN_NUMBERS,
+    ]
+    buffer.write(BOM)
+    writer.writerow([cell(h) for h in header])
+    count = 0
+    for item, epoch, _, turns in _conversations(run):
+        fields = item[3] if isinstance(item[3], dict) else {}
+        start = [cell(item[1]), item[2]]
+        if epochs:
+            start.append(epoch + 1 if epoch is not None else "")
+        start += [cell(fields.get(n)) for n in names]
+        for turn in turns or [None]:
+            if turn is None:
+                row = start + [""] * (len(TURN_COLUMNS) + len(TURN_NUMBERS))
+            else:
+                status = "failed" if turn[5] else "ok"
+                row = [*start, turn[2], cell(turn[3]), cell(turn[4]), status]
+                row += [cell(_turn_error(turn)), turn[7], turn[8], turn[9]]
+            writer.writerow(row)
+            count += 1
+            if count % FLUSH == 0:
+                yield _drain(buffer)
+    yield _drain(buffer)
+
+
+def turns_jsonl(run: Run) -> Iterator[str]:
+    """A multi-turn run's answers, one record per (item, epoch): the item's response (its
+    status and error, tokens and cost summed), each turn, and the whole transcript as chat
+    messages (the item's conversation with the model's answers in place; what a memory
+    script or simulated user said otherwise), as the item's page shows it."""
+    for item, epoch, found, turns in _conversations(run):
+        record: dict[str, Any] = {"key": item[1], "position": item[2], "fields": item[3]}
+        if run.epochs > 1 and epoch is not None:
+            record["epoch"] = epoch + 1
+        if found is None:
+            record.update(response=None, status=None)
+        else:
+            _, _, text, status, error_kind, error, prompt, completion, latency, details = found
+            record.update(
+                response=text,
+                status=status,
+                error=f"{error_kind}: {error}" if error_kind else error,
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                latency_ms=latency,
+            )
+            if details:  # a memory script's realised gaps
+                record["details"] = details
+        record["turns"] = [
+            {
+                "turn": turn[2],
+                "asked": turn[3],
+                "answer": turn[4] if not turn[5] else None,
+                "error": _turn_error(turn),
+                "prompt_tokens": turn[7],
+                "completion_tokens": turn[8],
+                "latency_ms": turn[9],
+            }
+            for turn in turns
+        ]
+        record["transcript"] = _transcript(run, item[4] or [], turns)
+        yield json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def _transcript(run: Run, conversation: list[dict[str, Any]], turns: list[tuple]) -> list[Any]:
+    """As `Response.transcript`, from the export's rows: up to the first turn not answered."""
+    answered = []
+    for number, turn in enumerate(turns, 1):
+        if turn[2] != number or turn[5]:
+            break
+        answered.append(turn)
+    if conversation and run.kind == Run.Kind.GENERATION:
+        return dialogue([dict(m) for m in conversation], [turn[4] for turn in answered])
+    return [
+        message
+        for turn in answered
+        for message in (
+            {"role": "user", "content": turn[3]},
+            {"role": "assistant", "content": turn[4]},
+        )
+    ]
 
 
 def responses_csv(run: Run) -> Iterator[str]:
+    if run.multi_turn:
+        yield from turns_csv(run)
+        return
     names = field_names(run)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -461,6 +626,9 @@ def responses_csv(run: Run) -> Iterator[str]:
 
 
 def responses_jsonl(run: Run) -> Iterator[str]:
+    if run.multi_turn:
+        yield from turns_jsonl(run)
+        return
     for item, found in _responses(run):
         record: dict[str, Any] = {"key": item[1], "position": item[2], "fields": item[3]}
         if found is None:
@@ -539,11 +707,42 @@ def board_header(board: Board) -> list[str]:
         header += [f"{turns.subject.name}.turn_{k}" for k in range(1, turns.turns + 1)]
     if (corpus := board.corpus_metric) is not None:  # corpus BLEU, macro-F1 (#29.12)
         header += [corpus.name, *(f"{corpus.name}.{c}" for c in ("ci_low", "ci_high", "n"))]
+    if board.gap_rows:  # memory scripts: the subject's mean per scripted gap (#27.4)
+        subject = _gap_subject(board)
+        header += [
+            f"{subject}.gap_{row.gap}.{column}" for row in board.gap_rows for column in GAP_COLUMNS
+        ]
     header += ["judge", "scoring", "epoch_reduction", "items", "clustered_by", "tag", "sort"]
     header.append("overall.formula")
     for info in board.subjects:
         header += [f"{info.name}.{c}" for c in ("weight", "min", "max", "direction")]
     return header
+
+
+GAP_COLUMNS = ("mean", "n", "failed", "realised")
+
+
+def _gap_subject(board: Board) -> str:
+    """The subject the gap table breaks down (the board's tag subject, else its first)."""
+    by = board.tag_subject or board.subjects[0]
+    return by.name
+
+
+def _gaps(board: Board, index: int) -> list[dict[str, Any]] | None:
+    """The board row's column of the gap table: per scripted gap, the mean over the items
+    scripted with it, n, failed and the mean realised gap; None without memory scripts."""
+    if not board.gap_rows:
+        return None
+    return [
+        {
+            "gap": row.gap,
+            "mean": (c := row.cells[index]).mean,
+            "n": c.n,
+            "failed": c.failed,
+            "realised": c.realised,
+        }
+        for row in board.gap_rows
+    ]
 
 
 def board_records(board: Board) -> Iterator[dict[str, Any]]:
@@ -594,6 +793,9 @@ def board_records(board: Board) -> Iterator[dict[str, Any]]:
             "corpus": _corpus_record(board.corpus.get(row.run.pk)),
             # A judge that scores per turn: the subject's mean per turn (`Board.turn_table`).
             "turns": by_turn.get(row.run.pk),
+            # Memory scripts: the subject (`gap_subject`) per scripted information gap.
+            "gap_subject": _gap_subject(board) if board.gap_rows else None,
+            "gaps": _gaps(board, rank - 1),
         }
 
 
@@ -684,6 +886,10 @@ def board_csv(board: Board) -> Iterable[str]:
             corpus = record["corpus"] or {}
             row += [_rounded(corpus.get(k), BOARD_DIGITS) for k in ("value", "ci_low", "ci_high")]
             row.append(corpus.get("n"))
+        for gap in record["gaps"] or []:
+            row += [_rounded(gap["mean"], BOARD_DIGITS), gap["n"], gap["failed"]]
+            # Whole tokens, as the page shows them.
+            row.append(None if gap["realised"] is None else round(gap["realised"]))
         writer.writerow(row + [cell(value) for value in built_with])
     return [buffer.getvalue()]
 

@@ -81,12 +81,21 @@ def test_a_task_lists_the_ids_runs_are_started_with(token_client):
         task=task, name="qa", version=2, user_message="Q: {{ question }}"
     )
     judge = make_judge(task)
+    per_turn = make_judge(task, name="mt-bench", per_turn=True, reply_format="brackets")
     found = token_client("viewer").get("/tasks/qa/").json()
     assert [d["id"] for d in found["datasets_list"]] == [dataset.pk]
     assert found["templates"] == [{"id": new.pk, "name": "qa", "version": 2, "kind": ""}]
     assert old.pk != new.pk
+    common = {"version": 1, "kind": "rubric"}
     assert found["judges"] == [
-        {"id": judge.pk, "name": judge.name, "version": 1, "kind": "rubric", "reply_format": "json"}
+        {
+            "id": per_turn.pk,
+            "name": "mt-bench",
+            **common,
+            "reply_format": "brackets",
+            "per_turn": True,
+        },
+        {"id": judge.pk, "name": judge.name, **common, "reply_format": "json", "per_turn": False},
     ]
     missing = token_client("viewer", "v2").get("/tasks/nope/")
     assert (missing.status_code, missing.json()) == (404, {"detail": "There is no task 'nope'."})

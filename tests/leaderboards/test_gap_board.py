@@ -6,7 +6,9 @@ import re
 
 import pytest
 from django.db import transaction
+from django.test import Client
 
+from apps.accounts.models import ApiToken
 from apps.datasets.importing import import_dataset
 from apps.judges.launching import create_judge_run
 from apps.judges.models import Judge
@@ -14,7 +16,8 @@ from apps.leaderboards import boards
 from apps.runs.kinds.scripts import create_script_run
 from apps.runs.models import Endpoint, Response, Run
 from tests import factories as f
-from tests.base import work
+from tests.base import make_user, work
+from tests.leaderboards.test_exports import read_csv
 
 
 def script_run(dataset, label: str, answers: dict[str, tuple[str | None, int, int]]) -> Run:
@@ -107,6 +110,43 @@ def test_the_board_breaks_scores_down_by_scripted_gap_with_the_realised_gap(admi
     assert "By information gap" in section
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", section))
     assert "2000 33.3" in text and "n=2, 1 failed · realised 2040" in text
+
+    # The exports and the API carry the same breakdown (#27.8).
+    export = f"/leaderboards/{task.slug}/export/"
+    rows = {r["model"]: r for r in read_csv(admin_client.get(export, {"judge": judge.pk}))}
+    b = rows["model-b"]
+    assert (b["exact_match.gap_500.mean"], b["exact_match.gap_500.realised"]) == ("100.0", "540")
+    assert [b[f"exact_match.gap_2000.{c}"] for c in ("mean", "n", "failed", "realised")] == [
+        "0.0",
+        "2",
+        "1",
+        "2040",
+    ]
+    assert rows["model-a"]["exact_match.gap_2000.mean"] == "33.33"
+    body = admin_client.get(export, {"judge": judge.pk, "format": "jsonl"}).content
+    records = {r["model"]: r for r in map(json.loads, body.decode().splitlines())}
+    assert records["model-a"]["gap_subject"] == "exact_match"
+    assert records["model-a"]["gaps"][1] == {
+        "gap": 2000,
+        "mean": pytest.approx(100 / 3),
+        "n": 3,
+        "failed": 0,
+        "realised": 2030,
+    }
+    _, token = ApiToken.issue(make_user("viewer"), "script")
+    api = Client().get(
+        f"/api/v1/leaderboards/{task.slug}/",
+        {"judge": judge.pk},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    by_model = {r["model"]: r for r in api.json()["rows"]}
+    assert by_model["model-b"]["gaps"][1] == {
+        "gap": 2000,
+        "mean": 0,
+        "n": 2,
+        "failed": 1,
+        "realised": 2040,
+    }
 
 
 @pytest.mark.django_db
