@@ -510,7 +510,8 @@ def turns_csv(run: Run) -> Iterator[str]:
         if epochs:
             start.append(epoch + 1 if epoch is not None else "")
         start += [cell(fields.get(n)) for n in names]
-        for turn in turns or [None]:
+        rows: list[tuple | None] = list(turns) or [None]  # never asked: one empty row
+        for turn in rows:
             if turn is None:
                 row = start + [""] * (len(TURN_COLUMNS) + len(TURN_NUMBERS))
             else:
