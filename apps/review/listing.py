@@ -19,7 +19,7 @@ from apps.judges.launching import retry_failed_items
 from apps.judges.models import RunItemQuerySet, Score, judge_of
 from apps.review.models import ReviewAssignment, ReviewLock, ReviewPolicy
 from apps.review.templatetags.review import num
-from apps.runs.models import Response, Run
+from apps.runs.models import Response, Run, Turn
 
 
 def filtered(run: Run, user: Any, filters: dict[str, str]) -> RunItemQuerySet:
@@ -48,6 +48,9 @@ def searched(qs: RunItemQuerySet, run: Run, text: str) -> RunItemQuerySet:
     if run.source_run_id:
         answers = Response.objects.filter(run_id=run.source_run_id)
         found |= Q(pk__in=fulltext.matching(answers, text).values("item_id"))
+        if run.source_run is not None and run.source_run.multi_turn:  # every turn's answer
+            turns = Turn.objects.filter(run_id=run.source_run_id)
+            found |= Q(pk__in=fulltext.matching(turns, text).values("item_id"))
     return qs.filter(found)
 
 

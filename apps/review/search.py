@@ -12,7 +12,7 @@ from django.urls import reverse
 from apps.datasets import fulltext
 from apps.datasets.models import Item, Task
 from apps.datasets.values import as_text
-from apps.runs.models import Response, Run
+from apps.runs.models import Response, Run, Turn
 
 PER_PAGE = 20
 BEFORE, AFTER = 80, 220  # characters of context around the first match in a snippet
@@ -35,9 +35,15 @@ class Hit:
 
 
 def matching_items(task: Task, text: str) -> QuerySet[Item]:
-    """The task's items whose fields, or any model's response to them, hold `text`."""
+    """The task's items whose fields, or any model's response to them (any turn's answer of a
+    multi-turn run), hold `text`."""
     responses = fulltext.matching(Response.objects.filter(run__task=task), text)
-    either = fulltext.condition(Item, text) | Q(pk__in=responses.values("item_id"))
+    turns = fulltext.matching(Turn.objects.filter(run__task=task), text)
+    either = (
+        fulltext.condition(Item, text)
+        | Q(pk__in=responses.values("item_id"))
+        | Q(pk__in=turns.values("item_id"))
+    )
     return Item.objects.filter(dataset__task=task).filter(either).order_by("dataset_id", "position")
 
 
@@ -85,9 +91,20 @@ def search(task: Task, text: str, number: Any = 1) -> tuple[Page, list[Hit]]:
         .select_related("run__endpoint")
         .order_by("run_id", "epoch")
     )
-    answers: dict[int, dict[int, Response]] = {}
+    answers: dict[int, dict[int, Response | Turn]] = {}
     for response in responses:
         answers.setdefault(response.item_id, {}).setdefault(response.run_id, response)
+    # A multi-turn run's answers: the first turn that matches, named (its last answer is
+    # also the Response's text, so a match there is shown once, as that turn).
+    turns = (
+        fulltext.matching(Turn.objects.filter(run__task=task, item_id__in=ids), text)
+        .select_related("run__endpoint")
+        .order_by("run_id", "epoch", "number")
+    )
+    for turn in turns:
+        runs = answers.setdefault(turn.item_id, {})
+        if not isinstance(runs.get(turn.run_id), Turn):
+            runs[turn.run_id] = turn
     hits = []
     for item in items:
         judge_run = by_dataset.get(item.dataset_id)
@@ -109,6 +126,8 @@ def search(task: Task, text: str, number: Any = 1) -> tuple[Page, list[Hit]]:
                 if reviewed
                 else reverse("runs:response-detail", args=[run_id, item.pk])
             )
+            if isinstance(response, Turn):
+                label = f"{label} · turn {response.number}"
             hit.found.append(Found(label, snippet(response.text, text), link))
         hits.append(hit)
     return shown, hits

@@ -24,9 +24,11 @@ class RunsConfig(AppConfig):
         # CPU) for its run's kind, and shared none of them.
         load_kinds()
 
-        from apps.runs.models import Response
+        from apps.runs.models import Response, Turn
 
         fulltext.register(Response, "text")  # searched beside the items (#28.5)
+        # A multi-turn run's Response holds its last answer only: each turn's is searched too.
+        fulltext.register(Turn, "text")
 
         # Everything imported so far (Django, the openai SDK, aiohttp…) lives as long as the
         # process. Frozen, the collector stops walking it: a full collection at the start of a

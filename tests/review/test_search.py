@@ -9,9 +9,11 @@ from django.urls import reverse
 
 from apps.review.search import snippet
 from tests.factories import (
+    make_conversation_dataset,
     make_generation_run,
     make_item,
     make_judge_run,
+    make_multi_turn_run,
     make_review_dataset,
     make_task,
 )
@@ -158,3 +160,28 @@ def test_a_snippet_marks_every_word_around_the_first_match():
     assert parts[0] == ("…", False) and parts[-1][0].endswith("…")
     assert [p for p, marked in parts if marked] == ["Paris", "capital", "PARIS"]
     assert snippet("short", "zzz") == [("short", False)]
+
+
+def test_every_turns_answer_of_a_multi_turn_run_is_found(viewer_client):
+    task = make_task("chat")
+    dataset = make_conversation_dataset(task, [["Name a port.", "And a river?"], ["Hi", "Bye"]])
+    run = make_multi_turn_run(
+        dataset, {"d0": ["Zanzibar harbour.", "The Volga."], "d1": ["Hello", "Ciao"]}
+    )
+    item = dataset.items.get(key="d0")
+    response_page = reverse("runs:response-detail", args=[run.pk, item.pk])
+    # Turn 1's answer is in no Response (the item's holds its last answer): found as turn 1.
+    assert hits(results(viewer_client, task, "zanzibar")) == [
+        (
+            reverse("datasets:item-detail", args=[dataset.pk, 0]),
+            [("model-a · turn 1", response_page)],
+        )
+    ]
+    # The last answer is the Response's text too: shown once, as its turn.
+    assert hits(results(viewer_client, task, "volga"))[0][1] == [
+        ("model-a · turn 2", response_page)
+    ]
+    # The review list of a judge run over it finds any turn's answer.
+    judge_run = make_judge_run(dataset, source_run=run)
+    listed = viewer_client.get(reverse("review:run", args=[judge_run.pk]), {"q": "zanzibar"})
+    assert re.findall(r'<tr data-item="(\d+)">', listed.content.decode()) == [str(item.pk)]
