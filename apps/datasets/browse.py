@@ -4,6 +4,7 @@ from collections.abc import Mapping as AnyMapping
 from dataclasses import dataclass
 from typing import Any
 
+from apps.datasets.conversations import Bubble, bubbles
 from apps.datasets.models import Dataset, Item
 
 PAGE_SIZE = 50
@@ -91,36 +92,8 @@ def item_view_fields(dataset: Dataset, item: Item) -> list[FieldView]:
     return views
 
 
-@dataclass
-class MessageView:
-    """One message of an item's conversation as the item page shows it: user messages
-    numbered as turns, with that turn's reference answer when the dataset has them."""
-
-    role: str
-    content: str
-    name: str
-    tool_calls: list[dict[str, Any]]
-    tool_call_id: str
-    turn: int | None
-    reference: str | None
-
-
-def conversation_view(item: Item) -> list[MessageView]:
-    views, turn = [], 0
+def conversation_view(item: Item) -> list[Bubble]:
+    """The item's conversation as the review pages draw a dialogue, each user message with
+    its turn's reference answer when the dataset has them."""
     references = list(item.turn_references)
-    for message in item.messages():
-        is_user = message["role"] == "user"
-        turn += is_user
-        reference = references[turn - 1] if is_user and turn <= len(references) else None
-        views.append(
-            MessageView(
-                role=message["role"],
-                content=message.get("content") or "",
-                name=message.get("name") or "",
-                tool_calls=message.get("tool_calls") or [],
-                tool_call_id=message.get("tool_call_id") or "",
-                turn=turn if is_user else None,
-                reference=reference,
-            )
-        )
-    return views
+    return bubbles(item.messages(), references if references else None)

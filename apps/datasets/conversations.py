@@ -15,6 +15,7 @@ Plain Python, no Django: prompt building and judges import it without settings.
 """
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from apps.datasets.values import as_text
@@ -291,3 +292,58 @@ def conversation_text(messages: list[Message]) -> str:
             lines = lines[1:]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+# ---- the one rendering on pages ---------------------------------------------------------
+@dataclass
+class Bubble:
+    """One message of a dialogue as every page shows it (templates/_dialogue.html): the
+    dataset's item page, review, the A/B queue."""
+
+    role: str  # system, user, assistant, tool
+    content: Any = ""
+    turn: int = 0  # the user turn it belongs to (1-based); 0 before the first user message
+    answer: bool = False  # the model's own answer under review (not a line of the file)
+    failed: str = ""  # a failed turn: why
+    not_asked: bool = False  # a turn after a failed one
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_call_id: str = ""
+    name: str = ""
+    meta: str = ""  # tokens, latency, finish reason of an answer
+    verdicts: list[dict[str, Any]] = field(default_factory=list)  # per-turn judge rounds
+    reference: str | None = None  # a user turn's reference answer (MT-Bench's), if any
+
+
+def bubble(message: Message, turn: int) -> Bubble:
+    """A message of a conversation, as a bubble of the user turn `turn`."""
+    return Bubble(
+        role=str(message.get("role", "")),
+        content=message.get("content") or "",
+        turn=turn,
+        tool_calls=[_call(c) for c in message.get("tool_calls") or [] if isinstance(c, dict)],
+        tool_call_id=str(message.get("tool_call_id") or ""),
+        name=str(message.get("name") or ""),
+    )
+
+
+def _call(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    return {
+        "id": str(call.get("id") or ""),
+        "name": str(function.get("name") or ""),
+        "arguments": function.get("arguments") or "",
+    }
+
+
+def bubbles(messages: list[Message], references: list[str] | None = None) -> list[Bubble]:
+    """A conversation as it stands in a file: each message a bubble, each user message with
+    its turn's reference answer when there are references."""
+    out, turn = [], 0
+    for message in messages:
+        if message.get("role") == "user":
+            turn += 1
+        found = bubble(message, turn)
+        if references is not None and found.role == "user":
+            found.reference = references[turn - 1] if turn <= len(references) else ""
+        out.append(found)
+    return out

@@ -13,11 +13,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.access import AppRequest, reviewer_required
+from apps.datasets.conversations import Bubble
 from apps.datasets.models import Item
 from apps.datasets.values import as_text, prompt_inputs
 from apps.judges.models import Comparison
 from apps.judges.pairwise import outcomes
-from apps.review.dialogues import Bubble, dialogue_of
+from apps.review.dialogues import dialogue_of
 from apps.review.models import Vote, a_on_left
 from apps.runs.models import Response, Run
 

@@ -7,48 +7,11 @@ A multi-turn run's failed turn shows its error in the answer's place; turns afte
 asked and say so. Everything here is plain values; templates escape them.
 """
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from apps.datasets.conversations import Bubble, bubble
 from apps.datasets.models import Item
 from apps.runs.models import Response, Run, Turn
-
-
-@dataclass
-class Bubble:
-    """One message of the dialogue."""
-
-    role: str  # system, user, assistant, tool
-    content: Any = ""
-    turn: int = 0  # the user turn it belongs to (1-based); 0 before the first user message
-    answer: bool = False  # the model's own answer under review (not a line of the file)
-    failed: str = ""  # a failed turn: why
-    not_asked: bool = False  # a turn after a failed one
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    tool_call_id: str = ""
-    name: str = ""
-    meta: str = ""  # tokens, latency, finish reason of an answer
-    verdicts: list[dict[str, Any]] = field(default_factory=list)  # per-turn judge rounds
-
-
-def _bubble(message: dict[str, Any], turn: int) -> Bubble:
-    return Bubble(
-        role=str(message.get("role", "")),
-        content=message.get("content") or "",
-        turn=turn,
-        tool_calls=[_call(c) for c in message.get("tool_calls") or [] if isinstance(c, dict)],
-        tool_call_id=str(message.get("tool_call_id") or ""),
-        name=str(message.get("name") or ""),
-    )
-
-
-def _call(call: dict[str, Any]) -> dict[str, Any]:
-    function = call.get("function") or {}
-    return {
-        "id": str(call.get("id") or ""),
-        "name": str(function.get("name") or ""),
-        "arguments": function.get("arguments") or "",
-    }
 
 
 def _meta(row: Response | Turn) -> str:
@@ -70,7 +33,7 @@ def _multi_turn(item: Item, turns: list[Turn]) -> list[Bubble]:
         role = message.get("role")
         if role == "user":
             turn += 1
-            bubbles.append(_bubble(message, turn))
+            bubbles.append(bubble(message, turn))
             row = by_number.get(turn)
             if failed_before or row is None:
                 bubbles.append(Bubble(role="assistant", turn=turn, answer=True, not_asked=True))
@@ -86,7 +49,7 @@ def _multi_turn(item: Item, turns: list[Turn]) -> list[Bubble]:
                 error = ": ".join(part for part in (reason, row.error) if part) or "failed"
                 bubbles.append(Bubble(role="assistant", turn=turn, answer=True, failed=error))
         elif turn == 0 or role == "system":
-            bubbles.append(_bubble(message, turn))
+            bubbles.append(bubble(message, turn))
     return bubbles
 
 
@@ -116,7 +79,7 @@ def _single_turn(item: Item, response: Response) -> list[Bubble]:
     for message in item.messages():
         if message.get("role") == "user":
             turn += 1
-        bubbles.append(_bubble(message, turn))
+        bubbles.append(bubble(message, turn))
     if response.status == Response.Status.OK:
         answer = Bubble(
             role="assistant", content=response.text, turn=turn, answer=True, meta=_meta(response)
@@ -143,7 +106,7 @@ def dialogue_of(
         bubbles = _multi_turn(item, response.turns())
     else:
         bubbles = _single_turn(item, response)
-    for bubble in bubbles:
-        if bubble.answer:
-            bubble.verdicts = (verdicts or {}).get(bubble.turn, [])
+    for each in bubbles:
+        if each.answer:
+            each.verdicts = (verdicts or {}).get(each.turn, [])
     return bubbles

@@ -312,9 +312,10 @@ def test_the_item_page_shows_the_dialogue_and_exports_write_the_canonical_shape(
                              file_name="chats.jsonl")  # fmt: skip
     page = reviewer_client.get(reverse("datasets:item-detail", args=[dataset.pk, 1]))
     html = page.content.decode()
-    assert 'id="conversation"' in html and html.count('class="message message-') == 5
-    assert 'data-role="tool"' in html and "result of <code>call_1</code>" in html
-    assert "calls <code>weather</code>" in html
+    # The review pages' bubbles (one rendering of a dialogue), tool traffic folded.
+    assert 'id="conversation"' in html and html.count('<li class="chat-row') == 5
+    assert 'data-role="tool"' in html and "Tool result of <code>call_1</code>" in html
+    assert "Calls <code>weather</code>" in html
     first = reviewer_client.get(reverse("datasets:item-detail", args=[dataset.pk, 0]))
     assert "&lt;b&gt;Q&lt;/b&gt;?" in first.content.decode()  # escaped, as every field
     listing = reviewer_client.get(dataset.get_absolute_url()).content.decode()

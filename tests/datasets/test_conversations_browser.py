@@ -34,9 +34,9 @@ def test_mt_bench_questions_upload_as_conversations(login, live_server):
     expect(page.locator("#item-table")).to_contain_text("User: Compose an engaging travel blog")
 
     page.click("#item-table >> text=101")
-    dialogue = page.locator("#conversation .message")
+    dialogue = page.locator("#conversation .chat-row")
     expect(dialogue).to_have_count(2)
-    expect(dialogue.nth(0).locator(".message-role")).to_have_text("user")
+    expect(dialogue.nth(0).locator(".bubble-role")).to_have_text("user")
     expect(dialogue.nth(0)).to_contain_text("turn 1")
     expect(dialogue.nth(0).locator(".turn-reference")).to_contain_text("You are in second place.")
     expect(dialogue.nth(1).locator(".turn-reference")).to_contain_text("Uncertain.")

@@ -179,7 +179,7 @@ def test_a_per_turn_verdict_stands_beside_the_answer_it_is_about(db):
     request = RequestFactory().get("/")
     request.user = make_user("viewer", "vic")
     html = render_to_string(
-        "review/_dialogue.html",
+        "_dialogue.html",
         {"bubbles": dialogue_of(response, verdicts), "dialogue_id": "d", "user": request.user},
         request=request,
     )
