@@ -9,7 +9,14 @@ from django.utils.text import normalize_newlines
 from apps.datasets.models import Dataset, Task
 from apps.runs.engine.budget import check_budget
 from apps.runs.kinds.generation import multi_turn_refusal
-from apps.runs.models import ChoiceSetup, Endpoint, LoggingMode, PromptTemplate, Run
+from apps.runs.models import (
+    ChoiceSetup,
+    Endpoint,
+    LoggingMode,
+    PromptTemplate,
+    Run,
+    SimulatorSetup,
+)
 from apps.runs.prompts import (
     ItemData,
     PromptError,
@@ -556,3 +563,140 @@ class ChoiceRunForm(forms.Form):
     def clean_option_columns(self) -> list[str]:
         text = self.cleaned_data.get("option_columns") or ""
         return [column.strip() for column in text.split(",") if column.strip()]
+
+
+class DialogueRunForm(CostFields):
+    """What memory-script and simulated-conversation runs share (`start_run script` /
+    `simulation`, POST /api/v1/runs/script/ and /simulation/): refusals that need the items
+    (a row that is not a script, a template that does not compile) come from the run's
+    creation and show on the form."""
+
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.none())
+    endpoint = forms.ModelChoiceField(queryset=Endpoint.objects.all(), label="Model's endpoint")
+    label = forms.CharField(
+        required=False, max_length=200, help_text="The model's name on leaderboards."
+    )
+    epochs = forms.IntegerField(
+        min_value=1,
+        max_value=Run.MAX_EPOCHS,
+        initial=1,
+        help_text="Each item's conversation held this many times (sampling varies).",
+    )
+    logging_mode = forms.ChoiceField(choices=LoggingMode.choices, initial=LoggingMode.FAILED)
+    kind_fields: tuple[str, ...] = ()  # the kind's own, shown after dataset and endpoint
+
+    def __init__(self, *args: Any, task: Task, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.task = task
+        cast(
+            forms.ModelChoiceField, self.fields["dataset"]
+        ).queryset = Dataset.objects.ready().filter(task=task)
+        self.order_fields(["dataset", "endpoint", *self.kind_fields, "label", "epochs"])
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        self.check_budget(data.get("endpoint"))
+        return data
+
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments both creators take."""
+        data = self.cleaned_data
+        return {
+            "label": data["label"],
+            "epochs": data["epochs"],
+            "logging_mode": data["logging_mode"],
+            "use_cache": self.cache_choice(),
+            "budget_usd": data.get("budget_usd"),
+        }
+
+
+class ScriptRunForm(DialogueRunForm):
+    """A memory-script run (GoodAI's LTM): each item's statements, filler up to the gap, then
+    its question, each a turn; the expected answer is the item's reference."""
+
+    statements_column = forms.CharField(
+        max_length=200,
+        help_text="The column holding the statements to tell the model (a list, or one text).",
+    )
+    question_column = forms.CharField(
+        max_length=200, help_text="The column holding the question asked after the gap."
+    )
+    gap_tokens = forms.IntegerField(
+        min_value=0,
+        initial=0,
+        label="Information gap (tokens)",
+        help_text="Filler between the last statement and the question.",
+    )
+    gap_column = forms.CharField(
+        required=False, max_length=200, help_text="Optional: a column giving the gap per item."
+    )
+    filler_column = forms.CharField(
+        required=False,
+        max_length=200,
+        help_text="Optional: the item's own filler text; blank draws the bundled generic text.",
+    )
+    filler_seed = forms.IntegerField(initial=0, help_text="Which filler the draw picks.")
+    system_message = PromptTextField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Said to the model before the script (blank: nothing).",
+    )
+
+    kind_fields = (
+        "statements_column",
+        "question_column",
+        "gap_tokens",
+        "gap_column",
+        "filler_column",
+        "filler_seed",
+        "system_message",
+    )
+
+    def script(self) -> dict[str, Any]:
+        return {name: self.cleaned_data[name] for name in self.kind_fields}
+
+
+class SimulationRunForm(DialogueRunForm):
+    """A simulated user (another endpoint, told who it is and what it wants) converses with
+    the model for up to `max_turns` answers or until it says its done marker."""
+
+    simulator = forms.ModelChoiceField(
+        queryset=Endpoint.objects.all(), label="Simulated user's endpoint"
+    )
+    instructions = PromptTextField(
+        widget=forms.Textarea(attrs={"rows": 5}),
+        help_text="The simulated user's persona and goal, a template over the item's fields "
+        "(e.g. {{ goal }}).",
+    )
+    system_message = PromptTextField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="Model's system message",
+        help_text="Optional, a template over the item's fields.",
+    )
+    opening_column = forms.CharField(
+        required=False,
+        max_length=200,
+        help_text="Optional: a column with the conversation's first line; blank lets the "
+        "simulated user open.",
+    )
+    max_turns = forms.IntegerField(
+        min_value=1, max_value=SimulatorSetup.MAX_TURNS, initial=4, help_text="Model answers."
+    )
+    done_marker = forms.CharField(
+        max_length=100,
+        initial="[DONE]",
+        help_text="The simulated user ends the conversation by saying this.",
+    )
+
+    kind_fields = (
+        "simulator",
+        "instructions",
+        "system_message",
+        "opening_column",
+        "max_turns",
+        "done_marker",
+    )
+
+    def simulation(self) -> dict[str, Any]:
+        return {name: self.cleaned_data[name] for name in self.kind_fields if name != "simulator"}

@@ -22,9 +22,19 @@ from apps.runs.engine.lifecycle import cancel
 from apps.runs.engine.limits import provider_limits
 from apps.runs.engine.llm import test_connection
 from apps.runs.estimate import Estimate, estimate
-from apps.runs.forms import ChoiceRunForm, EndpointForm, GenerationRunForm, PromptTemplateForm
+from apps.runs.forms import (
+    ChoiceRunForm,
+    DialogueRunForm,
+    EndpointForm,
+    GenerationRunForm,
+    PromptTemplateForm,
+    ScriptRunForm,
+    SimulationRunForm,
+)
 from apps.runs.kinds.choices import ChoiceRunError, create_choice_run
 from apps.runs.kinds.generation import create_generation_run
+from apps.runs.kinds.scripts import create_script_run
+from apps.runs.kinds.simulation import create_simulation_run
 from apps.runs.models import (
     AttemptLog,
     Endpoint,
@@ -234,6 +244,51 @@ def choice_start(request: AppRequest) -> HttpResponse:
             messages.success(request, f"Started run #{run.pk}: {run.size_text}.")
             return redirect(run)
     return render(request, "runs/choice_new.html", {"form": form, "task": task})
+
+
+# Memory scripts and simulated users: one form page each, what the CLI and API take.
+DIALOGUE_FORMS: dict[str, type[DialogueRunForm]] = {
+    "script": ScriptRunForm,
+    "simulation": SimulationRunForm,
+}
+
+
+@reviewer_required
+def dialogue_new(request: AppRequest, kind: str) -> HttpResponse:
+    """The memory-script or simulated-conversation start form, reached like the others."""
+    task, dataset = _task_and_dataset(request)
+    if task is None:
+        return _pick_task(request, f"runs:{kind}-new")
+    defaults = _generation_defaults(task, dataset, request.GET)
+    form = DIALOGUE_FORMS[kind](task=task, initial=defaults)
+    return render(request, "runs/dialogue_new.html", {"form": form, "task": task, "kind": kind})
+
+
+@require_POST
+@reviewer_required
+def dialogue_start(request: AppRequest, kind: str) -> HttpResponse:
+    task = get_object_or_404(Task, slug=request.POST.get("task", ""))
+    form = DIALOGUE_FORMS[kind](request.POST, task=task)
+    if form.is_valid():
+        data, options = form.cleaned_data, form.options()
+        try:
+            if isinstance(form, ScriptRunForm):
+                run = create_script_run(
+                    data["dataset"], data["endpoint"], user=request.user, **form.script(), **options
+                )
+            else:
+                assert isinstance(form, SimulationRunForm)
+                simulation = form.simulation()
+                run = create_simulation_run(
+                    data["dataset"], data["endpoint"], data["simulator"], user=request.user,
+                    **simulation, **options,
+                )  # fmt: skip
+        except ValueError as exc:  # what the items say: rows that are not scripts, templates
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Started run #{run.pk}: {run.size_text}.")
+            return redirect(run)
+    return render(request, "runs/dialogue_new.html", {"form": form, "task": task, "kind": kind})
 
 
 def _pick_task(request: AppRequest, url_name: str) -> HttpResponse:
