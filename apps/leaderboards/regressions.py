@@ -8,9 +8,11 @@ whatever the scale."""
 import difflib
 import html
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
+
+import numpy as np
 
 from apps.datasets.models import Item
 from apps.judges.models import Score, ScoreEvent, judge_id_of, judge_of
@@ -44,44 +46,113 @@ class Change:
         return LABELS[self.state]
 
 
+class Changes(Sequence[Change]):
+    """Changes in the page's order, built one by one as they are read (a page reads 50 of
+    100k): the values, states and order are numpy arrays computed at once."""
+
+    def __init__(self, aligned: "Aligned", order: np.ndarray, values: "Values") -> None:
+        self._aligned, self._order, self._values = aligned, order, values
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, index: int) -> Change: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Change]: ...
+    def __getitem__(self, index: int | slice) -> Change | list[Change]:
+        if isinstance(index, slice):
+            return [self._change(int(at)) for at in self._order[index]]
+        return self._change(int(self._order[index]))
+
+    def __iter__(self) -> Iterator[Change]:
+        return (self._change(int(at)) for at in self._order)
+
+    def _change(self, at: int) -> Change:
+        a, v = self._aligned, self._values
+        b, c, d = v.baseline[at], v.candidate[at], v.change[at]
+        return Change(
+            a.keys[at],
+            int(a.baseline_items[at]) or None,
+            int(a.candidate_items[at]) or None,
+            None if np.isnan(b) else float(b),
+            None if np.isnan(c) else float(c),
+            STATES_BY_CODE[int(v.states[at])],
+            None if np.isnan(d) else float(d),
+        )
+
+
 @dataclass(frozen=True)
 class Compared:
     """Every change between two runs on one subject, in the page's order, with each state's."""
 
-    found: list[Change]
-    by_state: dict[str, list[Change]]
+    found: Changes
+    by_state: dict[str, Changes]
 
     def counts(self) -> list[tuple[str, str, int]]:
         """(state, its label, how many items) for each state, in the page's order."""
         return [(state, LABELS[state], len(self.by_state.get(state, []))) for state in STATES]
 
 
+@dataclass(frozen=True)
+class Aligned:
+    """Both runs' judge values on one subject, item by item in the order people count keys
+    (`natural_key`): index i is the same item key in every array; an item id 0 or a NaN value
+    where the run has no score or the item failed."""
+
+    keys: list[str]
+    index: dict[str, int]
+    baseline_items: np.ndarray  # int64
+    candidate_items: np.ndarray
+    baseline: np.ndarray  # float64
+    candidate: np.ndarray
+
+
+@dataclass(frozen=True)
+class Values:
+    baseline: np.ndarray
+    candidate: np.ndarray
+    change: np.ndarray  # candidate − baseline, NaN where either has no value
+    states: np.ndarray  # codes of STATES_BY_CODE
+
+
 # Pairing 100k items of two runs takes a second, paging through them should not: comparisons
 # are kept, keyed by both runs' results and, for human values, the reviews; each run's judge
-# values are kept by its results alone, so after a review only the overrides are read again
-# (see memo.py).
+# values, aligned by key, are kept by their results alone, so after a review only the
+# overrides are read again (see memo.py) and the rest is array arithmetic.
 COMPARED: Memo[Compared] = Memo("regressions", size=16)
 JUDGED: Memo[dict[str, tuple[int, float | None]]] = Memo("regressions: judge values", size=32)
-KEY_ORDER: Memo[dict[str, int]] = Memo("regressions: item order", size=16)
+ALIGNED: Memo[Aligned] = Memo("regressions: aligned judge values", size=16)
+# The sort's first key: worst first, then failed in one, then improved, then unchanged.
+RANK = {REGRESSED: 0, FAILED: 1, IMPROVED: 2, UNCHANGED: 3}
+STATES_BY_CODE = {code: state for state, code in RANK.items()}
 
 
-def values_of(run: Run, subject: str, mode: str) -> dict[str, tuple[int, float | None]]:
-    """item key -> (item id, value or None when the item failed), the human value where a
-    review set one (`mode` "human")."""
-    judged = JUDGED.get_or_compute(
+def judge_values(run: Run, subject: str) -> dict[str, tuple[int, float | None]]:
+    """item key -> (item id, the judge's value or None when the item failed)."""
+    return JUDGED.get_or_compute(
         (run.pk, run_state(run), subject),
         lambda: item_values(run, "judge", subject).get(subject, {}),
     )
-    if mode != "human":
-        return judged
-    # As the boards do: only scores with a value-setting event can differ from the judge.
+
+
+def overrides(run: Run, subject: str) -> dict[str, tuple[int, float | None]]:
+    """item key -> (item id, the value a review set): as the boards do, only scores with a
+    value-setting event can differ from the judge."""
     overridden = Score.objects.filter(
         run_id=run.pk,
         subject=subject,
         pk__in=ScoreEvent.objects.filter(kind__in=ScoreEvent.SETS_VALUE).values("score_id"),
         override_value__isnull=False,
     ).values_list("item__key", "item_id", "override_value")
-    changed = {key: (item_id, value) for key, item_id, value in overridden}
+    return {key: (item_id, value) for key, item_id, value in overridden}
+
+
+def values_of(run: Run, subject: str, mode: str) -> dict[str, tuple[int, float | None]]:
+    """item key -> (item id, value or None when the item failed), the human value where a
+    review set one (`mode` "human")."""
+    judged = judge_values(run, subject)
+    changed = overrides(run, subject) if mode == "human" else {}
     return judged | changed if changed else judged
 
 
@@ -96,58 +167,72 @@ def compared(baseline: Run, candidate: Run, subject: str, mode: str = "human") -
     return COMPARED.get_or_compute(key, lambda: _compared(baseline, candidate, subject, mode))
 
 
-def changes(baseline: Run, candidate: Run, subject: str, mode: str = "human") -> list[Change]:
+def changes(baseline: Run, candidate: Run, subject: str, mode: str = "human") -> Changes:
     """Every item either run scored on `subject` (failed in both left out: nothing changed
     that a person can act on), most regressed first, then failed in one, then most improved,
     then unchanged; ties in item order."""
     return compared(baseline, candidate, subject, mode).found
 
 
+def _aligned(baseline: Run, candidate: Run, subject: str) -> Aligned:
+    before, after = judge_values(baseline, subject), judge_values(candidate, subject)
+    # Sorting 100k keys the way people count takes a second: done once per results.
+    keys = sorted(set(before) | set(after), key=natural_key)
+
+    def arrays(found: dict[str, tuple[int, float | None]]) -> tuple[np.ndarray, np.ndarray]:
+        pairs = [found.get(key, (0, None)) for key in keys]
+        items = np.fromiter((p[0] or 0 for p in pairs), dtype=np.int64, count=len(keys))
+        values = np.array([np.nan if p[1] is None else p[1] for p in pairs], dtype=np.float64)
+        return items, values
+
+    b_items, b_values = arrays(before)
+    c_items, c_values = arrays(after)
+    index = {key: at for at, key in enumerate(keys)}
+    return Aligned(keys, index, b_items, c_items, b_values, c_values)
+
+
+def _with_overrides(aligned: Aligned, values: np.ndarray, run: Run, subject: str) -> np.ndarray:
+    changed = overrides(run, subject)
+    if not changed:
+        return values
+    values = values.copy()
+    for key, (_, value) in changed.items():
+        if (at := aligned.index.get(key)) is not None:  # every score's key is aligned
+            values[at] = value
+    return values
+
+
 def _compared(baseline: Run, candidate: Run, subject: str, mode: str) -> Compared:
     judge = judge_of(baseline) if judge_id_of(baseline) else None
     infos = {info.name: info for info in subject_infos(judge)} if judge else {}
     higher = infos[subject].higher_is_better if subject in infos else True
-    before = values_of(baseline, subject, mode)
-    after = values_of(candidate, subject, mode)
-    found: list[Change] = []
-    for key in set(before) | set(after):
-        b_item, b = before.get(key, (None, None))
-        c_item, c = after.get(key, (None, None))
-        if b is None and c is None:
-            continue
-        if b is None or c is None:
-            state, change = FAILED, None
-        else:
-            change = c - b
-            better = change > 0 if higher else change < 0
-            state = UNCHANGED if change == 0 else IMPROVED if better else REGRESSED
-        found.append(Change(key, b_item, c_item, b, c, state, change))
-
-    rank = {REGRESSED: 0, FAILED: 1, IMPROVED: 2, UNCHANGED: 3}
-    # Item order, the ties' order, is kept with the runs' values: a review changes values,
-    # never keys, and sorting 100k keys the way people count takes a second.
-    positions = KEY_ORDER.get_or_compute(
+    aligned = ALIGNED.get_or_compute(
         ((baseline.pk, run_state(baseline)), (candidate.pk, run_state(candidate)), subject),
-        lambda: {key: n for n, key in enumerate(sorted(set(before) | set(after), key=natural_key))},
+        lambda: _aligned(baseline, candidate, subject),
     )
-    last = len(positions)
+    b, c = aligned.baseline, aligned.candidate
+    if mode == "human":
+        b = _with_overrides(aligned, b, baseline, subject)
+        c = _with_overrides(aligned, c, candidate, subject)
+    missing_b, missing_c = np.isnan(b), np.isnan(c)
+    change = c - b  # NaN where either is missing
+    gain = np.nan_to_num(change if higher else -change, nan=0.0)
+    states = np.full(len(b), RANK[UNCHANGED], dtype=np.int8)
+    states[gain > 0] = RANK[IMPROVED]
+    states[gain < 0] = RANK[REGRESSED]
+    states[missing_b != missing_c] = RANK[FAILED]
+    shown = np.flatnonzero(~(missing_b & missing_c))  # failed in both: left out
+    # Worst regression first, biggest improvement first; ties in item order (the index).
+    second = np.where(states == RANK[REGRESSED], gain, -gain)
+    order = shown[np.lexsort((shown, second[shown], states[shown]))]
+    values = Values(b, c, change, states)
+    by_state = {
+        state: Changes(aligned, order[states[order] == RANK[state]], values) for state in STATES
+    }
+    return Compared(Changes(aligned, order, values), by_state)
 
-    def order(change: Change) -> tuple[int, float, int]:
-        gain = 0.0 if change.change is None else (change.change if higher else -change.change)
-        return (
-            rank[change.state],
-            (gain if change.state == REGRESSED else -gain),
-            positions.get(change.key, last),
-        )
 
-    found.sort(key=order)
-    by_state: dict[str, list[Change]] = {state: [] for state in STATES}
-    for each in found:
-        by_state[each.state].append(each)
-    return Compared(found, by_state)
-
-
-def counts(found: list[Change]) -> list[tuple[str, str, int]]:
+def counts(found: Sequence[Change]) -> list[tuple[str, str, int]]:
     """(state, its label, how many items) for each state, in the page's order."""
     return [(state, LABELS[state], sum(1 for c in found if c.state == state)) for state in STATES]
 
@@ -222,6 +307,6 @@ def shown(baseline: Run, candidate: Run, page: list[Change]) -> Iterator[Shown]:
 CSV_HEADER = ["item", "subject", "baseline", "candidate", "change", "state"]
 
 
-def csv_rows(found: list[Change], subject: str) -> Iterator[list[Any]]:
+def csv_rows(found: Sequence[Change], subject: str) -> Iterator[list[Any]]:
     for c in found:
         yield [c.key, subject, c.baseline, c.candidate, c.change, c.label]
