@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     "apps.review",
     "apps.leaderboards",
     "apps.interop",
+    "apps.configs",
     "apps.api",
 ]
 

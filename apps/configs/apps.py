@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ConfigsConfig(AppConfig):
+    name = "apps.configs"
+    label = "configs"
