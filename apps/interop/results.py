@@ -241,6 +241,8 @@ def _judge_run(
     scores, failed = [], 0
     for key, epochs in by_item.items():
         for subject in subjects:
+            if not any(subject in values for values in epochs.values()):
+                continue  # a test without this assertion (promptfoo): no score, not a failure
             per_epoch = [epochs.get(e, {}).get(subject) for e in range(model.epochs)]
             present = [v for v in per_epoch if v is not None]
             value = math.fsum(present) / len(present) if present else None
