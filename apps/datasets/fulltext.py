@@ -69,12 +69,44 @@ def matching(queryset: models.QuerySet[Any], text: str) -> models.QuerySet[Any]:
     return queryset.filter(condition(queryset.model, text)) if terms(text) else queryset
 
 
-def condition(model: type[models.Model], text: str, prefix: str = "") -> models.Q:
+def condition(
+    model: type[models.Model], text: str, prefix: str = "", *, per_row: bool = False
+) -> models.Q:
     """The filter `matching` applies, to combine with others (`prefix`: the path to the model,
-    e.g. "item__")."""
-    if not terms(text):
+    e.g. "item__").
+
+    `per_row`: each row is looked up in the index on its own, instead of the index's whole
+    list of matches being read first. Slower per row, but what a query that stops early
+    (LIMIT, EXISTS) over a word found in most rows wants: on SQLite the list is otherwise read
+    whole (a million rowids for a word in every answer) before the first row is tested.
+    PostgreSQL tests its stored vector per row either way. Not for a prefix (photo*): SQLite
+    would merge the lists of every word with that prefix for each row (60 s where the list
+    read once takes 2), so a query with one reads the list."""
+    found = terms(text)
+    if not found:
         return models.Q()
-    return models.Q(**{f"{prefix}{INDEXED[model]}__fulltext": text})
+    per_row = per_row and not any(term.prefix for term in found)
+    lookup = "fulltext_row" if per_row else "fulltext"
+    return models.Q(**{f"{prefix}{INDEXED[model]}__{lookup}": text})
+
+
+def more_than(model: type[models.Model], text: str, n: int, using: str = "default") -> bool:
+    """Whether more than `n` rows of the whole table match `text`'s indexed words: stops at
+    n + 1, so it costs little whatever the word (which query plan suits a search)."""
+    indexed = [t for t in terms(text) if not _UNSPACED.search(t.text)]
+    if not indexed:
+        return False
+    connection = connections[using]
+    if connection.vendor == "sqlite":
+        table = connection.ops.quote_name(fts_table(model))
+        query = " ".join(_fts5(term) for term in indexed)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH %s LIMIT %s)",  # noqa: S608
+                [query, n + 1],
+            )
+            return bool(cursor.fetchone()[0] > n)
+    return model._default_manager.using(using).filter(condition(model, text))[: n + 1].count() > n
 
 
 @models.TextField.register_lookup
@@ -83,6 +115,7 @@ class FullText(models.Lookup):
 
     lookup_name = "fulltext"
     prepare_rhs = False
+    per_row = False  # see `condition`
 
     def as_sql(
         self, compiler: SQLCompiler, connection: BaseDatabaseWrapper
@@ -105,7 +138,12 @@ class FullText(models.Lookup):
         if indexed and connection.vendor == "sqlite":
             table = quote(fts_table(model))
             # Names from the model's metadata; the query is a parameter.
-            parts.append(f"{row} IN (SELECT rowid FROM {table} WHERE {table} MATCH %s)")  # noqa: S608
+            if self.per_row:
+                parts.append(
+                    f"EXISTS (SELECT 1 FROM {table} WHERE {table} MATCH %s AND rowid = {row})"  # noqa: S608
+                )
+            else:
+                parts.append(f"{row} IN (SELECT rowid FROM {table} WHERE {table} MATCH %s)")  # noqa: S608
             params.append(" ".join(_fts5(term) for term in indexed))
         elif indexed:
             vector = f"{quote(self.lhs.alias)}.{quote(VECTOR)}"
@@ -119,6 +157,14 @@ class FullText(models.Lookup):
                     params.append(term.text)
             parts.append(f"{vector} @@ ({' && '.join(queries)})")
         return " AND ".join(parts) or "1 = 1", tuple(params)
+
+
+@models.TextField.register_lookup
+class FullTextPerRow(FullText):
+    """`column__fulltext_row=text`: as `fulltext`, each row looked up on its own."""
+
+    lookup_name = "fulltext_row"
+    per_row = True
 
 
 def _fts5(term: Term) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.urls import reverse
 
 from apps.datasets import fulltext
@@ -16,6 +16,12 @@ from apps.runs.models import Response, Run, Turn
 
 PER_PAGE = 20
 BEFORE, AFTER = 80, 220  # characters of context around the first match in a snippet
+# Items listed at most: a word in every answer matches every item, and counting 100k matches
+# took 10 s for a list nobody pages through; the page says there are more and asks for words.
+CAP = 1000
+# Matching rows (in any task) above which items are tested one by one, in page order, until
+# the page and the cap are full; below it, the index's few matches are read first.
+COMMON = 5000
 
 
 @dataclass
@@ -34,17 +40,41 @@ class Hit:
     found: list[Found] = field(default_factory=list)
 
 
-def matching_items(task: Task, text: str) -> QuerySet[Item]:
+def matching_items(task: Task, text: str, *, per_row: bool = False) -> QuerySet[Item]:
     """The task's items whose fields, or any model's response to them (any turn's answer of a
-    multi-turn run), hold `text`."""
-    responses = fulltext.matching(Response.objects.filter(run__task=task), text)
-    turns = fulltext.matching(Turn.objects.filter(run__task=task), text)
-    either = (
-        fulltext.condition(Item, text)
-        | Q(pk__in=responses.values("item_id"))
-        | Q(pk__in=turns.values("item_id"))
-    )
+    multi-turn run), hold `text`, in page order. `per_row` (a common word): each item tested on
+    its own (`fulltext.condition`), so a query that stops early reads only what it lists."""
+    responses = Response.objects.filter(run__task=task)
+    turns = Turn.objects.filter(run__task=task)
+    if per_row:
+        own = fulltext.condition(Item, text, per_row=True)
+        answered = Exists(responses.filter(item_id=OuterRef("pk")).filter(
+            fulltext.condition(Response, text, per_row=True)))  # fmt: skip
+        asked = Exists(turns.filter(item_id=OuterRef("pk")).filter(
+            fulltext.condition(Turn, text, per_row=True)))  # fmt: skip
+        either = own | Q(answered) | Q(asked)
+    else:
+        either = (
+            fulltext.condition(Item, text)
+            | Q(pk__in=fulltext.matching(responses, text).values("item_id"))
+            | Q(pk__in=fulltext.matching(turns, text).values("item_id"))
+        )
     return Item.objects.filter(dataset__task=task).filter(either).order_by("dataset_id", "position")
+
+
+class Capped(Paginator):
+    """Pages over at most CAP items; `capped`: more matched than are listed."""
+
+    def __init__(self, ids: list[int], capped: bool) -> None:
+        super().__init__(ids, PER_PAGE)
+        self.capped = capped
+
+
+def found_ids(task: Task, text: str) -> tuple[list[int], bool]:
+    """The ids of the first CAP matching items in page order, and whether there are more."""
+    common = any(fulltext.more_than(model, text, COMMON) for model in (Response, Turn, Item))
+    ids = list(matching_items(task, text, per_row=common).values_list("pk", flat=True)[: CAP + 1])
+    return ids[:CAP], len(ids) > CAP
 
 
 def snippet(text: str, query: str) -> list[tuple[str, bool]]:
@@ -80,14 +110,20 @@ def _review_runs(task: Task) -> tuple[dict[int, int], dict[int, int]]:
 
 
 def search(task: Task, text: str, number: Any = 1) -> tuple[Page, list[Hit]]:
-    page = Paginator(matching_items(task, text).select_related("dataset"), PER_PAGE)
-    shown = page.get_page(number)
-    items = list(shown.object_list)
-    ids = [item.pk for item in items]
+    shown = Capped(*found_ids(task, text)).get_page(number)
+    ids = list(shown.object_list)
+    by_pk = Item.objects.select_related("dataset").in_bulk(ids)
+    items = [by_pk[pk] for pk in ids]
     by_source, by_dataset = _review_runs(task)
-    own = set(fulltext.matching(Item.objects.filter(pk__in=ids), text).values_list("pk", flat=True))
+    # A page's few items: each row looked up in the index, not the index's every match read.
+    own = set(
+        Item.objects.filter(pk__in=ids)
+        .filter(fulltext.condition(Item, text, per_row=True))
+        .values_list("pk", flat=True)
+    )
     responses = (
-        fulltext.matching(Response.objects.filter(run__task=task, item_id__in=ids), text)
+        Response.objects.filter(run__task=task, item_id__in=ids)
+        .filter(fulltext.condition(Response, text, per_row=True))
         .select_related("run__endpoint")
         .order_by("run_id", "epoch")
     )
@@ -97,7 +133,8 @@ def search(task: Task, text: str, number: Any = 1) -> tuple[Page, list[Hit]]:
     # A multi-turn run's answers: the first turn that matches, named (its last answer is
     # also the Response's text, so a match there is shown once, as that turn).
     turns = (
-        fulltext.matching(Turn.objects.filter(run__task=task, item_id__in=ids), text)
+        Turn.objects.filter(run__task=task, item_id__in=ids)
+        .filter(fulltext.condition(Turn, text, per_row=True))
         .select_related("run__endpoint")
         .order_by("run_id", "epoch", "number")
     )
@@ -117,8 +154,8 @@ def search(task: Task, text: str, number: Any = 1) -> tuple[Page, list[Hit]]:
         if item.pk in own:
             fields = "\n".join(f"{k}: {as_text(v)}" for k, v in item.fields.items())
             hit.found.append(Found("Item", snippet(fields, text), url))
-        for run_id, response in answers.get(item.pk, {}).items():
-            run = response.run
+        for run_id, answer in answers.get(item.pk, {}).items():
+            run = answer.run
             label = run.label or (run.endpoint.model if run.endpoint else f"run #{run.pk}")
             reviewed = by_source.get(run_id)
             link = (
@@ -126,8 +163,8 @@ def search(task: Task, text: str, number: Any = 1) -> tuple[Page, list[Hit]]:
                 if reviewed
                 else reverse("runs:response-detail", args=[run_id, item.pk])
             )
-            if isinstance(response, Turn):
-                label = f"{label} · turn {response.number}"
-            hit.found.append(Found(label, snippet(response.text, text), link))
+            if isinstance(answer, Turn):
+                label = f"{label} · turn {answer.number}"
+            hit.found.append(Found(label, snippet(answer.text, text), link))
         hits.append(hit)
     return shown, hits

@@ -61,6 +61,17 @@ def found(dataset, text: str) -> list[int]:
 )
 def test_words_phrases_prefixes_and_unspaced_scripts(items, query, expected):
     assert found(items, query) == expected
+    # Each row looked up on its own (a search that stops early) finds the same rows.
+    per_row = items.items.filter(fulltext.condition(Item, query, per_row=True))
+    assert sorted(per_row.values_list("position", flat=True)) == expected
+
+
+def test_more_than_counts_matches_only_as_far_as_it_needs(items):
+    assert fulltext.more_than(Item, "paris", 1)  # 2 rows
+    assert not fulltext.more_than(Item, "paris", 2)
+    assert fulltext.more_than(Item, "capital*", 2)
+    assert not fulltext.more_than(Item, "zebra", 0)
+    assert not fulltext.more_than(Item, "首都", 0)  # no indexed word: nothing counted
 
 
 def test_terms_are_words_phrases_and_prefixes():

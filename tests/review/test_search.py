@@ -185,3 +185,21 @@ def test_every_turns_answer_of_a_multi_turn_run_is_found(viewer_client):
     judge_run = make_judge_run(dataset, source_run=run)
     listed = viewer_client.get(reverse("review:run", args=[judge_run.pk]), {"q": "zanzibar"})
     assert re.findall(r'<tr data-item="(\d+)">', listed.content.decode()) == [str(item.pk)]
+
+
+def test_a_word_in_every_answer_lists_the_first_items_and_says_there_are_more(
+    viewer_client, world, monkeypatch
+):
+    """A common word (more index matches than COMMON) tests items one by one in page order
+    and stops at CAP: the same first items as reading the index's whole list."""
+    task = world[0]
+    everywhere = results(viewer_client, task, "paris")
+    from apps.review import search
+
+    monkeypatch.setattr(search, "COMMON", 0)  # every word is common
+    assert hits(results(viewer_client, task, "paris")) == hits(everywhere)
+    assert hits(results(viewer_client, task, "nil*")) == hits(results(viewer_client, task, "nile"))
+    monkeypatch.setattr(search, "CAP", 1)
+    page = results(viewer_client, task, "paris")
+    assert "More than 1 items found: the first 1 are listed." in page
+    assert hits(page) == hits(everywhere)[:1]
