@@ -1,5 +1,6 @@
 """The item browser: search, tag filter and keyset pages that stay fast at 100k+ items."""
 
+import json
 from collections.abc import Mapping as AnyMapping
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,8 @@ class FieldView:
     roles: list[str]
     value: Any  # as stored; the page renders it ({% model_text %}), folding long text
     is_json: bool
+    # The conversation column: drawn once, as the dialogue above; here its stored JSON, folded.
+    stored: str = ""
 
 
 def item_view_fields(dataset: Dataset, item: Item) -> list[FieldView]:
@@ -88,7 +91,10 @@ def item_view_fields(dataset: Dataset, item: Item) -> list[FieldView]:
         if name not in item.fields:
             continue
         value = item.fields[name]
-        views.append(FieldView(name, roles.get(name, []), value, not isinstance(value, str)))
+        view = FieldView(name, roles.get(name, []), value, not isinstance(value, str))
+        if name == dataset.conversation_column and item.is_conversation:
+            view.stored = json.dumps(item.conversation, ensure_ascii=False, indent=2)
+        views.append(view)
     return views
 
 

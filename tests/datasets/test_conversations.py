@@ -316,6 +316,9 @@ def test_the_item_page_shows_the_dialogue_and_exports_write_the_canonical_shape(
     assert 'id="conversation"' in html and html.count('<li class="chat-row') == 5
     assert 'data-role="tool"' in html and "Tool result of <code>call_1</code>" in html
     assert "Calls <code>weather</code>" in html
+    # Drawn once: the column's field below is its stored JSON, folded, not another rendering.
+    assert "chat-message" not in html and 'class="stored-conversation"' in html
+    assert "&quot;tool_call_id&quot;: &quot;call_1&quot;" in html
     first = reviewer_client.get(reverse("datasets:item-detail", args=[dataset.pk, 0]))
     assert "&lt;b&gt;Q&lt;/b&gt;?" in first.content.decode()  # escaped, as every field
     listing = reviewer_client.get(dataset.get_absolute_url()).content.decode()
