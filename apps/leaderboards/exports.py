@@ -56,6 +56,7 @@ SCORE_COLUMNS = (
     "reviewer",
     "rounds",
     "error",
+    "turns",
 )
 # Per subject in a run's CSV: the score columns above from SQL, the judge's reason and the
 # blind entries from their own queries.
@@ -154,6 +155,7 @@ def _result_rows(run: Run, subjects: list[str]) -> Iterator[tuple]:
                 ),
                 output_field=TextField(),
             ),
+            Cast(f"{s}__turn_values", TextField()),
         ]
     return items.values_list(*columns).iterator(chunk_size=CHUNK)
 
@@ -258,12 +260,19 @@ def _response(run: Run, row: tuple) -> Any:
     return row[4]
 
 
+def result_columns(run: Run) -> tuple[str, ...]:
+    """Per subject: RESULT_COLUMNS, and each turn's value for a judge that scores per turn
+    (MT-Bench's turn 1, turn 2)."""
+    per_turn = hasattr(run, "judged_with") and judge_of(run).per_turn
+    return (*RESULT_COLUMNS, "turns") if per_turn else RESULT_COLUMNS
+
+
 def result_header(run: Run) -> list[str]:
     fixed = {"key", "position", "response"}
     fields = [f"field.{name}" if name in fixed else name for name in field_names(run)]
     header = ["key", "position", *fields, "response"]
     for subject in subjects_of(run):
-        header += [f"{subject}.{column}" for column in RESULT_COLUMNS]
+        header += [f"{subject}.{column}" for column in result_columns(run)]
     return header
 
 
@@ -276,7 +285,8 @@ def results_csv(run: Run) -> Iterator[str]:
         return
     names, subjects = field_names(run), subjects_of(run)
     width = len(SCORE_COLUMNS)
-    empty = ("",) * len(RESULT_COLUMNS)
+    per_turn = "turns" in result_columns(run)
+    empty = ("",) * len(result_columns(run))
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     buffer.write(BOM)
@@ -294,7 +304,7 @@ def results_csv(run: Run) -> Iterator[str]:
             if row[start + 2] is None:  # no score row (status is never NULL): not scored
                 out += empty
                 continue
-            judge, final, status, review, reason, reviewer, rounds, error = row[
+            judge, final, status, review, reason, reviewer, rounds, error, turns = row[
                 start : start + width
             ]
             # Numbers stay numbers (None writes empty) and need no quote: a spreadsheet reads
@@ -313,6 +323,8 @@ def results_csv(run: Run) -> Iterator[str]:
                 rounds,
                 text(error),
             )
+            if per_turn:  # JSON text starting with "[", as rounds
+                out.append(turns)
         writer.writerow(out)
         if count % FLUSH == 0:
             yield _drain(buffer)
@@ -324,15 +336,17 @@ def _score_record(
     users: dict[int, str],
     reason: str,
     blind: list[tuple[str, float]],
+    columns: tuple[str, ...] = RESULT_COLUMNS,
 ) -> dict[str, Any] | None:
     if values[2] is None:
         return None
     record = dict(zip(SCORE_COLUMNS, values, strict=True))
     record["rounds"] = json.loads(record["rounds"] or "[]")
+    record["turns"] = json.loads(record["turns"] or "[]")
     record["reviewer"] = users.get(record["reviewer"], "") if record["reviewer"] else ""
     record["judge_reason"] = reason
     record["blind"] = [{"user": user, "value": value} for user, value in blind]
-    return {column: record[column] for column in RESULT_COLUMNS}
+    return {column: record[column] for column in columns}
 
 
 def results_jsonl(run: Run) -> Iterator[str]:
@@ -345,6 +359,7 @@ def results_jsonl(run: Run) -> Iterator[str]:
         return
     subjects = subjects_of(run)
     width = len(SCORE_COLUMNS)
+    columns = result_columns(run)
     lines = []
     users = usernames()
     blind = blind_entries(run)
@@ -357,6 +372,7 @@ def results_jsonl(run: Run) -> Iterator[str]:
                 users,
                 judge_reason(reasons, subject, subjects),
                 blind.get((row[0], subject), []),
+                columns,
             )
             for i, subject in enumerate(subjects)
         }

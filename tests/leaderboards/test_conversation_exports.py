@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from apps.judges.models import Score
 from apps.runs.models import Run, Turn
 from tests import factories as f
 from tests.leaderboards.test_exports import read_csv, run_export
@@ -97,3 +98,21 @@ def test_a_simulated_conversation_exports_what_each_turn_said(viewer_client):
         ("1", "Hi, I need a plan.", "Sure."),
         ("2", "Thanks", "Bye"),
     ]
+
+
+def test_a_per_turn_judges_results_carry_each_turns_value(dialogues, viewer_client):
+    judge = f.make_judge(dialogues.task, name="mt", per_turn=True, reply_format="brackets")
+    judged = f.make_judge_run(dialogues.dataset, judge, source_run=dialogues)
+    f.add_scores(judged, {"d0": {"accuracy": 3, "clarity": 4}})
+    Score.objects.filter(run=judged, subject="accuracy").update(turn_values=[4.0, 2.0])
+    rows = read_csv(run_export(viewer_client, judged))
+    assert json.loads(rows[0]["accuracy.turns"]) == [4.0, 2.0]
+    assert rows[1]["accuracy.turns"] == ""  # d1 not scored
+    record = json.loads(
+        b"".join(run_export(viewer_client, judged, "jsonl").streaming_content).splitlines()[0]
+    )
+    assert record["scores"]["accuracy"]["turns"] == [4.0, 2.0]
+    assert record["scores"]["clarity"]["turns"] == []
+    # A judge of the whole conversation has no turns column.
+    whole = f.make_judge_run(dialogues.dataset, source_run=dialogues)
+    assert "accuracy.turns" not in read_csv(run_export(viewer_client, whole))[0]
