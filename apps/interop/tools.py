@@ -5,17 +5,19 @@ from collections.abc import Callable
 from typing import Any
 
 from apps.datasets.models import Task
-from apps.interop import inspect_logs
+from apps.interop import inspect_logs, promptfoo
 from apps.interop.models import Import, ImportedLog
 from apps.interop.results import ImportError_, Results, store
 
 # tool → reads [(file name, bytes)] (and a dataset name) into Results
 READERS: dict[str, Callable[[list[tuple[str, bytes]], str], Results]] = {
     Import.Tool.INSPECT: inspect_logs.read_logs,
+    Import.Tool.PROMPTFOO: promptfoo.read_results,
 }
 # tool → (the reviewed file of one response set, its file name)
 WRITERS: dict[str, tuple[Callable[[ImportedLog], Any], Callable[[ImportedLog], str]]] = {
     Import.Tool.INSPECT: (inspect_logs.export_log, inspect_logs.export_name),
+    Import.Tool.PROMPTFOO: (promptfoo.export_results, promptfoo.export_name),
 }
 
 
