@@ -34,7 +34,7 @@ from apps.judges.forms import JudgeRunForm, PairwiseRunForm
 from apps.judges.launching import JudgeRunError, create_judge_run
 from apps.judges.models import Judge, TaskJudging, judge_id_of
 from apps.judges.pairwise import start_pairwise_run
-from apps.leaderboards import boards, exports, pairs, pairwise_board
+from apps.leaderboards import boards, corrected, exports, pairs, pairwise_board
 from apps.runs.engine.budget import check_budget
 from apps.runs.engine.launch import LaunchError, launch
 from apps.runs.engine.lifecycle import cancel
@@ -709,7 +709,9 @@ class BoardQuery(Schema):
     cluster: str | None = None
     epochs: str | None = None  # mean | majority | pass@K
     correction: str = "holm"  # holm | bh: p-values of the pairs of models
-    pairs: str | None = None  # export: "1" for every pair of models (CSV)
+    pairs: str | None = (
+        None  # export: "1" for every pair of models, "corrected" on corrected scores (CSV)
+    )
 
 
 def _board(request: HttpRequest, slug: str) -> tuple[boards.Board, pairs.Pairs]:
@@ -718,7 +720,9 @@ def _board(request: HttpRequest, slug: str) -> tuple[boards.Board, pairs.Pairs]:
     built = boards.build(task, boards.Params.from_query(request.GET))
     if built.judge is None:
         raise Http404("This task has no judged runs yet.")
-    return built, pairs.build(built, request.GET.get("correction", "holm"))
+    matrix = pairs.build(built, request.GET.get("correction", "holm"))
+    built.corrected = corrected.build(built)
+    return built, matrix
 
 
 @router.get(
@@ -731,7 +735,8 @@ def leaderboard(request: HttpRequest, slug: str, query: Query[BoardQuery]) -> di
     """The board the page shows, built from the same query: how it was built (judge,
     scoring, scales, the overall's formula), then one row per model, ranked, with each
     subject's mean, 95% CI, strict and answered-only means, coverage, n, failed and missing
-    per view (judge-only and human-corrected), as in the JSONL export."""
+    per view (judge-only and human-corrected), as in the JSONL export; where the review
+    policy draws a random sample, `corrected` (PPI++ scores, pairs, the ranking note) too."""
     built, _ = _board(request, slug)
     return {
         **exports.board_meta(built),
@@ -757,6 +762,10 @@ def leaderboard_export(
     built, matrix = _board(request, slug)
     assert built.judge is not None
     name = f"{built.task.slug}-{built.judge.name}-v{built.judge.version}-leaderboard"
+    if query.pairs == "corrected" and fmt == "csv":
+        if built.corrected is None:
+            raise Http404("This task's review policy draws no random sample: no corrected scores.")
+        return _stream(exports.corrected_pairs_csv(built.corrected), fmt, f"{name}-corrected-pairs")
     if query.pairs == "1" and fmt == "csv":
         return _stream(exports.pairs_csv(built, matrix), fmt, f"{name}-pairs")
     chunks = exports.board_csv(built) if fmt == "csv" else exports.board_jsonl(built)

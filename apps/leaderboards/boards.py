@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from apps.leaderboards.stats import (
 )
 from apps.leaderboards.subjects import SubjectInfo, as_number, subject_infos
 from apps.runs.models import Run
+
+if TYPE_CHECKING:
+    from apps.leaderboards.corrected import Corrected
 
 MODES = ("human", "judge")
 VALUE_VIEWS = ("both", "human", "judge")
@@ -274,6 +277,9 @@ class Board:
     gap_rows: list[gaps.GapRow] = field(default_factory=list)
     # A judge that scores per turn: turn 1, turn 2… and overall per model (apps.leaderboards.turns)
     turn_table: "turns.TurnTable | None" = None
+    # Judge-corrected scores (PPI++ from the review policy's random sample; set by
+    # apps.leaderboards.corrected.build, None without a sample)
+    corrected: "Corrected | None" = None
 
     @property
     def mode(self) -> str:

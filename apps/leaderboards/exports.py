@@ -38,9 +38,11 @@ from apps.datasets.models import Item
 from apps.judges.models import Comparison, JudgeRound, judge_of
 from apps.leaderboards.boards import Board, Row
 from apps.leaderboards.corpus import CorpusCell
+from apps.leaderboards.corrected import Corrected, CorrectedRow
 from apps.leaderboards.pairs import Pairs
 from apps.leaderboards.pairwise_board import PairwiseBoard
 from apps.leaderboards.people import PeopleAgreement
+from apps.leaderboards.ppi import Estimate
 from apps.review.models import Adjudication, BlindEntry, Review
 from apps.runs.models import Response, Run, Turn, set_names
 from apps.runs.turns import dialogue
@@ -729,10 +731,16 @@ def board_header(board: Board) -> list[str]:
         header += [
             f"{subject}.gap_{row.gap}.{column}" for row in board.gap_rows for column in GAP_COLUMNS
         ]
+    if board.corrected is not None:  # PPI++ from the policy's random sample (#31.1)
+        header += ["corrected.rank", "corrected.tied_rank", "corrected.sampled"]
+        for name in ["overall", *(info.name for info in board.subjects)]:
+            header += [f"{name}.corrected.{stat}" for stat in CORRECTED_COLUMNS]
     header += ["judge", "scoring", "epoch_reduction", "items", "clustered_by", "tag", "sort"]
     header.append("overall.formula")
     for info in board.subjects:
         header += [f"{info.name}.{c}" for c in ("weight", "min", "max", "direction")]
+    if board.corrected is not None:
+        header += ["corrected.sample", "corrected.ranked_by", "corrected.note"]
     return header
 
 
@@ -762,8 +770,79 @@ def _gaps(board: Board, index: int) -> list[dict[str, Any]] | None:
     ]
 
 
+# Per subject (and the overall) of a corrected board: the PPI++ estimate, its interval, the
+# labels it learnt from and what they are worth (#31.1).
+CORRECTED_COLUMNS = (
+    "mean",
+    "ci_low",
+    "ci_high",
+    "judge_mean",
+    "labelled",
+    "effective_n",
+    "lambda",
+)
+
+
+def estimate_record(found: Estimate | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {
+        "mean": found.mean,
+        "ci_low": found.low,
+        "ci_high": found.high,
+        "se": found.se,
+        "judge_mean": found.judge_mean,
+        "labelled": found.n,
+        "unlabelled": found.unlabelled,
+        "effective_n": found.effective_n,
+        "lambda": found.lam,
+    }
+
+
+def corrected_record(corrected: Corrected, row: CorrectedRow) -> dict[str, Any]:
+    return {
+        "rank": corrected.rows.index(row) + 1,
+        "tied_rank": corrected.ranks.get(row.run.pk),
+        "sampled": row.sampled,
+        "overall": estimate_record(row.overall),
+        "subjects": {name: estimate_record(cell) for name, cell in row.cells.items()},
+    }
+
+
+def corrected_meta(corrected: Corrected | None) -> dict[str, Any] | None:
+    """How the corrected scores were made, and every pair of models compared on them."""
+    if corrected is None:
+        return None
+    return {
+        "method": "PPI++ (power-tuned prediction-powered inference), 95% normal interval",
+        "sample": corrected.sample_label,
+        "sample_percent": corrected.policy.sample_percent,
+        "sample_seed": corrected.policy.sample_seed,
+        "ranked_by": corrected.key,
+        "ranking_changed": corrected.reorders,
+        "note": corrected.note,
+        "correction": "holm",
+        "pairs": [
+            {
+                "model_a": pair.a.label,
+                "model_b": pair.b.label,
+                "run_a": pair.a.run.pk,
+                "run_b": pair.b.run.pk,
+                "diff": estimate_record(pair.estimate),
+                "p": pair.estimate.p if pair.estimate else None,
+                "p_adjusted": pair.p_adjusted,
+                "significantly_better": pair.better.label if pair.better else None,
+            }
+            for pair in corrected.pairs
+        ],
+    }
+
+
 def board_records(board: Board) -> Iterator[dict[str, Any]]:
     modes = board.modes_shown
+    corrected_rows = (
+        {r.run.pk: r for r in board.corrected.rows} if board.corrected is not None else {}
+    )
     by_turn = (
         {r.run_id: [c.mean for c in r.turns] for r in board.turn_table.rows}
         if board.turn_table is not None
@@ -813,6 +892,10 @@ def board_records(board: Board) -> Iterator[dict[str, Any]]:
             # Memory scripts: the subject (`gap_subject`) per scripted information gap.
             "gap_subject": _gap_subject(board) if board.gap_rows else None,
             "gaps": _gaps(board, rank - 1),
+            # PPI++ from the review policy's random sample; None without one (#31.1).
+            "corrected": corrected_record(board.corrected, corrected_rows[row.run.pk])
+            if board.corrected is not None
+            else None,
         }
 
 
@@ -847,6 +930,7 @@ def board_meta(board: Board) -> dict[str, Any]:
             info.name: {"min": info.low, "max": info.high, "direction": info.direction}
             for info in board.subjects
         },
+        "judge_corrected": corrected_meta(board.corrected),
     }
 
 
@@ -907,7 +991,82 @@ def board_csv(board: Board) -> Iterable[str]:
             row += [_rounded(gap["mean"], BOARD_DIGITS), gap["n"], gap["failed"]]
             # Whole tokens, as the page shows them.
             row.append(None if gap["realised"] is None else round(gap["realised"]))
-        writer.writerow(row + [cell(value) for value in built_with])
+        if (corrected := record["corrected"]) is not None:
+            row += [corrected["rank"], corrected["tied_rank"], corrected["sampled"]]
+            for found in [corrected["overall"], *corrected["subjects"].values()]:
+                row += [
+                    _corrected_cell(found, stat) if found else None for stat in CORRECTED_COLUMNS
+                ]
+        extra = []
+        if board.corrected is not None:
+            extra = [
+                board.corrected.sample_label,
+                board.corrected.key,
+                board.corrected.note,
+            ]
+        writer.writerow(row + [cell(value) for value in built_with + extra])
+    return [buffer.getvalue()]
+
+
+def _corrected_cell(found: dict[str, Any], stat: str) -> Any:
+    if stat in ("mean", "ci_low", "ci_high", "judge_mean"):
+        return _rounded(found[stat], BOARD_DIGITS)
+    if stat == "effective_n":
+        return _rounded(found[stat], 1)
+    if stat == "lambda":
+        return _rounded(found[stat], 3)
+    return found[stat]
+
+
+CORRECTED_PAIR_HEADER = [
+    "model_a",
+    "model_b",
+    "run_a",
+    "run_b",
+    "compared_on",
+    "labelled",
+    "items",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "effective_n",
+    "p",
+    "p_adjusted",
+    "correction",
+    "significantly_better",
+    "sample",
+]
+
+
+def corrected_pairs_csv(corrected: Corrected) -> Iterable[str]:
+    """Every pair of models compared on their corrected scores: the PPI++ mean of A − B per
+    item, its interval, raw and Holm-adjusted p."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    buffer.write(BOM)
+    writer.writerow(CORRECTED_PAIR_HEADER)
+    for pair in corrected.pairs:
+        found = pair.estimate
+        writer.writerow(
+            [
+                cell(pair.a.label),
+                cell(pair.b.label),
+                pair.a.run.pk,
+                pair.b.run.pk,
+                cell(corrected.key),
+                found.n if found else None,
+                found.items if found else None,
+                _rounded(found.mean if found else None, BOARD_DIGITS),
+                _rounded(found.low if found else None, BOARD_DIGITS),
+                _rounded(found.high if found else None, BOARD_DIGITS),
+                _rounded(found.effective_n if found else None, 1),
+                _significant(found.p if found else None),
+                _significant(pair.p_adjusted),
+                "holm",
+                cell(pair.better.label) if pair.better else "",
+                cell(corrected.sample_label),
+            ]
+        )
     return [buffer.getvalue()]
 
 

@@ -20,6 +20,7 @@ from apps.leaderboards import agreement as agreement_mod
 from apps.leaderboards import (
     alignment,
     boards,
+    corrected,
     exports,
     formatting,
     metric_board,
@@ -77,6 +78,7 @@ def board(request: AppRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     built = boards.build(task, boards.Params.from_query(request.GET))
     matrix = pairs.build(built, request.GET.get("correction", "holm"))
+    built.corrected = corrected.build(built)
     context = {
         "task": task,
         "board": built,
@@ -104,7 +106,13 @@ def board_export(request: AppRequest, slug: str) -> HttpResponseBase:
     if built.judge is None:
         raise Http404("This task has no judged runs yet.")
     matrix = pairs.build(built, request.GET.get("correction", "holm"))
+    built.corrected = corrected.build(built)
     name = f"{task.slug}-{built.judge.name}-v{built.judge.version}-leaderboard"
+    if request.GET.get("pairs") == "corrected" and fmt == "csv":
+        if built.corrected is None:
+            raise Http404("This task's review policy draws no random sample: no corrected scores.")
+        chunks = exports.corrected_pairs_csv(built.corrected)
+        return _download(chunks, fmt, f"{name}-corrected-pairs", stream=False)
     if request.GET.get("pairs") == "1" and fmt == "csv":
         return _download(exports.pairs_csv(built, matrix), fmt, f"{name}-pairs", stream=False)
     chunks = exports.board_csv(built) if fmt == "csv" else exports.board_jsonl(built)

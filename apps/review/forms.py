@@ -68,6 +68,24 @@ class PolicyForm(forms.Form):
         "disagreement goes to adjudication).",
     )
 
+    sample_percent = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=100,
+        label="Review a random N % of items",
+        help_text="Draws a random sample of each dataset's items, served by the queue order "
+        "“The policy's random sample”. Only reviews on it correct the judge on the board "
+        "(corrected scores); reviews of items chosen for being doubtful never do. Blank: no "
+        "sample. Changing it or the seed draws another sample.",
+    )
+    sample_seed = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=2**31 - 1,
+        label="Seed of the random sample",
+        help_text="Recorded with the sample; blank draws one at random.",
+    )
+
     doubt_spread = forms.FloatField(
         required=False,
         min_value=0,

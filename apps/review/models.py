@@ -137,6 +137,11 @@ class ReviewPolicy(models.Model):
     adjudicator = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # "Review a random N % of items" (apps/review/sample.py): the sample the judge-corrected
+    # board learns from, drawn with this seed, recorded so the board can name it. None: none.
+    sample_percent = models.PositiveSmallIntegerField(null=True, blank=True)
+    sample_seed = models.PositiveIntegerField(default=0)
+    sample_set_at = models.DateTimeField(null=True, blank=True)
     MAX_REVIEWS = 10
 
     def __str__(self) -> str:
@@ -150,6 +155,17 @@ class ReviewPolicy(models.Model):
     @property
     def several(self) -> bool:
         return self.reviews_per_item > 1
+
+    @property
+    def has_sample(self) -> bool:
+        return bool(self.sample_percent)
+
+    @property
+    def sample_label(self) -> str:
+        """How the board and the queue name the sample, seed included."""
+        if not self.has_sample:
+            return ""
+        return f"random {self.sample_percent} % of items (seed {self.sample_seed})"
 
     def threshold(self, subject: str) -> float:
         try:

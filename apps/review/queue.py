@@ -35,6 +35,7 @@ from django.db.models.functions import Coalesce
 from apps.datasets.models import Item
 from apps.judges.models import RunItemQuerySet, Score, ScoreEvent, TaskJudging, judge_of
 from apps.review.models import Review, ReviewAssignment, ReviewClaim, ReviewLock, ReviewPolicy
+from apps.review.sample import sample_order
 from apps.runs.models import Run
 
 ORDERS = {
@@ -44,6 +45,8 @@ ORDERS = {
     "doubtful": "Needs a person first",
     "uncertain": "Uncertainty first",
     "sample": "Random sample by tag",
+    # The policy's recorded random sample: the reviews the judge-corrected board learns from.
+    "random": "The policy's random sample",
     "unreviewed": "Unreviewed only",
 }
 MAX_SAMPLE = 5000
@@ -55,12 +58,14 @@ CHUNK = 500
 # ---- caching what only the judge's results decide ----------------------------------------
 def orders_for(run: Run) -> dict[str, str]:
     """The orders a run's queue offers: "flaky first" only where the responses have epochs,
-    "needs a person first" where the task has a rule for it."""
+    "needs a person first" where the task has a rule for it, the policy's random sample where
+    the policy draws one."""
     return {
         k: v
         for k, v in ORDERS.items()
         if (k != "flaky" or run.judged_epochs > 1)
         and (k != "doubtful" or TaskJudging.of(run.task_id).doubts)
+        and (k != "random" or ReviewPolicy.of(run.task_id).has_sample)
     }
 
 
@@ -195,6 +200,8 @@ class Queue:
         label = ORDERS[self.order]
         if self.order == "sample":
             label += f" (n={self.n}, seed={self.seed})"
+        if self.order == "random" and self.policy.has_sample:
+            label += f": {self.policy.sample_label}"
         return label
 
     @cached_property
@@ -261,7 +268,7 @@ class Queue:
         going back returns to the item before, whatever its state, so a reviewer can
         look again at what they just did.
         """
-        if self.order in ("uncertain", "sample"):
+        if self.order in ("uncertain", "sample", "random"):
             return self._listed_neighbours(self.ordered_ids, current, forward, limit)
         return self._segment_neighbours(current, forward, limit)
 
@@ -304,11 +311,35 @@ class Queue:
             f"review:order:{self.run.results_fingerprint}:{self.order}:"
             f"{self.threshold}:{self.n}:{self.seed}"
         )
+        if self.order == "random":
+            key += f":{self.policy.sample_percent}:{self.policy.sample_seed}"
         ids = cache.get(key)
         if ids is None:
-            ids = self._sample_ids() if self.order == "sample" else self._uncertain_ids()
+            if self.order == "random":
+                ids = self._policy_sample_ids()
+            else:
+                ids = self._sample_ids() if self.order == "sample" else self._uncertain_ids()
             cache.set(key, ids, CACHE_SECONDS)
         return ids
+
+    def _policy_sample_ids(self) -> list[int]:
+        """The judged items of the policy's random sample of the dataset, in the order of
+        their draws (apps/review/sample.py); none when the policy draws no sample."""
+        if not self.policy.has_sample:
+            return []
+        rows = list(
+            Item.objects.filter(dataset_id=self.run.dataset_id)
+            .order_by("position")
+            .values_list("pk", "key")
+        )
+        picked = [
+            rows[i][0]
+            for i in sample_order(
+                [key for _, key in rows], self.policy.sample_percent or 0, self.policy.sample_seed
+            )
+        ]
+        judged = set(RunItemQuerySet.of(self.run).judged().values_list("pk", flat=True))
+        return [pk for pk in picked if pk in judged]
 
     def _sample_ids(self) -> list[int]:
         # Drawn from every judged item, whoever asks: the same seed gives everyone the same
@@ -381,7 +412,7 @@ class Queue:
 
     def position_of(self, item: Item) -> tuple[int, int] | None:
         """(1-based place, size) of the item in a sample queue; other orders are open-ended."""
-        if self.order != "sample" or item.pk not in self.ordered_ids:
+        if self.order not in ("sample", "random") or item.pk not in self.ordered_ids:
             return None
         return self.ordered_ids.index(item.pk) + 1, len(self.ordered_ids)
 

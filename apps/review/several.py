@@ -1,7 +1,9 @@
 """Pages for several reviewers per item: submitting one's own review, the adjudication queue
 and deciding an adjudication, and the task's review policy (admins)."""
 
+import secrets
 import time
+from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -9,6 +11,7 @@ from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.access import AppRequest, admin_required, reviewer_required
@@ -95,6 +98,22 @@ def adjudicate(request: AppRequest, pk: int) -> HttpResponse:
     return views.answer(request, score, queue, ok=True, saved="adjudicated")
 
 
+def sample_fields(current: ReviewPolicy, data: dict[str, Any]) -> dict[str, Any]:
+    """The random sample's percent and seed as saved: a blank seed is drawn, and the time is
+    recorded whenever the sample changes."""
+    percent, seed = data.get("sample_percent"), data.get("sample_seed")
+    if not percent:
+        return {"sample_percent": None, "sample_seed": 0, "sample_set_at": None}
+    if seed is None:
+        seed = secrets.randbelow(2**31)
+    changed = (percent, seed) != (current.sample_percent, current.sample_seed)
+    return {
+        "sample_percent": percent,
+        "sample_seed": seed,
+        "sample_set_at": timezone.now() if changed else current.sample_set_at,
+    }
+
+
 @require_http_methods(["GET", "POST"])
 @admin_required
 def policy(request: AppRequest, slug: str) -> HttpResponse:
@@ -105,6 +124,8 @@ def policy(request: AppRequest, slug: str) -> HttpResponse:
         "reviews_per_item": current.reviews_per_item,
         "thresholds": ", ".join(f"{k}={v:g}" for k, v in sorted(current.thresholds.items())),
         "adjudicator": current.adjudicator_id,
+        "sample_percent": current.sample_percent,
+        "sample_seed": current.sample_seed if current.has_sample else None,
         "doubt_spread": judging.doubt_spread,
         "doubt_repaired": judging.doubt_repaired,
         "doubt_confidence": judging.doubt_confidence,
@@ -121,6 +142,7 @@ def policy(request: AppRequest, slug: str) -> HttpResponse:
                     "reviews_per_item": form.cleaned_data["reviews_per_item"],
                     "thresholds": form.cleaned_data["thresholds"],
                     "adjudicator": form.cleaned_data["adjudicator"],
+                    **sample_fields(current, form.cleaned_data),
                 },
             )
             rule = TaskJudging.for_task(task)

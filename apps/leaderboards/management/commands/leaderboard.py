@@ -18,7 +18,15 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.datasets.models import Task
-from apps.leaderboards import boards, exports, formatting, pairs, pairwise_board, robustness
+from apps.leaderboards import (
+    boards,
+    corrected,
+    exports,
+    formatting,
+    pairs,
+    pairwise_board,
+    robustness,
+)
 from apps.leaderboards.epochs import Reduction
 
 
@@ -73,6 +81,12 @@ class Command(BaseCommand):
             help="every pair of models instead: difference, CI, raw and adjusted p-values",
         )
         parser.add_argument("--correction", choices=list(pairs.CORRECTIONS), default="holm")
+        parser.add_argument(
+            "--corrected-pairs",
+            action="store_true",
+            help="every pair of models on their judge-corrected (PPI++) scores instead, "
+            "Holm-adjusted (CSV; needs the review policy's random sample)",
+        )
         parser.add_argument(
             "--pairwise",
             action="store_true",
@@ -190,7 +204,15 @@ class Command(BaseCommand):
         if options["tag"] and options["tag"] not in board.tags:
             raise CommandError(f"No item of {task.slug} has the tag {options['tag']!r}.")
         matrix = pairs.build(board, options["correction"])
-        if options["pairs"]:
+        board.corrected = corrected.build(board)
+        if options["corrected_pairs"]:
+            if board.corrected is None:
+                raise CommandError(
+                    f"{task.slug}'s review policy draws no random sample, so there are no "
+                    "corrected scores: set “Review a random N % of items” on its review policy."
+                )
+            self.stdout.write("".join(exports.corrected_pairs_csv(board.corrected)), ending="")
+        elif options["pairs"]:
             if options["format"] != "csv":
                 raise CommandError("--pairs prints CSV: add --format csv.")
             sys.stdout.writelines(exports.pairs_csv(board, matrix))
@@ -278,7 +300,42 @@ def table(board: boards.Board) -> str:
         + text
         + ("\n" + "\n".join(notes[2:]) if notes[2:] else "")
         + "\n"
+        + (corrected_table(board.corrected) if board.corrected is not None else "")
     )
+
+
+def corrected_table(found: corrected.Corrected) -> str:
+    """The judge-corrected ranking under the board: PPI++ estimate of the ranking key, its
+    interval, the judge alone, labels used and what they are worth."""
+    key = "overall" if found.key == "overall" else found.key
+    lines = [
+        ["#", "tied", "model", f"corrected {key}", "95% CI", "judge only", "labelled", "≈ labels"]
+    ]
+    for rank, row in enumerate(found.rows, start=1):
+        cell = row.value(found.key)
+        lines.append(
+            [
+                str(rank),
+                str(found.ranks.get(row.run.pk, "")),
+                row.label,
+                formatting.number(cell.mean if cell else None),
+                f"[{cell.low:.2f}, {cell.high:.2f}]" if cell else "—",
+                formatting.number(row.judge_mean),
+                f"{cell.n} of {row.sampled}" if cell else f"0 of {row.sampled}",
+                f"{cell.effective_n:.0f}" if cell and cell.effective_n else "—",
+            ]
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    text = "\n".join(
+        "  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
+    notes = [
+        f"\nJudge-corrected (PPI++, power-tuned) from reviews of the policy's "
+        f"{found.sample_label}; tied ranks from Holm-adjusted corrected pairs."
+    ]
+    if found.note:
+        notes.append(found.note)
+    return notes[0] + "\n" + text + "\n" + "".join(n + "\n" for n in notes[1:])
 
 
 def _reduction(text: str) -> Reduction:
