@@ -29,6 +29,7 @@ def test_the_methods_page_names_each_method_and_its_reference() -> None:
         "target-scores",
         "response-schema",
         "metric-board",
+        "corrected",
     ):
         assert f'id="{anchor}"' in html
     for text in (
@@ -48,6 +49,9 @@ def test_the_methods_page_names_each_method_and_its_reference() -> None:
         "processed_output",
         "verify_response",
         "perf_metric",
+        "PPI++",
+        "ppi_mean_ci",
+        "random sample",
     ):
         assert text in html, text
 
