@@ -12,6 +12,7 @@ from django.core.management.base import CommandError
 from django.db import transaction
 
 from apps.datasets.importing import import_dataset
+from apps.runs.engine.chunk import run_chunk
 from apps.runs.engine.launch import launch
 from apps.runs.kinds.scripts import create_script_run
 from apps.runs.models import Response, Run, ScriptSetup, Turn
@@ -142,6 +143,26 @@ def sent(llm_server) -> list[list[dict]]:
     return [entry["messages"] for entry in llm_server.stats()["log"]]
 
 
+def said(turns: list[Turn]) -> list[dict]:
+    """The request of the last of `turns`: every turn before it with its answer, then it."""
+    before = [
+        message
+        for turn in turns[:-1]
+        for message in (
+            {"role": "user", "content": turn.asked},
+            {"role": "assistant", "content": turn.text},
+        )
+    ]
+    return [*before, {"role": "user", "content": turns[-1].asked}]
+
+
+def run_here(run: Run) -> None:
+    """The run's launch in this process (its one chunk takes the whole list), to its end."""
+    run.refresh_from_db()
+    run_chunk(run.pk, run.launch, 0)
+    run.refresh_from_db()
+
+
 @pytestmark_db
 @pytest.mark.slow
 def test_a_delayed_recall_script_runs_with_its_gap_realised_and_recorded(
@@ -225,8 +246,7 @@ def test_a_failed_turn_fails_the_item_naming_it_and_retry_asks_it_again(
         script=[{"match": "which level", "status": 400, "times": 1}],
     )
     run = start(scripts, endpoint, gap_column="", gap_tokens=300)
-    work()
-    run.refresh_from_db()
+    run_here(run)
     assert (run.done, run.failed) == (2, 1)
     broken = Response.objects.get(run=run, item__key="car-2k")
     turns = broken.turns()
@@ -234,16 +254,57 @@ def test_a_failed_turn_fails_the_item_naming_it_and_retry_asks_it_again(
     assert broken.error.startswith(f"Turn {len(turns)} (question): the request was refused (400)")
     assert turns[-1].error_kind == "api_error" and turns[-1].text == ""
     assert all(t.is_answered for t in turns[:-1])
+    llm_server.reset(stats_only=True)
     with transaction.atomic():
         assert launch(run, Run.Mode.RETRY_FAILED) == 1
-    work()
-    run.refresh_from_db()
+    run_here(run)
     assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, 3, 0)
     fixed = Response.objects.get(run=run, item__key="car-2k")
     again = fixed.turns()
-    assert fixed.status == Response.Status.OK and all(t.launch == 2 for t in again)
+    assert fixed.status == Response.Status.OK
     assert [t.asked for t in again] == [t.asked for t in turns]  # the same script, seeded
+    # Only the failed turn was asked again, with the answered ones before it as they were.
+    assert [t.launch for t in again] == [1] * (len(again) - 1) + [2]
+    assert sent(llm_server) == [said(again)]
     assert Turn.objects.filter(run=run, item__key="car-2k").count() == len(again)
+    assert fixed.prompt_tokens == sum(t.prompt_tokens for t in again)
+
+
+@pytestmark_db
+def test_each_turn_is_kept_as_it_finishes_and_resume_asks_only_the_rest(
+    scripts, endpoint, llm_server
+):
+    """A run stopped mid-script (by a refused key on the question, which stops the whole run)
+    keeps the turns answered before it; resumed, it asks only the question, with the same
+    statements, filler and answers before it. In the test's own process."""
+    task = scripts.task
+    mapping = {"id_column": "id", "input_columns": ["facts", "question", "gap"]}
+    one = import_dataset(task, "one", scripts_file(ROWS[:1]), mapping, fmt="jsonl")
+    llm_server.configure(
+        default_reply="Noted.",
+        script=[{"match": "What is my cat called?", "status": 401, "times": 1}],
+    )
+    run = start(one, endpoint)
+    run_here(run)
+    assert run.status == Run.Status.FAILED and "401" in run.error
+    kept = list(Turn.objects.filter(run=run).order_by("number"))
+    assert [t.asked for t in kept[:1]] == [CAT] and len(kept) >= 3  # statement and filler
+    assert all(t.is_answered and t.launch == 1 for t in kept)
+    assert CAT_Q not in [t.asked for t in kept] and not Response.objects.filter(run=run).exists()
+
+    llm_server.reset(stats_only=True)
+    with transaction.atomic():
+        assert launch(run, Run.Mode.RESUME) == 1
+    run_here(run)
+    assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, 1, 0)
+    response = Response.objects.get(run=run)
+    turns = response.turns()
+    assert turns[:-1] == kept and turns[-1].asked == CAT_Q and turns[-1].launch == 2
+    assert sent(llm_server) == [said(turns)]  # the question alone, the script before it
+    info = response.details["script"]
+    assert info["question_turn"] == len(turns) and info["filler_turns"] == len(kept) - 1
+    assert info["gap_tokens"] >= 2000 and info["gap_counted_by"] == "endpoint"
+    assert response.prompt_tokens == sum(t.prompt_tokens for t in turns)
 
 
 @pytestmark_db

@@ -354,8 +354,7 @@ class GenerationPlugin(RunPlugin):
         parts = [r for r in results if r.partial]
         ends = [r for r in results if not r.partial]
         ids = {r.item_id for r in results}
-        if parts:
-            self._write_turns(run, parts, ids)
+        save_turns(run, [_turn_row(run, p.item_id, p.data, p.attempts) for p in parts])
         if not ends:
             return progress
         units = {(r.item_id, parse_unit_key(r.key)[1]): r for r in ends}
@@ -391,45 +390,6 @@ class GenerationPlugin(RunPlugin):
                 update_fields=[*RESULT_FIELDS, "launch", "updated_at"],
             )
         return progress
-
-    @staticmethod
-    def _write_turns(run: Run, parts: list[Result], ids: set[int]) -> None:
-        """A turn is written when it has no row yet, when its row failed (the turn was asked
-        again), or by an overwrite over an older launch's row; anything else is a duplicate
-        (a relaunched chunk answered it too) and the first answer stays. An overwrite that
-        answers turn 1 again drops the item's older turns and response, so the dialogue
-        never mixes two launches' answers."""
-        existing = {
-            (item_id, epoch, number): (launch, error_kind)
-            for item_id, epoch, number, launch, error_kind in Turn.objects.filter(
-                run=run, item_id__in=ids
-            ).values_list("item_id", "epoch", "number", "launch", "error_kind")
-        }
-        rows: list[Turn] = []
-        for part in parts:
-            outcome: TurnOutcome = part.data
-            where = (part.item_id, outcome.epoch, outcome.number)
-            if where in existing:
-                launch, error_kind = existing[where]
-                older = run.mode == Run.Mode.OVERWRITE and launch < run.launch
-                if not error_kind and not older:
-                    continue
-            if run.mode == Run.Mode.OVERWRITE and outcome.number == 1:
-                Turn.objects.filter(
-                    run=run, item_id=part.item_id, epoch=outcome.epoch, launch__lt=run.launch
-                ).exclude(number=1).delete()
-                Response.objects.filter(
-                    run=run, item_id=part.item_id, epoch=outcome.epoch, launch__lt=run.launch
-                ).delete()
-            rows.append(_turn_row(run, part.item_id, outcome, part.attempts))
-            existing[where] = (run.launch, "" if outcome.reply is not None else "failed")
-        if rows:
-            Turn.objects.bulk_create(
-                rows,
-                update_conflicts=True,
-                unique_fields=["run", "item", "epoch", "number"],
-                update_fields=[*TURN_FIELDS, "launch", "updated_at"],
-            )
 
     @staticmethod
     def _turns_row(run: Run, result: Result, epoch: int, turns: list[Turn]) -> Response:
@@ -607,6 +567,46 @@ TURN_FIELDS = [
     "error_kind",
     "error",
 ]
+
+
+def save_turns(run: Run, rows: list[Turn]) -> None:
+    """Commit finished turns (`Call.emit`'s parts) of a run's units. A turn is written when it
+    has no row yet, when its row failed (the turn was asked again), or by an overwrite over an
+    older launch's row; anything else is a duplicate (a relaunched chunk answered it too) and
+    the first answer stays. An overwrite that answers turn 1 again drops the item's older
+    turns and response, so the dialogue never mixes two launches' answers."""
+    if not rows:
+        return
+    existing = {
+        (item_id, epoch, number): (launch, error_kind)
+        for item_id, epoch, number, launch, error_kind in Turn.objects.filter(
+            run=run, item_id__in={row.item_id for row in rows}
+        ).values_list("item_id", "epoch", "number", "launch", "error_kind")
+    }
+    fresh: list[Turn] = []
+    for row in rows:
+        where = (row.item_id, row.epoch, row.number)
+        if where in existing:
+            launch, error_kind = existing[where]
+            older = run.mode == Run.Mode.OVERWRITE and launch < run.launch
+            if not error_kind and not older:
+                continue
+        if run.mode == Run.Mode.OVERWRITE and row.number == 1:
+            Turn.objects.filter(
+                run=run, item_id=row.item_id, epoch=row.epoch, launch__lt=run.launch
+            ).exclude(number=1).delete()
+            Response.objects.filter(
+                run=run, item_id=row.item_id, epoch=row.epoch, launch__lt=run.launch
+            ).delete()
+        fresh.append(row)
+        existing[where] = (run.launch, row.error_kind)
+    if fresh:
+        Turn.objects.bulk_create(
+            fresh,
+            update_conflicts=True,
+            unique_fields=["run", "item", "epoch", "number"],
+            update_fields=[*TURN_FIELDS, "launch", "updated_at"],
+        )
 
 
 def _turn_row(run: Run, item_id: int, outcome: TurnOutcome, attempts: list[Any]) -> Turn:

@@ -6,14 +6,17 @@ says what a script is and how the gap is counted).
 Every turn is a `Turn` row (what it asked, the answer, its tokens); the item's `Response` is
 the answer to the question, which judges score against the item's reference like any answer,
 with the turns' tokens and cost summed and, in `details["script"]`, the gap actually realised
-("gap_tokens", counted by the endpoint), the scripted one and where the question came. Turns
-and Response of a unit are written together when it ends, in the engine's one transaction per
-flush: a unit a killed worker never finished is asked again from its first turn, and none is
-ever written twice. A failed turn fails the item, naming the turn; later turns are not asked.
+("gap_tokens", counted by the endpoint), the scripted one and where the question came. Each
+turn is committed as it finishes (`Call.emit`, as multi-turn generation does), the Response
+when the unit ends: a worker killed mid-script loses only the turn in flight, and whoever takes
+the unit on (the reaper's next chunk, a resume, retry failed) goes through the script again
+with the answered turns as they were (same filler, same gap count) and asks from the first
+turn without an answer. A failed turn fails the item, naming the turn; later turns are not
+asked.
 """
 
 from argparse import ArgumentParser
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import transaction
@@ -26,6 +29,7 @@ from apps.runs.engine.errors import LLMError
 from apps.runs.engine.launch import launch
 from apps.runs.engine.llm import Reply
 from apps.runs.estimate import evenly_spaced
+from apps.runs.kinds.generation import save_turns
 from apps.runs.models import (
     Endpoint,
     ErrorKind,
@@ -57,6 +61,9 @@ class ScriptUnit:
     script: Script | None
     error: str = ""  # the item's script cannot be read
     seed: int | None = None
+    # The turns answered already, in a row from turn 1 (an earlier launch's, or a dead
+    # chunk's): gone through again as they were, not asked.
+    done: dict[int, "Said"] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -79,6 +86,19 @@ class Said:
     @property
     def is_answered(self) -> bool:
         return not self.error_kind
+
+    def reply(self) -> Reply:
+        """The answer as the endpoint gave it (a turn answered before, gone through again)."""
+        return Reply(
+            self.text,
+            self.finish_reason,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.latency_ms,
+            self.cost,
+            self.text,
+            self.attempts,
+        )
 
 
 @dataclass(slots=True)
@@ -167,6 +187,7 @@ class ScriptPlugin(RunPlugin):
             except ScriptError as exc:
                 scripts[row["id"]] = (row["key"], None, f"The item's script: {exc}.")
         seed = run.endpoint.seed if run.endpoint is not None else None
+        done = answered_turns(run, {item for item, _ in pairs})
         units = []
         for item_id, epoch in pairs:
             if item_id not in scripts:
@@ -181,6 +202,7 @@ class ScriptPlugin(RunPlugin):
                     read,
                     error=error,
                     seed=None if seed is None else seed + epoch,
+                    done=done.get((item_id, epoch), {}),
                 )
             )
         return units
@@ -198,9 +220,20 @@ class ScriptPlugin(RunPlugin):
             messages.append({"role": "system", "content": ctx.system_message})
         outcome = Outcome()
 
+        kept = dict(unit.done)
+
         async def ask(role: str, text: str) -> Reply:
             messages.append({"role": "user", "content": text})
-            said = Said(len(outcome.turns) + 1, role, text)
+            number = len(outcome.turns) + 1
+            earlier = kept.pop(number, None)
+            if earlier is not None and earlier.asked == text:
+                # Answered before: the same turn as it went, not asked again.
+                said = replace(earlier, role=role)
+                outcome.turns.append(said)
+                messages.append({"role": "assistant", "content": said.text})
+                return said.reply()
+            kept.clear()  # the script went another way: nothing after this is reused
+            said = Said(number, role, text)
             outcome.turns.append(said)
             before = len(call.log)
             try:
@@ -211,6 +244,7 @@ class ScriptPlugin(RunPlugin):
                 said.attempts = len(call.log) - before
                 said.latency_ms = sum(a.latency_ms for a in call.log[before:])
                 said.error_kind, said.error = exc.kind, exc.message
+                call.emit(unit.key, (unit.epoch, said), ok=False)
                 raise TurnFailed from None
             said.text, said.finish_reason = reply.text, reply.finish_reason[:32]
             said.prompt_tokens, said.completion_tokens = (
@@ -219,6 +253,7 @@ class ScriptPlugin(RunPlugin):
             )
             said.cost, said.latency_ms, said.attempts = reply.cost, reply.latency_ms, reply.attempts
             messages.append({"role": "assistant", "content": reply.text})
+            call.emit(unit.key, (unit.epoch, said))
             return reply
 
         meter = GapMeter()
@@ -259,11 +294,25 @@ class ScriptPlugin(RunPlugin):
             unit.key, unit.item_id, False, data=Outcome(error_kind=error_kind, error=message)
         )
 
+    # Whether `perform` commits each turn as it finishes (`Call.emit`); if not, a unit's turns
+    # are written with its Response, and a unit asked again is asked from its first turn.
+    emits_turns = True
+
     def persist(self, run: Run, ctx: Any, results: list[Result]) -> Progress:
-        """Each unit's turns and Response exactly once per launch (a relaunched chunk's
-        duplicate is dropped); a redone unit's turns of an earlier launch go."""
+        """Finished turns as they come (`save_turns`: each once), then each ended unit's
+        Response exactly once per launch (a relaunched chunk's duplicate is dropped); turns of
+        an earlier launch beyond the unit's last one go."""
         progress = Progress()
-        by_unit = {parse_unit_key(r.key): r for r in results}
+        for result in results:
+            for attempt in result.attempts:
+                progress += Progress(
+                    prompt_tokens=attempt.prompt_tokens,
+                    completion_tokens=attempt.completion_tokens,
+                    cost=attempt.cost,
+                )
+        parts = [r for r in results if r.partial]
+        save_turns(run, [self._turn(run, r.item_id, *r.data) for r in parts])
+        by_unit = {parse_unit_key(r.key): r for r in results if not r.partial}
         existing = dict(
             ((item_id, epoch), launch)
             for item_id, epoch, launch in Response.objects.filter(
@@ -273,6 +322,7 @@ class ScriptPlugin(RunPlugin):
         fresh: list[Response] = []
         redo: list[Response] = []
         turns: list[Turn] = []
+        beyond = Q(pk__in=[])
         for (item_id, epoch), result in by_unit.items():
             if (item_id, epoch) not in existing:
                 target = fresh
@@ -283,21 +333,20 @@ class ScriptPlugin(RunPlugin):
             outcome: Outcome = result.data
             row = self._response(run, item_id, epoch, result)
             target.append(row)
-            turns += [self._turn(run, item_id, epoch, said) for said in outcome.turns]
+            if self.emits_turns:
+                beyond |= Q(item_id=item_id, epoch=epoch, number__gt=len(outcome.turns))
+            else:
+                turns += [self._turn(run, item_id, epoch, said) for said in outcome.turns]
             ok = row.status == Response.Status.OK
             progress += Progress(done=int(ok), failed=int(not ok))
-        for result in results:
-            for attempt in result.attempts:
-                progress += Progress(
-                    prompt_tokens=attempt.prompt_tokens,
-                    completion_tokens=attempt.completion_tokens,
-                    cost=attempt.cost,
-                )
-        if redo:
+        if redo and not self.emits_turns:
             stale = Q(pk__in=[])
             for row in redo:
                 stale |= Q(item_id=row.item_id, epoch=row.epoch)
             Turn.objects.filter(stale, run=run, launch__lt=run.launch).delete()
+        if self.emits_turns and (fresh or redo):
+            Turn.objects.filter(beyond, run=run, launch__lt=run.launch).delete()
+        if redo:
             Response.objects.bulk_create(
                 redo,
                 update_conflicts=True,
@@ -454,6 +503,34 @@ RESULT_FIELDS = [
     "error",
     "details",
 ]
+
+
+def answered_turns(run: Run, item_ids: set[int]) -> dict[tuple[int, int], dict[int, Said]]:
+    """Per (item, epoch), the turns answered already in a row from turn 1, as `Said`s (an
+    overwrite asks everything again: only this launch's answers count; an unsaved run, the
+    start form's estimate, has answered nothing)."""
+    if run.pk is None:
+        return {}
+    rows = Turn.objects.filter(run_id=run.pk, item_id__in=item_ids).answered()
+    if run.mode == Run.Mode.OVERWRITE:
+        rows = rows.filter(launch__gte=run.launch)
+    found: dict[tuple[int, int], dict[int, Said]] = {}
+    for turn in rows.order_by("number"):
+        done = found.setdefault((turn.item_id, turn.epoch), {})
+        if turn.number == len(done) + 1:
+            done[turn.number] = Said(
+                turn.number,
+                "",
+                turn.asked,
+                text=turn.text,
+                finish_reason=turn.finish_reason,
+                prompt_tokens=turn.prompt_tokens,
+                completion_tokens=turn.completion_tokens,
+                cost=turn.cost,
+                latency_ms=turn.latency_ms,
+                attempts=turn.attempts,
+            )
+    return found
 
 
 def check_scripts(dataset: Dataset, setup: ScriptSetup) -> None:

@@ -73,6 +73,8 @@ class SimulationPlugin(ScriptPlugin):
     writing are a memory script's (turns and Response once per unit and launch)."""
 
     kind = Run.Kind.SIMULATION
+    # The simulator's lines are not known again: a conversation cut short starts over.
+    emits_turns = False
 
     def prepare(self, run: Run) -> Setup:  # type: ignore[override]
         row = SimulatorSetup.objects.select_related("simulator").get(run=run)
