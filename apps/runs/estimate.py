@@ -9,7 +9,8 @@ stays fast whatever the size. For each request:
 - prompt tokens: `estimate_prompt_tokens`, the rate limits' estimate (ceil(ASCII characters
   / 4) + one per other character, + 4 per message + 3 for the reply: apps.runs.engine.limits);
 - completion tokens: the request's max_tokens, else `COMPLETION_TOKENS_GUESS` (256) — an
-  upper bound, since a reply may stop sooner;
+  upper bound, since a reply may stop sooner; a later turn of a conversation holds the earlier
+  answers, each counted the same (`answer_stand_in`), or as cached where the cache has it;
 - cached: its `cache_key` is looked up in the cache table, so requests already answered are
   counted exactly (over the sample, then scaled), and cost $0 "with cache".
 
@@ -134,6 +135,32 @@ def estimate(run: Run, sample: int = SAMPLE) -> Estimate:
     found.cached_prompt_tokens = round(hit_prompt * scale)
     found.cached_completion_tokens = round(hit_completion * scale)
     return found
+
+
+def answer_stand_in(run: Run, params: dict[str, Any]) -> str:
+    """An answer not known before the run, where a later turn's request holds it (multi-turn
+    runs, memory scripts): a text the prompt estimate counts as long as the reply itself is
+    counted, its completion allowance (max_tokens, else `COMPLETION_TOKENS_GUESS`), so each
+    later turn's growing context is priced at the same upper bound as the answers."""
+    endpoint = run.endpoint
+    allowance = (
+        completion_allowance(chat_body(endpoint, [], **params))
+        if endpoint is not None
+        else COMPLETION_TOKENS_GUESS
+    )
+    return "x" * (4 * allowance)  # ceil(characters / 4) tokens: exactly the allowance
+
+
+def cached_answer(
+    run: Run, messages: list[dict[str, str]], params: dict[str, Any], epoch: int
+) -> str | None:
+    """The cached reply to this request, which the run would get back as its answer (so the
+    next turn's request is known exactly), or None."""
+    if run.endpoint is None:
+        return None
+    key = cache_key(run.endpoint, chat_body(run.endpoint, messages, **params), epoch=epoch)
+    hit = cache.lookup([key]).get(key)
+    return None if hit is None else str(hit["content"])
 
 
 def evenly_spaced(ids: list[int], n: int) -> list[int]:

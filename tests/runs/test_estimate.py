@@ -152,3 +152,38 @@ def test_after_a_run_the_estimate_finds_every_request_in_the_cache(
     found = estimate(judged)
     assert (found.units, found.requests, found.cached_requests) == (4, 8, 4 * 2)
     assert Judge.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_multi_turn_run_counts_each_turns_growing_context(task, endpoint) -> None:
+    """One item of two turns, "abcd" then "efgh", max_tokens 10. Turn 1 sends the first:
+    ceil(4 / 4) + 4 + 3 = 8 tokens. Turn 2 sends it, the answer to it and the second; the answer
+    is not known before the run, so it counts as long as a reply is counted (10 tokens):
+    (1 + 4) + (10 + 4) + (1 + 4) + 3 = 27. Where turn 1 is cached, its reply "ijklmnop" (2
+    tokens) is what turn 2 will hold: (1 + 4) + (2 + 4) + (1 + 4) + 3 = 19, a request known
+    exactly, so its own cache entry counts too."""
+    from apps.runs.models import PromptTemplate
+    from tests.factories import make_conversation_dataset
+
+    endpoint.max_tokens = 10
+    endpoint.save()
+    dataset = make_conversation_dataset(task, [["abcd", "efgh"]])
+    template = PromptTemplate.objects.create(
+        task=task, name="chat", messages=[{"role": "conversation"}]
+    )
+    run = unsaved(dataset, endpoint, template, multi_turn=True)
+    found = estimate(run)
+    assert (found.requests, found.prompt_tokens, found.completion_tokens) == (2, 8 + 27, 20)
+
+    first = [{"role": "user", "content": "abcd"}]
+    second = [
+        *first,
+        {"role": "assistant", "content": "ijklmnop"},
+        {"role": "user", "content": "efgh"},
+    ]
+    for messages, reply in ((first, "ijklmnop"), (second, "done")):
+        key = cache_key(endpoint, chat_body(endpoint, messages), epoch=0)
+        CachedReply.objects.create(key=key, model="test-model", content=reply)
+        found = estimate(run)
+        assert (found.prompt_tokens, found.completion_tokens) == (8 + 19, 20)
+    assert found.cached_requests == 2 and found.price(cached=True) == 0

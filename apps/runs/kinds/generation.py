@@ -29,7 +29,7 @@ from apps.runs.engine.contract import (
 from apps.runs.engine.errors import LLMError
 from apps.runs.engine.launch import launch
 from apps.runs.engine.llm import Reply
-from apps.runs.estimate import evenly_spaced
+from apps.runs.estimate import answer_stand_in, cached_answer, evenly_spaced
 from apps.runs.models import (
     Endpoint,
     ErrorKind,
@@ -244,16 +244,22 @@ class GenerationPlugin(RunPlugin):
             return []
         params = {"seed": unit.seed} if unit.seed is not None else {}
         if isinstance(unit, TurnUnit):
-            # Each turn's request; the earlier answers are not known yet, so they count as
-            # empty here (the estimate's completion allowance covers the answers themselves).
+            # Each turn's request with the answers before it in context: the cached reply
+            # where the turn before is cached (the run would get it back), else a stand-in as
+            # long as the reply is counted (apps.runs.estimate).
             planned = []
+            answers = list(unit.answers)
+            stand_in = answer_stand_in(run, params)
+            known = True
             for number in range(len(unit.answers) + 1, len(unit.asked) + 1):
-                answers = [*unit.answers, *[""] * (number - 1 - len(unit.answers))]
                 try:
                     messages = ctx.render(unit.item, turn=number, answers=answers).messages
                 except PromptError:
                     break
                 planned.append(PlannedRequest(messages, params, epoch=unit.epoch))
+                hit = cached_answer(run, messages, params, unit.epoch) if known else None
+                known = hit is not None
+                answers.append(stand_in if hit is None else hit)
             return planned
         return [PlannedRequest(unit.messages, params, epoch=unit.epoch)]
 

@@ -28,7 +28,7 @@ from apps.runs.engine.contract import Call, PlannedRequest, Progress, Result, Ru
 from apps.runs.engine.errors import LLMError
 from apps.runs.engine.launch import launch
 from apps.runs.engine.llm import Reply
-from apps.runs.estimate import evenly_spaced
+from apps.runs.estimate import answer_stand_in, evenly_spaced
 from apps.runs.kinds.generation import save_turns
 from apps.runs.models import (
     Endpoint,
@@ -418,8 +418,9 @@ class ScriptPlugin(RunPlugin):
     def planned_requests(
         self, run: Run, ctx: ScriptSetup, unit: ScriptUnit
     ) -> list[PlannedRequest]:
-        """The script's requests with the filler as the gap plans it (the model's answers,
-        unknown before the run, are left out of the context)."""
+        """The script's requests with the filler as the gap plans it, each with the turns
+        before it and their answers in context (unknown before the run: each a stand-in as
+        long as a reply is counted, apps.runs.estimate)."""
         if unit.script is None:
             return []
         script = unit.script
@@ -432,9 +433,13 @@ class ScriptPlugin(RunPlugin):
         while said < script.gap_tokens and len(texts) < 1000:
             texts.append(filler.message(script.gap_tokens - said))
             said += estimate_tokens(texts[-1])
+        stand_in = answer_stand_in(run, params)
+        if ctx.system_message.strip():
+            messages = [{"role": "system", "content": ctx.system_message}]
         for text in [*texts, script.question]:
             messages = [*messages, {"role": "user", "content": text}]
             requests.append(PlannedRequest(messages, params, epoch=unit.epoch))
+            messages = [*messages, {"role": "assistant", "content": stand_in}]
         return requests
 
     # -- the command line ---------------------------------------------------------------------
