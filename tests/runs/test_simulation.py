@@ -3,6 +3,8 @@ and goal, converses with the model up to K turns or until it says it is done; th
 the response and judges score it. Real RQ workers, Redis and the loopback LLM server (the
 simulator is the same server under another model name, so scripted replies tell them apart)."""
 
+import itertools
+
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -10,6 +12,7 @@ from django.db import transaction
 
 from apps.judges.launching import create_judge_run
 from apps.judges.models import Score
+from apps.runs.engine.chunk import run_chunk
 from apps.runs.kinds.simulation import OPEN, create_simulation_run
 from apps.runs.models import Endpoint, Response, Run, Turn
 from tests.base import work
@@ -228,3 +231,69 @@ def test_bad_setups_are_refused_before_anything_runs(goals, endpoint, simulator,
             "--instructions",
             INSTRUCTIONS,
         )
+
+
+# ---- the simulator's requests are the engine's like any other ----------------------------------
+def run_here(run: Run) -> None:
+    """The run's launch in this process (its one chunk takes the whole list), to its end."""
+    run.refresh_from_db()
+    run_chunk(run.pk, run.launch, 0)
+    run.refresh_from_db()
+
+
+def test_the_simulators_replies_are_cached_like_the_models(goals, endpoint, simulator, llm_server):
+    llm_server.configure(
+        default_reply="Answer {n}.",
+        script=[{"model": "sim-model", "reply": "Question {n}?"}],
+    )
+    first = start(goals, endpoint, simulator, max_turns=2, use_cache=True)
+    run_here(first)
+    assert (first.status, first.done) == (Run.Status.COMPLETED, 2)
+    assert len(by_model(llm_server, "sim-model")) == len(by_model(llm_server, "test-model")) == 4
+    llm_server.reset(stats_only=True)
+    again = start(goals, endpoint, simulator, max_turns=2, use_cache=True)
+    run_here(again)
+    assert (again.status, again.done) == (Run.Status.COMPLETED, 2)
+    assert llm_server.stats()["requests"] == 0  # both sides answered from the cache
+    assert again.cached_count == 8 and again.cost == 0
+    for key in ("refund", "hours"):
+        was, now = (Response.objects.get(run=r, item__key=key) for r in (first, again))
+        assert now.text == was.text and "Question" in now.text
+
+
+def test_the_simulator_keeps_to_its_endpoints_concurrency_limit(
+    goals, endpoint, simulator, llm_server
+):
+    """Two conversations at once, the simulator's endpoint allowing one request at a time: its
+    requests never overlap at the server (each holds the slot from before it is sent until
+    its answer is read), while the model's endpoint allows four."""
+    simulator.concurrency_limit = 1
+    simulator.save()
+    llm_server.configure(
+        default_reply="ok",
+        script=[{"model": "sim-model", "reply": "Hello {n}", "latency": 0.2}],
+    )
+    run = start(goals, endpoint, simulator, max_turns=2)
+    run_here(run)
+    assert (run.status, run.done) == (Run.Status.COMPLETED, 2)
+    spans = sorted(
+        (e["time"], e["end"]) for e in llm_server.stats()["log"] if e["model"] == "sim-model"
+    )
+    assert len(spans) == 4
+    assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))
+
+
+def test_the_simulators_price_counts_against_the_runs_budget(
+    goals, endpoint, simulator, llm_server, settings
+):
+    """The simulated user opens each conversation; its first request could cost more than the
+    budget (its price is high), so the run stops before anything is sent."""
+    settings.PRICE_TABLE = {"test-model": [0.1, 0.1], "sim-model": [500.0, 500.0]}
+    with pytest.raises(ValueError, match="A budget needs a price for the simulated user too"):
+        start(goals, endpoint, Endpoint.objects.create(name="free", model="x"), budget_usd=1)
+    run = start(goals, endpoint, simulator, max_turns=2, budget_usd="0.05")
+    run_here(run)
+    assert run.status == Run.Status.CANCELLED
+    assert "budget of $0.0500 reached: $0.00 spent" in run.error
+    assert llm_server.stats()["requests"] == 0
+    assert not Response.objects.filter(run=run).exists()

@@ -31,7 +31,7 @@ from apps.runs.engine.limits import (
     lower_limit,
     provider_limits,
 )
-from apps.runs.engine.llm import LLM, Attempt, run_async
+from apps.runs.engine.llm import LLM, Attempt, CacheLookup, run_async
 from apps.runs.engine.redis_keys import (
     JOIN,
     LEAVE,
@@ -72,7 +72,7 @@ from apps.runs.engine.tuning import (
     WRITER_TICK,
 )
 from apps.runs.engine.writer import write_results
-from apps.runs.models import ErrorKind, Run
+from apps.runs.models import Endpoint, ErrorKind, Run
 
 logger = logging.getLogger(__name__)
 
@@ -259,6 +259,10 @@ class ChunkRunner:
         self.llm: LLM | None = None
         self.budget_guard: RunBudget | None = None
         self.semaphore: EndpointSemaphore | None = None
+        self.reply_cache: CacheLookup | None = None
+        # Other endpoints' clients (a simulated user's), made on first use (`client_for`).
+        self.others: dict[int, LLM] = {}
+        self.other_semaphores: list[EndpointSemaphore] = []
         self.queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=self.lanes)
         self.flush_lock = asyncio.Lock()
         self.last_flush = time.monotonic()
@@ -274,6 +278,7 @@ class ChunkRunner:
                 rate = RateLimiter.for_endpoint(self.redis, endpoint)
                 # An overwrite asks again on purpose: it never reads the cache.
                 reuse = self.run.use_cache and self.run.mode != Run.Mode.OVERWRITE
+                self.reply_cache = cache.ReplyCache(self.db).get if reuse else None
                 if self.run.budget_usd is not None:
                     self.budget_guard = RunBudget(
                         self.redis, self.run.pk, float(self.run.budget_usd), self.run.cost
@@ -285,7 +290,7 @@ class ChunkRunner:
                     rate=rate,
                     stop=self.stop,
                     connections=self.lanes,
-                    cache=cache.ReplyCache(self.db).get if reuse else None,
+                    cache=self.reply_cache,
                     budget=self.budget_guard,
                 )
             # Running from here on: set up (client, templates, pool) and about to send.
@@ -315,13 +320,15 @@ class ChunkRunner:
                 raise writer.exception()  # type: ignore[misc]
             await self.flush(force=True)
         finally:
-            if self.llm is not None:
-                with contextlib.suppress(Exception):
-                    await self.llm.slots.trim(everything=True)  # type: ignore[union-attr]
-                    await self.llm.close()
-            if self.semaphore is not None:
-                with contextlib.suppress(Exception):
-                    await self.semaphore.release_all()
+            for llm in [self.llm, *self.others.values()]:
+                if llm is not None:
+                    with contextlib.suppress(Exception):
+                        await llm.slots.trim(everything=True)  # type: ignore[union-attr]
+                        await llm.close()
+            for semaphore in [self.semaphore, *self.other_semaphores]:
+                if semaphore is not None:
+                    with contextlib.suppress(Exception):
+                        await semaphore.release_all()
             with contextlib.suppress(Exception):
                 await self.redis.aclose()
             with contextlib.suppress(Exception):
@@ -427,9 +434,38 @@ class ChunkRunner:
                 if self.first_buffered is None:
                     self.first_buffered = time.monotonic()
 
+    async def client_for(self, endpoint: Endpoint) -> LLM:
+        """Another endpoint's client for this chunk (a simulated user's, `Call.chat(...,
+        endpoint=)`), held to what the run's own is: that endpoint's shared concurrency limit
+        and its account's rate limits, the run's cache and budget, this chunk's stop."""
+        llm = self.others.get(endpoint.pk)
+        if llm is not None:
+            return llm
+        semaphore = EndpointSemaphore(self.redis, endpoint.pk, endpoint.concurrency_limit)
+        llm = LLM(
+            endpoint,
+            slots=SlotPool(semaphore, self.stop),
+            rate=RateLimiter.for_endpoint(self.redis, endpoint),
+            stop=self.stop,
+            connections=min(self.lanes, max(1, endpoint.concurrency_limit)),
+            cache=self.reply_cache,
+            budget=self.budget_guard,
+        )
+        self.others[endpoint.pk] = llm  # before any await: one per endpoint, whichever lane
+        self.other_semaphores.append(semaphore)
+        assert llm.rate is not None
+        await llm.rate.sync()
+        return llm
+
     async def perform(self, unit: Any) -> Result | None:
         item_id = getattr(unit, "item_id", 0)
-        call = Call(self.llm, item_id, getattr(unit, "log_unit", None), sink=self._buffer)
+        call = Call(
+            self.llm,
+            item_id,
+            getattr(unit, "log_unit", None),
+            sink=self._buffer,
+            clients=self.client_for,
+        )
         try:
             result = await self.plugin.perform(self.run, self.ctx, unit, call)
         except OverBudget:
@@ -544,10 +580,12 @@ class ChunkRunner:
         launch, or this chunk given up for dead). The chunk's own lease is LeaseKeeper's."""
         while True:
             await asyncio.sleep(HEARTBEAT_EVERY)
-            if self.semaphore is not None:
-                await self.semaphore.renew()
-            if self.llm is not None and self.llm.slots is not None:
-                await self.llm.slots.trim()
+            for semaphore in [self.semaphore, *self.other_semaphores]:
+                if semaphore is not None:
+                    await semaphore.renew()
+            for llm in [self.llm, *self.others.values()]:
+                if llm is not None and llm.slots is not None:
+                    await llm.slots.trim()
             stop, launch = await self.redis.mget(stop_key(self.run.pk), launch_key(self.run.pk))
             if stop or (launch is not None and int(launch) != self.launch):
                 self.stop.set()
@@ -558,11 +596,11 @@ class ChunkRunner:
         """Every `RATE_POLL` s: the account's pause, for endpoints without RPM/TPM limits whose
         lanes ask no Redis, the limits another chunk read from the provider's headers, and the
         AIMD pace (RateLimiter.sync)."""
-        if self.llm is None or self.llm.rate is None:
-            return
         while True:
             await asyncio.sleep(RATE_POLL)
-            await self.llm.rate.sync()
+            for llm in [self.llm, *self.others.values()]:
+                if llm is not None and llm.rate is not None:
+                    await llm.rate.sync()
 
     async def db_heartbeat(self) -> None:
         """`Run.heartbeat_at`, apart from the loop above: a slow database must not delay it."""

@@ -4,7 +4,7 @@ what it hands back (`Result`, `Progress`), and where the engine finds a run's ki
 registry, settings.RUN_KINDS (see apps.runs.engine)."""
 
 from argparse import ArgumentParser
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, cast
 
@@ -13,7 +13,7 @@ from django.utils.module_loading import import_string
 
 from apps.runs.engine.errors import LLMError
 from apps.runs.engine.llm import LLM, Attempt, Echo, Reply
-from apps.runs.models import ErrorKind, Run
+from apps.runs.models import Endpoint, ErrorKind, Run
 
 
 # ---- the interface ---------------------------------------------------------------------------
@@ -58,6 +58,11 @@ class PlannedRequest:
     round: int | None = None
 
 
+# Another endpoint's client for a chunk (a simulated user's): within the same shared limits,
+# cache and budget as the run's own (ChunkRunner.client_for).
+Clients = Callable[[Endpoint], Awaitable[LLM]]
+
+
 class Call:
     """What `perform` may do with the outside world for one unit."""
 
@@ -67,8 +72,10 @@ class Call:
         item_id: int,
         unit: int | None = None,
         sink: Callable[[Result], None] | None = None,
+        clients: Clients | None = None,
     ) -> None:
         self.llm = llm
+        self.clients = clients
         self.item_id = item_id
         # A unit that makes items instead of answering one (dataset generation): its
         # attempts are logged under this number (AttemptLog.unit).
@@ -104,9 +111,38 @@ class Call:
     ) -> Reply:
         if self.llm is None:
             raise LLMError(ErrorKind.INTERNAL, "this run has no endpoint to ask")
+        return await self._chat(self.llm, messages, round=round, epoch=epoch, **params)
+
+    async def chat_to(
+        self,
+        endpoint: Endpoint,
+        messages: list[dict[str, str]],
+        *,
+        epoch: int = 0,
+        **params: Any,
+    ) -> Reply:
+        """`chat` with another endpoint than the run's (a simulated user's): as cached, held
+        to that endpoint's shared concurrency and rate limits and reserved from the run's
+        budget as the run's own requests, its attempts logged with them."""
+        if self.llm is not None and endpoint.pk == self.llm.endpoint.pk:
+            return await self._chat(self.llm, messages, epoch=epoch, **params)
+        if self.clients is None:
+            raise LLMError(ErrorKind.INTERNAL, f"endpoint {endpoint.name} cannot be asked here")
+        llm = await self.clients(endpoint)
+        return await self._chat(llm, messages, epoch=epoch, **params)
+
+    async def _chat(
+        self,
+        llm: LLM,
+        messages: list[dict[str, str]],
+        *,
+        round: int | None = None,
+        epoch: int = 0,
+        **params: Any,
+    ) -> Reply:
         start = len(self.log)
         try:
-            return await self.llm.chat(
+            return await llm.chat(
                 messages, log=self.log, item_id=self.item_id, round=round, epoch=epoch, **params
             )
         finally:

@@ -14,12 +14,13 @@ the dialogue, with `transcript()` giving it as messages and `details["simulation
 it ended. Turns and Response are written together when the unit ends (one transaction per
 flush, as for memory scripts): a unit a killed worker left is asked again from the start.
 
-The simulator's requests go through the engine's client (retries, timeouts, errors in plain
-words, key scrubbing) and are logged and counted in the run's tokens and cost; its replies
-are not cached, and the shared rate limits and the run's budget watch the model's endpoint only.
+The simulator's requests go through the engine as the model's do (`Call.chat(...,
+chat_to`): retries, timeouts, errors in plain words, key scrubbing; the simulator endpoint's
+own shared concurrency limit and its account's rate limits; the run's cache (a conversation
+asked again with the cache on is answered from it, both sides) and the run's budget, which
+its price counts against. They are logged and counted in the run's tokens and cost.
 """
 
-import asyncio
 from argparse import ArgumentParser
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,8 @@ from apps.runs.engine.budget import check_budget
 from apps.runs.engine.contract import Call, PlannedRequest, Result
 from apps.runs.engine.errors import LLMError
 from apps.runs.engine.launch import launch
-from apps.runs.engine.llm import LLM, Reply
+from apps.runs.engine.llm import Reply
+from apps.runs.estimate import answer_stand_in
 from apps.runs.kinds.scripts import Outcome, Said, ScriptPlugin, parse_unit_key, unit_key
 from apps.runs.models import Endpoint, ErrorKind, LoggingMode, Run, SimulatorSetup
 from apps.runs.prompts import ItemData, PromptError, compile_template, item_context
@@ -121,12 +123,7 @@ class SimulationPlugin(ScriptPlugin):
     async def perform(self, run: Run, ctx: Setup, unit: SimulationUnit, call: Call) -> Result:  # type: ignore[override]
         if unit.error:
             return self.failed_result(run, ctx, unit, ErrorKind.TEMPLATE, unit.error)  # type: ignore[arg-type]
-        setup = ctx.row
-        simulator = LLM(setup.simulator, slots=None, rate=None, stop=asyncio.Event(), connections=1)
-        try:
-            return await self._converse(run, setup, unit, call, simulator)
-        finally:
-            await simulator.close()
+        return await self._converse(run, ctx.row, unit, call)
 
     async def _converse(
         self,
@@ -134,7 +131,6 @@ class SimulationPlugin(ScriptPlugin):
         setup: SimulatorSetup,
         unit: SimulationUnit,
         call: Call,
-        simulator: LLM,
     ) -> Result:
         params = {"seed": unit.seed} if unit.seed is not None else {}
         model_side: list[dict[str, str]] = []
@@ -152,7 +148,7 @@ class SimulationPlugin(ScriptPlugin):
                 if turn == 1 and unit.opening:
                     line = unit.opening
                 else:
-                    line = await self._ask_simulator(simulator, sim_side, unit, call, turn, outcome)
+                    line = await self._ask_simulator(setup, sim_side, unit, call, turn, outcome)
                 if setup.done_marker and setup.done_marker in line:
                     ended, closing = "simulator", line
                     break
@@ -187,7 +183,7 @@ class SimulationPlugin(ScriptPlugin):
 
     async def _ask_simulator(
         self,
-        simulator: LLM,
+        setup: SimulatorSetup,
         sim_side: list[dict[str, str]],
         unit: SimulationUnit,
         call: Call,
@@ -195,9 +191,7 @@ class SimulationPlugin(ScriptPlugin):
         outcome: Outcome,
     ) -> str:
         try:
-            reply = await simulator.chat(
-                list(sim_side), log=call.log, item_id=unit.item_id, epoch=unit.epoch
-            )
+            reply = await call.chat_to(setup.simulator, list(sim_side), epoch=unit.epoch)
         except LLMError as exc:
             if exc.fatal:
                 raise LLMError(
@@ -243,16 +237,20 @@ class SimulationPlugin(ScriptPlugin):
         return conversation_text(messages)
 
     def planned_requests(self, run: Run, ctx: Any, unit: Any) -> list[PlannedRequest]:
-        """The model's requests as the conversation would grow with K short lines: the
-        simulator's replies are unknown before the run."""
+        """The model's requests as the conversation would grow over K turns: the simulator's
+        lines are unknown before the run (each counted as the opening line, or as long as the
+        instruction to open), the model's answers each a stand-in as long as a reply is
+        counted (apps.runs.estimate)."""
         if unit.error:
             return []
-        params = {"seed": unit.seed} if unit.seed is not None else {}
+        params: dict[str, Any] = {"seed": unit.seed} if unit.seed is not None else {}
+        stand_in = answer_stand_in(run, params)
         messages = [{"role": "system", "content": unit.system}] if unit.system else []
         requests = []
         for _ in range(ctx.row.max_turns):
             messages = [*messages, {"role": "user", "content": unit.opening or OPEN}]
             requests.append(PlannedRequest(messages, params, epoch=unit.epoch))
+            messages = [*messages, {"role": "assistant", "content": stand_in}]
         return requests
 
     # -- the command line ---------------------------------------------------------------------
@@ -344,6 +342,12 @@ def create_simulation_run(
     except PromptError as exc:
         raise ValueError(str(exc)) from None
     budget = check_budget(budget_usd, endpoint)
+    if budget is not None and not simulator.has_price:
+        # The simulated user's requests count against the budget too: without a price they
+        # would cost "$0" and the cap would not hold.
+        raise ValueError(
+            f"A budget needs a price for the simulated user too: {simulator.unknown_cost_hint()}."
+        )
     if use_cache is None:
         use_cache = Run.default_use_cache(Run.Kind.GENERATION, endpoint)
     with transaction.atomic():
