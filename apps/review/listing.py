@@ -4,12 +4,13 @@ A page costs the same number of queries whatever its size: items, then their sco
 assignments and locks in one query each.
 """
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Page, Paginator
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils.functional import cached_property
 
 from apps.accounts.access import AppRequest
 from apps.accounts.models import User
@@ -40,25 +41,55 @@ def filtered(run: Run, user: Any, filters: dict[str, str]) -> RunItemQuerySet:
     return searched(qs.tagged(filters.get("tag", "")), run, filters.get("q", ""))
 
 
+# A search lists at most SEARCH_CAP items (the page says "more than"): counting every item
+# holding a word found in every answer read the index's whole list, seconds at 100k items.
+SEARCH_CAP = 1000
+# Index matches above which each item is looked up on its own (see review/search.py).
+COMMON = 5000
+
+
 def searched(qs: RunItemQuerySet, run: Run, text: str) -> RunItemQuerySet:
     """Items whose fields or judged answer hold the words of `text` (full-text, #28.5)."""
     if not fulltext.terms(text):
         return qs
-    found = fulltext.condition(Item, text)
+    multi_turn = run.source_run is not None and run.source_run.multi_turn
+    models_searched = (Item, Response, *((Turn,) if multi_turn else ()))
+    per_row = any(fulltext.more_than(model, text, COMMON) for model in models_searched)
+    found = fulltext.condition(Item, text, per_row=per_row)
     if run.source_run_id:
         answers = Response.objects.filter(run_id=run.source_run_id)
-        found |= Q(pk__in=fulltext.matching(answers, text).values("item_id"))
-        if run.source_run is not None and run.source_run.multi_turn:  # every turn's answer
-            turns = Turn.objects.filter(run_id=run.source_run_id)
-            found |= Q(pk__in=fulltext.matching(turns, text).values("item_id"))
+        turns = Turn.objects.filter(run_id=run.source_run_id)
+        if per_row:
+            found |= Q(Exists(answers.filter(item_id=OuterRef("pk")).filter(
+                fulltext.condition(Response, text, per_row=True))))  # fmt: skip
+            if multi_turn:  # every turn's answer
+                found |= Q(Exists(turns.filter(item_id=OuterRef("pk")).filter(
+                    fulltext.condition(Turn, text, per_row=True))))  # fmt: skip
+        else:
+            found |= Q(pk__in=fulltext.matching(answers, text).values("item_id"))
+            if multi_turn:  # every turn's answer
+                found |= Q(pk__in=fulltext.matching(turns, text).values("item_id"))
     return qs.filter(found)
+
+
+class SearchPaginator(Paginator):
+    """Counts at most SEARCH_CAP items (a query that stops there); `capped`: there are more."""
+
+    capped = False
+
+    @cached_property
+    def count(self) -> int:
+        found = cast(QuerySet, self.object_list)[: SEARCH_CAP + 1].count()
+        self.capped = found > SEARCH_CAP
+        return min(found, SEARCH_CAP)
 
 
 def page_of(run: Run, user: Any, filters: dict[str, str], number: str | None) -> Page:
     # Plain dicts, not models: a 500-row page should not build 500 model instances.
     qs = filtered(run, user, filters).values("pk", "position", "key", "tags")
     per_page = int(filters.get("per_page") or 50)
-    return Paginator(qs.order_by("position"), per_page).get_page(number)
+    paginator = SearchPaginator if fulltext.terms(filters.get("q", "")) else Paginator
+    return paginator(qs.order_by("position"), per_page).get_page(number)
 
 
 STATUS = {

@@ -203,3 +203,22 @@ def test_a_word_in_every_answer_lists_the_first_items_and_says_there_are_more(
     page = results(viewer_client, task, "paris")
     assert "More than 1 items found: the first 1 are listed." in page
     assert hits(page) == hits(everywhere)[:1]
+
+
+def test_the_review_list_search_of_a_common_word_counts_up_to_its_cap(
+    viewer_client, world, monkeypatch
+):
+    from apps.review import listing
+
+    url = reverse("review:run", args=[world[-1].pk])
+
+    def rows(q: str) -> tuple[list[str], str]:
+        page = viewer_client.get(url, {"q": q}).content.decode()
+        return re.findall(r'<tr data-item="\d+">.*?<td>(\d+)</td>', page, re.S), page
+
+    monkeypatch.setattr(listing, "COMMON", 0)  # each item looked up on its own
+    assert rows("paris")[0] == ["1", "2"] and rows("8,849")[0] == ["3"]
+    assert rows("lyon")[0] == []  # another model's answer, not this run's
+    monkeypatch.setattr(listing, "SEARCH_CAP", 1)
+    found, page = rows("paris")
+    assert found == ["1"] and "more than 1 items" in page
