@@ -10,7 +10,8 @@ import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,10 @@ WRITE_BATCH = 5000
 # A streamed import writes a batch once it holds this many characters of the file, however few
 # rows that is: memory holds one batch (several copies of it: row dicts, JSON, search text).
 WRITE_BATCH_CHARS = 4 * 1024 * 1024
+# An item is found by the words of its first million characters: the search text is a second
+# copy of the fields, and a 50 MB cell copied whole would hold memory (and the index) twice.
+SEARCH_TEXT_CHARS = 1_000_000
+LONG_ROW_CHARS = 8 * 1024 * 1024
 KEY_MAX_LENGTH = Item._meta.get_field("key").max_length or 255
 ID_NAMES = ("id", "uid", "qid", "key", "item_id", "question_id", "_id")
 REFERENCE_NAMES = ("answer", "reference", "label", "target", "gold", "expected", "output")
@@ -389,6 +394,18 @@ def _conversation_error(
     return DatasetError(f"{where}: {exc.text} (column {column!r}).")
 
 
+def _capped_search_text(values: Iterable[str]) -> str:
+    """The values joined by newlines, cut at SEARCH_TEXT_CHARS without joining them whole."""
+    parts: list[str] = []
+    left = SEARCH_TEXT_CHARS
+    for value in values:
+        if left <= 0:
+            break
+        parts.append(value[:left])
+        left -= len(value) + 1
+    return "\n".join(parts)
+
+
 def conversation_of(
     row: dict[str, Any], mapping: Mapping, table: Table, index: int
 ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -463,9 +480,14 @@ def build_item_rows(
             messages, turn_references = conversation_of(row, mapping, table, index)
             conversation, references = encode(messages), encode(turn_references)
         try:
-            search = "\n".join(row.values())
+            if sum(map(len, row.values())) <= SEARCH_TEXT_CHARS:
+                search = "\n".join(row.values())
+            else:
+                search = _capped_search_text(row.values())
         except TypeError:  # JSON rows hold numbers, lists and objects too
-            search = "\n".join(v if isinstance(v, str) else encode(v) for v in row.values())
+            search = _capped_search_text(
+                v if isinstance(v, str) else encode(v) for v in row.values()
+            )
         append(
             (
                 position,
@@ -520,12 +542,33 @@ def write_items(dataset: Dataset, items: ItemRows, progress: Progress | None = N
     sql = _insert_sql()
     total = len(items.rows)
     pk = dataset.pk
-    with fulltext.bulk_insert(Item), connection.cursor() as cursor:
+    with fulltext.bulk_insert(Item), connection.cursor() as cursor, _small_page_cache(items):
         for start in range(0, total, WRITE_BATCH):
             batch = items.rows[start : start + WRITE_BATCH]
             cursor.executemany(sql, [(pk, *row) for row in batch])
             if progress:
                 progress("writing", start + len(batch), total)
+
+
+@contextmanager
+def _small_page_cache(items: ItemRows) -> Iterator[None]:
+    """On SQLite, a batch that holds one huge row goes in with a 2 MB page cache: its overflow
+    pages then spill to the WAL as they are written instead of filling the 64 MB cache first
+    (a 50 MB cell is then in memory three times, as the driver's and the record's copies
+    must be, not four)."""
+    huge = connection.vendor == "sqlite" and any(len(row[2]) > LONG_ROW_CHARS for row in items.rows)
+    if not huge:
+        yield
+        return
+    with connection.cursor() as cursor:
+        (size,) = cursor.execute("PRAGMA cache_size").fetchone()
+        cursor.execute("PRAGMA cache_size=-2000")
+        cursor.execute("PRAGMA ignore_check_constraints=ON")
+        try:
+            yield
+        finally:
+            cursor.execute(f"PRAGMA cache_size={int(size)}")
+            cursor.execute("PRAGMA ignore_check_constraints=OFF")
 
 
 def announce_imported(dataset: Dataset) -> tuple[str, ...]:

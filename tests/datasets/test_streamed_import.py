@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from django.db import IntegrityError, connection, transaction
 
 from apps.datasets import importing, readers
 from apps.datasets.importing import Mapping, fill_dataset, fill_dataset_from_file
@@ -246,7 +247,21 @@ def test_a_long_cell_is_streamed_and_stored_whole(task, tmp_path):
     fill_dataset_from_file(dataset, path, Mapping(id_column="id"))
     dataset.refresh_from_db()
     assert dataset.status == "ready", dataset.error
-    assert Item.objects.get(dataset=dataset, key="r2").fields["q"] == cell.replace('""', '"')
+    item = Item.objects.get(dataset=dataset, key="r2")
+    assert item.fields["q"] == cell.replace('""', '"')
+    # Found by the words of its first million characters; the fields are kept whole.
+    whole = "r2\n" + cell.replace('""', '"').lower()
+    assert item.search_text == whole[: importing.SEARCH_TEXT_CHARS]
+    assert Item.objects.get(dataset=dataset, key="r3").search_text == "r3\na, b"
+    if connection.vendor == "sqlite":
+        # The huge row went in with a small page cache and no JSON check: both are back.
+        with connection.cursor() as cursor:
+            assert cursor.execute("PRAGMA ignore_check_constraints").fetchone() == (0,)
+            assert cursor.execute("PRAGMA cache_size").fetchone() == (-64000,)
+            with pytest.raises(IntegrityError), transaction.atomic():
+                cursor.execute(
+                    "UPDATE datasets_item SET fields = 'not json' WHERE id = %s", [item.pk]
+                )
 
 
 def test_a_big_json_list_is_previewed_from_its_first_items(tmp_path):
