@@ -18,7 +18,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from apps.accounts.models import ApiToken
-from apps.api import views
+from apps.api import setup_calls, views
 from apps.api.auth import BAD_TOKEN, NO_CREDENTIALS, SessionAuth, TokenAuth, bearer_token
 from apps.api.errors import ApiError
 
@@ -51,6 +51,8 @@ api = NinjaAPI(
     docs_decorator=docs_guard,
 )
 api.add_router("/", views.router)
+# Setting a task up (endpoints, templates, judges, generators, drafts) and the release gate.
+api.add_router("/", setup_calls.router)
 
 
 def _json(request: HttpRequest, status: int, detail: str, **extra: Any) -> HttpResponse:

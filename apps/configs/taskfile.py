@@ -689,3 +689,50 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 
 
 _Dumper.add_representer(str, _str)
+
+
+# ---- one entry at a time (the REST API) --------------------------------------------------------
+ENTRY_FIELDS = {
+    "endpoints": ENDPOINT_FIELDS,
+    "templates": TEMPLATE_FIELDS,
+    "judges": JUDGE_FIELDS,
+    "generators": GENERATOR_FIELDS,
+}
+_STEPS: dict[str, Callable[..., None]] = {
+    "templates": _template,
+    "judges": _judge,
+    "generators": _generator,
+}
+
+
+def entry_of(section: str, row: Any) -> dict[str, Any]:
+    """A saved endpoint, template, judge or generator as its file entry."""
+    entries: dict[str, Callable[[Any], dict[str, Any]]] = {
+        "endpoints": _endpoint_entry,
+        "templates": _template_entry,
+        "judges": _judge_entry,
+        "generators": _generator_entry,
+    }
+    return entries[section](row)
+
+
+def save_entry(
+    section: str, task: Task | None, entry: dict[str, Any], user: User | None = None
+) -> Change:
+    """Check and save one entry as `apply` would (an endpoint edited, a changed template,
+    judge or generator as its next version); ConfigError names every problem."""
+    label = str(entry.get("name") or "entry")
+    problems = _unknown(label, entry, ENTRY_FIELDS[section])
+    if not entry.get("name"):
+        problems.append("name: give the name.")
+    if problems:
+        raise ConfigError(problems)
+    plan = Plan(task=task.slug if task else "")
+    with transaction.atomic():
+        if section == "endpoints":
+            _endpoint(label, entry, plan, problems)
+        else:
+            _STEPS[section](task, label, entry, user, plan, problems)
+        if problems:
+            raise ConfigError(problems)
+    return plan.changes[0]
