@@ -36,6 +36,7 @@ from apps.judges.forms import JudgeForm, subjects_text
 from apps.judges.models import Judge, TaskJudging
 from apps.review.forms import PolicyForm
 from apps.review.models import ReviewPolicy, settle_task
+from apps.review.several import sample_fields
 from apps.runs.forms import CHAT, CONVERSATION, PLAIN, EndpointForm, PromptTemplateForm, chat_text
 from apps.runs.models import Endpoint, PromptTemplate
 
@@ -66,10 +67,14 @@ REVIEW_FIELDS = (
     "reviews_per_item",
     "thresholds",
     "adjudicator",
+    "sample_percent",
+    "sample_seed",
     "doubt_spread",
     "doubt_repaired",
     "doubt_confidence",
 )
+# The task's "needs a person" rule (judges' TaskJudging); the rest is review's ReviewPolicy.
+RULE_FIELDS = ("doubt_spread", "doubt_repaired", "doubt_confidence")
 HEADER = "# evalsite task configuration: manage.py apply FILE [--dry-run]; export_config TASK\n"
 
 
@@ -514,6 +519,8 @@ def _review(task: Task, entry: Any, plan: Plan, problems: list[str]) -> None:
         "reviews_per_item": entry.get("reviews_per_item", 1),
         "thresholds": ", ".join(f"{k}={v}" for k, v in thresholds.items()),
         "adjudicator": adjudicator.pk if adjudicator else None,
+        "sample_percent": entry.get("sample_percent"),
+        "sample_seed": entry.get("sample_seed"),
         "doubt_spread": entry.get("doubt_spread"),
         "doubt_repaired": entry.get("doubt_repaired", False),
         "doubt_confidence": entry.get("doubt_confidence"),
@@ -525,13 +532,20 @@ def _review(task: Task, entry: Any, plan: Plan, problems: list[str]) -> None:
     if not form.is_valid():
         problems.extend(_form_problems("review", form, {}))
         return
-    cleaned = form.cleaned_data
+    cleaned = dict(form.cleaned_data)
     policy, judging = ReviewPolicy.of(task.pk), TaskJudging.of(task.pk)
+    if not cleaned["sample_percent"]:
+        cleaned["sample_seed"] = 0
+    elif cleaned["sample_seed"] is None and cleaned["sample_percent"] == policy.sample_percent:
+        # No seed in the file: the sample drawn before stays (applying again draws no other).
+        cleaned["sample_seed"] = policy.sample_seed
     before = {
         "reviews_per_item": policy.reviews_per_item,
         "thresholds": policy.thresholds,
         "adjudicator": policy.adjudicator_id,
-        **{name: getattr(judging, name) for name in REVIEW_FIELDS[3:]},
+        "sample_percent": policy.sample_percent,
+        "sample_seed": policy.sample_seed,
+        **{name: getattr(judging, name) for name in RULE_FIELDS},
     }
     after = {name: cleaned[name] for name in REVIEW_FIELDS}
     after["adjudicator"] = cleaned["adjudicator"].pk if cleaned["adjudicator"] else None
@@ -541,12 +555,15 @@ def _review(task: Task, entry: Any, plan: Plan, problems: list[str]) -> None:
         return
     ReviewPolicy.objects.update_or_create(
         task=task,
-        defaults={name: cleaned[name] for name in REVIEW_FIELDS[:3]},
+        defaults={
+            **{name: cleaned[name] for name in REVIEW_FIELDS[:3]},
+            **sample_fields(policy, cleaned),
+        },
     )
     rule = TaskJudging.for_task(task)
-    for name in REVIEW_FIELDS[3:]:
+    for name in RULE_FIELDS:
         setattr(rule, name, cleaned[name])
-    rule.save(update_fields=list(REVIEW_FIELDS[3:]))
+    rule.save(update_fields=list(RULE_FIELDS))
     transaction.on_commit(lambda: settle_task(task.pk))
     plan.changes.append(Change("review policy", task.slug, "update", changed))
 
@@ -672,7 +689,10 @@ def _review_entry(task: Task, judging: TaskJudging) -> dict[str, Any]:
         out["thresholds"] = dict(sorted(policy.thresholds.items()))
     if policy.adjudicator is not None:
         out["adjudicator"] = policy.adjudicator.username
-    for name in REVIEW_FIELDS[3:]:
+    if policy.sample_percent:
+        out["sample_percent"] = policy.sample_percent
+        out["sample_seed"] = policy.sample_seed
+    for name in RULE_FIELDS:
         if getattr(judging, name) != _default(TaskJudging, name):
             out[name] = getattr(judging, name)
     return out

@@ -65,6 +65,8 @@ CONFIG = textwrap.dedent(
       thresholds:
         accuracy: 1.0
       adjudicator: ada
+      sample_percent: 10
+      sample_seed: 7
       doubt_spread: 1.5
     """
 )
@@ -94,7 +96,7 @@ def test_a_dry_run_prints_the_plan_and_saves_nothing(tmp_path: Path, ada) -> Non
         "create       judge exact v1",
         "create       generator facts v1",
         "update       default judge accuracy v1",
-        "update       review policy qa (reviews_per_item, thresholds, adjudicator, doubt_spread)",
+        "update       review policy qa (reviews_per_item, thresholds, adjudicator, sample_percent, sample_seed, doubt_spread)",
         "qa: would change 9 of 9.",
     ]
     assert not Task.objects.exists() and not Endpoint.objects.exists()
@@ -139,6 +141,11 @@ def test_apply_creates_everything_then_a_second_apply_changes_nothing(tmp_path, 
         2,
         {"accuracy": 1.0},
         ada,
+    )
+    assert (policy.sample_percent, policy.sample_seed, policy.sample_label) == (
+        10,
+        7,
+        "random 10 % of items (seed 7)",
     )
     again = run_command("apply", str(path)).splitlines()
     assert again[-1] == "qa: changed 0 of 9."
@@ -224,3 +231,16 @@ def test_bad_yaml_is_named_by_its_line() -> None:
     with pytest.raises(ConfigError) as raised:
         apply("task:\n  slug: qa\n  name: [unclosed\n")
     assert raised.value.problems[0].startswith("line 4: not valid YAML")
+
+
+def test_a_random_sample_without_a_seed_is_drawn_once_and_kept(ada) -> None:
+    unseeded = CONFIG.replace("  sample_seed: 7\n", "")
+    apply(unseeded)
+    policy = ReviewPolicy.objects.get(task__slug="qa")
+    seed, drawn_at = policy.sample_seed, policy.sample_set_at
+    assert policy.sample_percent == 10 and drawn_at is not None
+    assert apply(unseeded).changed == 0
+    policy.refresh_from_db()
+    assert (policy.sample_seed, policy.sample_set_at) == (seed, drawn_at)
+    # The export names the seed drawn, so the file says which sample it is.
+    assert f"  sample_seed: {seed}\n" in export(Task.objects.get(slug="qa"))
