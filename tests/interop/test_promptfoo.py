@@ -11,7 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
+from django.test import Client
 
 from apps.datasets.models import Dataset, Item, Task
 from apps.interop.models import Import
@@ -115,3 +117,29 @@ def test_a_bad_result_is_named_and_nothing_is_stored(task):
         == f"r.json, result 3 (test {test!r}): score: 'high' is not a number or true/false."
     )
     assert not Dataset.objects.exists() and not Judge.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_import_page_imports_or_names_the_bad_result(task, reviewer_client):
+    url = f"/tasks/{task.slug}/import-results/"
+    page = reviewer_client.get(f"/tasks/{task.slug}/upload/")
+    assert f'href="{url}"'.encode() in page.content
+    form = reviewer_client.get(url).content.decode()
+    assert 'type="file" name="uploads" multiple' in form and 'value="promptfoo"' in form
+    document = json.loads(RESULTS.read_text())
+    document["results"]["results"][2]["score"] = "high"
+    bad = SimpleUploadedFile("r.json", json.dumps(document).encode())
+    page = reviewer_client.post(url, {"tool": "promptfoo", "uploads": [bad]})
+    assert page.status_code == 200
+    assert "r.json, result 3 (test &#x27;Japan&#x27;): score: &#x27;high&#x27; is not" in (
+        page.content.decode()
+    )
+    assert not Dataset.objects.exists()
+    good = SimpleUploadedFile(RESULTS.name, RESULTS.read_bytes())
+    page = reviewer_client.post(url, {"tool": "promptfoo", "uploads": [good]}, follow=True)
+    dataset = Dataset.objects.get()
+    assert page.redirect_chain[-1][0] == dataset.get_absolute_url()
+    assert "Imported promptfoo 0.121.20: results.json: 3 items into capitals v1" in (
+        page.content.decode()
+    )
+    assert Client().get(url).status_code == 302  # signed out: to the login page
