@@ -12,6 +12,9 @@ from evalsite.help import help_page
 # they are for the admin role, with the app's login and 403 page like every other page.
 rq_urls = (get_api_urlpatterns() + get_admin_urlpatterns(view_wrapper=admin_required), "django_rq")
 
+# Calls under /api/v1/ answer a bad request in JSON (a body too big, a broken multipart body).
+handler400 = "apps.api.api.bad_request"
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="datasets:task-list"), name="home"),
     # Pages name their icon; browsers and tools that ask for /favicon.ico anyway get it too.

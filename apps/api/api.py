@@ -10,10 +10,13 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from django.urls import Resolver404, resolve
+from django.views import defaults
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
@@ -70,6 +73,31 @@ def no_such_call(request: HttpRequest, path: str = "") -> HttpResponse:
     if meant is not None and meant.url_name != "no-such-call":
         detail = f"There is no API call at {request.path}: the address ends with a slash, {request.path}/."
     return _json(request, 404, detail)
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Django's handler400: the API's calls answer JSON where Django would render its HTML
+    400 page (a body over DATA_UPLOAD_MAX_MEMORY_SIZE, a multipart body without its boundary,
+    too many fields), whether a middleware or the call read the body; pages keep theirs."""
+    if not request.path.startswith("/api/"):
+        return defaults.bad_request(request, exception or Exception())
+    if isinstance(exception, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0
+        size = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
+        return _json(
+            request,
+            413,
+            f"The request body is over the limit of {size}; send a dataset as a multipart "
+            "file field (files do not count).",
+        )
+    if isinstance(exception, MultiPartParserError):
+        return _json(
+            request,
+            400,
+            f"The multipart body could not be read ({exception}): send it with the boundary in "
+            "its Content-Type, as curl -F and HTTP libraries do.",
+        )
+    return _json(request, 400, str(exception or "") or "Bad request.")
 
 
 def unauthorized(request: HttpRequest, detail: str) -> HttpResponse:

@@ -1,10 +1,10 @@
 """What the API's calls take and give, for the OpenAPI schema (the views build plain dicts)."""
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, ConfigDict, Field
 
 
 def _cache_word(value: object) -> object:
@@ -16,6 +16,34 @@ def _cache_word(value: object) -> object:
 
 # The response cache: "on" or true, "off" or false, "" (or left out) for the run kind's default.
 CacheChoice = Annotated[str, BeforeValidator(_cache_word)]
+
+
+# The fixed choices the API takes, as enums in the schema (so generated clients offer them);
+# tests/api/test_schema.py checks each against the model's or module's own list.
+ExportFormat = Literal["csv", "jsonl"]
+UploadFormat = Literal["", "csv", "json", "jsonl", "xlsx", "parquet"]
+LoggingModeName = Literal["all", "failed", "none"]
+RelaunchMode = Literal["resume", "retry_failed", "overwrite"]
+ErrorKindName = Literal[
+    "",
+    "api_error",
+    "timeout",
+    "unparseable",
+    "missing_subject",
+    "out_of_range",
+    "template",
+    "internal",
+    "no_response",
+]
+BoardValues = Literal["both", "human", "judge"]
+Scoring = Literal["strict", "answered"]
+Correction = Literal["holm", "bh"]
+PairwiseSource = Literal["judge", "human", "both"]
+SortDirection = Literal["asc", "desc"]
+# An epoch reduction: the mean, the majority value, or pass@K.
+EPOCHS_PATTERN = r"^(mean|majority|pass@[1-9][0-9]{0,5})$"
+# A judge: its id, or its name (the newest version of that name in the task).
+JudgeRef = int | str
 
 
 class Error(Schema):
@@ -74,7 +102,7 @@ class UploadIn(Schema):
     was in the task's earlier uploads, else a guess by its name)."""
 
     name: str = ""
-    format: str = ""
+    format: UploadFormat = ""  # "": by the file's name
     sheet: str = ""  # an Excel workbook's sheet (default: its first)
     id_column: str = ""
     input_columns: list[str] = []
@@ -91,7 +119,7 @@ class GenerationIn(Schema):
     template: int | str  # id, or name (its newest version)
     label: str = ""
     epochs: int = 1
-    logging_mode: str = "failed"
+    logging_mode: LoggingModeName = "failed"
     chunk_size: int = 200
     batch: bool = False  # through the provider's Batch API (endpoints that support it)
     use_cache: CacheChoice = ""
@@ -115,7 +143,7 @@ class ScriptRunIn(Schema):
     system_message: str = ""
     label: str = ""
     epochs: int = 1
-    logging_mode: str = "failed"
+    logging_mode: LoggingModeName = "failed"
     budget_usd: float | None = None
 
 
@@ -132,17 +160,17 @@ class SimulationRunIn(Schema):
     done_marker: str = "[DONE]"
     label: str = ""
     epochs: int = 1
-    logging_mode: str = "failed"
+    logging_mode: LoggingModeName = "failed"
     budget_usd: float | None = None
 
 
 class JudgeRunIn(Schema):
-    judge: int
+    judge: JudgeRef
     # A generation run's id, "run:ID", or "column:DATASET_ID:COLUMN" (a response column).
     responses: int | str
     endpoint: int | str | None = None  # LLM judges: id or name
     label: str = ""
-    logging_mode: str = "failed"
+    logging_mode: LoggingModeName = "failed"
     chunk_size: int = 200
     batch: bool = False
     use_cache: CacheChoice = ""
@@ -150,20 +178,23 @@ class JudgeRunIn(Schema):
 
 
 class PairwiseIn(Schema):
-    judge: int
+    judge: JudgeRef
     responses: list[int | str]  # two or more response sets (as in JudgeRunIn)
     baseline: int | str = ""
     endpoint: int | str
-    logging_mode: str = "failed"
+    logging_mode: LoggingModeName = "failed"
     batch: bool = False
     use_cache: CacheChoice = ""
     budget_usd: float | None = None  # stop cleanly before the cost could pass this (USD)
 
 
 class RelaunchIn(Schema):
+    # A misspelt field would otherwise resume with the defaults: refused instead.
+    model_config = ConfigDict(extra="forbid")
+
     # What the run page's buttons launch: "resume" (items without a result), "retry_failed"
     # or "overwrite" (every item again).
-    mode: str = "resume"
+    mode: RelaunchMode = "resume"
     budget_usd: float | None = None  # a new budget (USD), e.g. raised past what stopped it
 
 
@@ -204,11 +235,157 @@ class RunOut(Schema):
     url: str
 
 
+class FailedGroup(Schema):
+    kind: str  # an error kind
+    label: str
+    count: int
+    retryable: bool | None = None  # judge runs: whether "retry failed" can help
+
+
+class FailedRound(Schema):
+    """A judge run's failed round, or one order of a pairwise comparison."""
+
+    round: int
+    error_kind: str
+    error: str
+    raw_reply: str
+    messages: list[dict[str, Any]] | None = None  # what was sent, when it was logged
+    traceback: str | None = None  # admins only
+
+
+class FailedItem(Schema):
+    item_id: int
+    key: str
+    position: int
+    error_kind: str
+    error: str
+    epoch: int | None = None  # generation runs
+    attempts: int | None = None  # generation runs
+    rounds: list[FailedRound] | None = None  # judge and pairwise runs
+    model_a: str | None = None  # pairwise runs: the pair compared
+    model_b: str | None = None
+    run_a: int | None = None
+    run_b: int | None = None
+
+
 class FailedOut(Schema):
     run: int
-    kind: str
+    kind: str  # the error kind asked for ("" for all)
     count: int
     page: int
     pages: int
-    groups: list[dict[str, Any]]
-    items: list[dict[str, Any]]
+    groups: list[FailedGroup]
+    items: list[FailedItem]
+
+
+# ---- boards: the JSONL export's records, typed -------------------------------------------
+class Open(Schema):
+    """A record that may carry more than it declares (exports grow columns)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class BoardStats(Open):
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: str | None
+    strict_mean: float | None
+    answered_mean: float | None
+    coverage: float | None
+    n: int
+    failed: int
+    missing: int
+
+
+class BoardSubject(Open):
+    judge: BoardStats | None = None  # the judge's values (values=judge or both)
+    human: BoardStats | None = None  # human-corrected (values=human or both)
+    overridden: int  # items whose value a reviewer changed
+
+
+class CorpusOut(Open):
+    metric: str
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+
+class BoardRow(Open):
+    rank: int
+    tied_rank: int | None
+    model: str
+    run_id: int
+    judged_run_id: int | None
+    judged_column: str | None
+    dataset: str
+    run_status: str
+    overall: dict[str, float | None]  # by view: judge, human
+    overall_ci: dict[str, list[float] | None]
+    subjects: dict[str, BoardSubject]
+    epochs: int
+    model_epoch_reduction: str
+    flaky_items: int | None
+    corpus: CorpusOut | None
+    turns: list[float | None] | None
+
+
+class Scale(Schema):
+    min: float | None
+    max: float | None
+    direction: str
+
+
+class JudgeVersion(Schema):
+    id: int
+    name: str
+    version: int
+    per_turn: bool = False  # scores each turn of a conversation (MT-Bench)
+
+
+class BoardOut(Open):
+    task: str
+    judge: str | None
+    judge_version: int | None
+    values: str
+    scoring: str
+    items: str  # "all" or "common"
+    clustered_by: str | None
+    epochs: str
+    weights: dict[str, float]
+    tag: str | None
+    sort: str
+    direction: str
+    overall_formula: str
+    scales: dict[str, Scale]
+    judges: list[JudgeVersion]
+    rows: list[BoardRow]
+
+
+class PairwiseRow(Open):
+    rank: int
+    model: str
+    rating: float
+    ci_low: float
+    ci_high: float
+    battles: int
+    win_rate: float
+    prior_sd: float | None
+    mle_exists: bool | None
+    judge: str
+    source: str
+    position_consistency: float | None
+    first_position_share: float | None
+    # With a baseline: each model against it.
+    baseline: str | None = None
+    win_rate_vs_baseline: float | None = None
+    lc_win_rate: float | None = None
+    length_difference: float | None = None
+
+
+class PairwiseBoardOut(Schema):
+    task: str
+    judge: int | None
+    source: str
+    rows: list[PairwiseRow] = Field(default_factory=list)

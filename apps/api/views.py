@@ -6,19 +6,22 @@ leaderboard is the board the page builds, exports stream the page's generators. 
 are the pages' own (viewers read; reviewers upload and start runs).
 """
 
+import json
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from django import forms
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef
 from django.http import Http404, HttpRequest, QueryDict, StreamingHttpResponse
 from ninja import File, Form, Query, Router, Schema, Status
 from ninja.files import UploadedFile
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from apps.accounts.models import User
 from apps.api import schemas
@@ -29,10 +32,10 @@ from apps.datasets.jobs import import_staged
 from apps.datasets.models import Dataset, Task
 from apps.datasets.readers import DatasetError
 from apps.datasets.uploads import StagedUpload, read_upload
-from apps.judges import results
+from apps.judges import pairwise, results
 from apps.judges.forms import JudgeRunForm, PairwiseRunForm
 from apps.judges.launching import JudgeRunError, create_judge_run
-from apps.judges.models import Judge, TaskJudging, judge_id_of
+from apps.judges.models import Comparison, Judge, TaskJudging, judge_id_of
 from apps.judges.pairwise import start_pairwise_run
 from apps.leaderboards import boards, corrected, exports, pairs, pairwise_board
 from apps.runs.engine.budget import check_budget
@@ -46,6 +49,8 @@ from apps.runs.models import Endpoint, ErrorKind, LoggingMode, PromptTemplate, R
 
 router = Router()
 ERRORS: dict[int, Any] = {code: schemas.Error for code in (400, 401, 403, 404, 422)}
+# A run that cannot be relaunched the way asked (complete, nothing failed, still going).
+CONFLICT: dict[int, Any] = {409: schemas.Error}
 MAPPING_FIELDS = (
     "id_column",
     "input_columns",
@@ -190,11 +195,13 @@ def upload_dataset(
     request: HttpRequest,
     slug: str,
     mapping: Form[schemas.UploadIn],
-    file: File[UploadedFile] | None = None,
+    file: File[UploadedFile],
 ) -> Status[dict[str, Any]]:
-    """A CSV, JSON or JSONL file (multipart field `file`), checked and imported as the upload
-    page does: 201 with the dataset, or 202 while a big file imports in a worker (poll
-    `GET /datasets/{id}/`). Errors name the file, row and column as the page does."""
+    """A CSV, JSON, JSONL, Excel or Parquet file (multipart field `file`), checked and
+    imported as the upload page does: 201 with the dataset, or 202 while a big file imports
+    in a worker (poll `GET /datasets/{id}/`). Errors name the file, row and column as the
+    page does. (The file is a required multipart field: `File[UploadedFile] | None` made it
+    a query parameter in the schema, which generated clients could not fill.)"""
     need(request, User.Role.REVIEWER)
     user = cast(User, request.user)
     task = _task(slug)
@@ -379,11 +386,22 @@ def start_simulation(request: HttpRequest, body: schemas.SimulationRunIn) -> Sta
     return Status(201, run_out(request, run))
 
 
-def _judge(pk: int) -> Judge:
-    judge = Judge.objects.select_related("task").filter(pk=pk).first()
-    if judge is None:
-        raise Http404(f"There is no judge #{pk}.")
-    return judge
+def _judge(ref: int | str, task: Task | None = None) -> Judge:
+    """A judge by id, or by name as the CLI takes it: the newest version of that name (in
+    `task` when given; a name used in several tasks needs the id)."""
+    judges = Judge.objects.select_related("task")
+    if isinstance(ref, int) or ref.isdigit():
+        judge = judges.filter(pk=int(ref)).first()
+        if judge is None:
+            raise Http404(f"There is no judge #{ref}.")
+        return judge
+    named = judges.filter(name=ref, **({"task": task} if task else {})).order_by("-version")
+    tasks = sorted({j.task.slug for j in named})
+    if not tasks:
+        raise Http404(f"There is no judge {ref!r}" + (f" in {task.slug}." if task else "."))
+    if len(tasks) > 1:
+        raise ApiError(400, f"Judges named {ref!r} are in tasks {', '.join(tasks)}: give its id.")
+    return named[0]
 
 
 @router.post(
@@ -526,11 +544,19 @@ def cancel_run(request: HttpRequest, pk: int) -> dict[str, Any]:
 
 def _optional_body[S: Schema](request: HttpRequest, schema: type[S]) -> S:
     """A JSON body that may be left out altogether (a bare `curl -X POST`), which ninja's
-    body parameters refuse: read here, with the same 422 for a body that does not fit."""
+    body parameters refuse: read here, with the same 422 for a body that does not fit. Only
+    an object is a body: `"overwrite"`, `null` or `0` once passed as "no body" and resumed."""
     if not request.body.strip():
         return schema()
     try:
-        return schema.model_validate_json(request.body)
+        data = json.loads(request.body)
+    except ValueError as exc:
+        raise ApiError(422, f"body: not JSON ({exc}).", {"body": [str(exc)]}) from None
+    if not isinstance(data, dict):
+        message = f"the body is a JSON object (or left out), not {type(data).__name__} {data!r}"
+        raise ApiError(422, f"body: {message}.", {"body": [message]})
+    try:
+        return schema.model_validate(data)
     except ValidationError as exc:
         fields = {".".join(map(str, e["loc"])) or "body": [e["msg"]] for e in exc.errors()}
         raise ApiError(422, "; ".join(f"{k}: {v[0]}" for k, v in fields.items()), fields) from None
@@ -542,22 +568,36 @@ def _optional(schema: type[Schema]) -> dict[str, Any]:
     return {"requestBody": {"required": False, "content": content}}
 
 
+def _relaunch_refusal(run: Run, mode: str) -> str:
+    """Why the run page would not offer this relaunch of a run that has ended: resuming a
+    complete run did nothing but erase its start time and speed (it answered 200)."""
+    if not run.is_terminal or run.is_stalled:
+        return ""
+    if mode == Run.Mode.RESUME and run.status == Run.Status.COMPLETED:
+        return (
+            f"Run #{run.pk} is complete: nothing to resume (mode overwrite runs every item again)."
+        )
+    if mode == Run.Mode.RETRY_FAILED and run.failed == 0:
+        return f"Run #{run.pk} has no failed items to retry."
+    return ""
+
+
 @router.post(
     "/runs/{pk}/resume/",
     tags=["runs"],
-    response={200: schemas.RunOut, **ERRORS},
+    response={200: schemas.RunOut, **ERRORS, **CONFLICT},
     summary="Resume a run, retry its failed items or run it again",
     openapi_extra=_optional(schemas.RelaunchIn),
 )
 def resume_run(request: HttpRequest, pk: int) -> dict[str, Any]:
-    """As the run page's buttons, with the same refusals; a `budget_usd` replaces the budget
-    first (a run stopped by its budget goes on once it is raised). The body may be left out."""
+    """As the run page's buttons, with the same refusals (409 for a complete run's resume, or
+    retrying a run with nothing failed); a `budget_usd` replaces the budget first (a run
+    stopped by its budget goes on once it is raised). The body may be left out."""
     need(request, User.Role.REVIEWER)
     body = _optional_body(request, schemas.RelaunchIn)
     run = _run(pk)
-    if body.mode not in Run.Mode.values:
-        choices = ", ".join(Run.Mode.values)
-        raise ApiError(400, f"Unknown mode {body.mode!r}: use {choices}.", {"mode": [choices]})
+    if refusal := _relaunch_refusal(run, body.mode):
+        raise ApiError(409, refusal)
     try:
         with transaction.atomic():
             if body.budget_usd is not None:
@@ -569,8 +609,8 @@ def resume_run(request: HttpRequest, pk: int) -> dict[str, Any]:
 
 
 class FailedQuery(Schema):
-    kind: str = ""  # an error kind, as on the failed items page
-    page: int = 1
+    kind: schemas.ErrorKindName = ""  # an error kind, as on the failed items page
+    page: int = Field(1, ge=1)
 
 
 @router.get(
@@ -578,15 +618,20 @@ class FailedQuery(Schema):
     tags=["runs"],
     response={200: schemas.FailedOut, **ERRORS},
     summary="A run's failed items",
+    # Optional fields appear only where they apply (a traceback for admins, a view shown).
+    exclude_unset=True,
 )
 def failed_items(request: HttpRequest, pk: int, query: Query[FailedQuery]) -> dict[str, Any]:
     """A judge run's failed items grouped by error kind, with each failed round's error, raw
     reply and the messages sent (the failed items page); a generation run's failed responses
-    (its page's "failed" filter). 100 a page."""
+    (its page's "failed" filter); a pairwise run's failed comparisons, a pair of an item per
+    entry with both orders as rounds. 100 a page."""
     run = _run(pk)
     kind = query.kind if query.kind in ErrorKind.values else ""
     if run.kind == Run.Kind.JUDGE:
         return _failed_judged(request, run, kind, query.page)
+    if run.kind == Run.Kind.PAIRWISE:
+        return _failed_pairs(run, kind, query.page)
     responses = run.responses.filter(status=Response.Status.FAILED).select_related("item")
     if kind:
         responses = responses.filter(error_kind=kind)
@@ -667,16 +712,82 @@ def _failed_judged(request: HttpRequest, run: Run, kind: str, number: int) -> di
     }
 
 
+def _failed_pairs(run: Run, kind: str, number: int) -> dict[str, Any]:
+    """A pairwise run's failed units (an item and a pair of models, judged in both orders):
+    they live in its comparisons, not in responses, so this once answered 0 items."""
+    failed = Comparison.objects.filter(run=run, status=Comparison.Status.FAILED)
+    unit_kinds: dict[tuple[int, int, int], str] = {}  # a unit counts once, by its first order
+    for unit in failed.order_by("order").values_list(
+        "item_id", "a_run_id", "b_run_id", "error_kind"
+    ):
+        unit_kinds.setdefault(unit[:3], unit[3])
+    counts = Counter(unit_kinds.values()).items()
+    units = pairwise.unit_lines(run, "failed")
+    if kind:
+        units = units.filter(
+            Exists(
+                failed.filter(
+                    item_id=OuterRef("item_id"),
+                    a_run_id=OuterRef("a_run_id"),
+                    b_run_id=OuterRef("b_run_id"),
+                    error_kind=kind,
+                )
+            )
+        )
+    page = Paginator(units, 100).get_page(number)
+    labels = dict(ErrorKind.choices)
+    items = []
+    for line in pairwise.lines(run, list(page)):
+        failed_orders = [c for c in line.orders if c.status == Comparison.Status.FAILED]
+        first = failed_orders[0] if failed_orders else line.first
+        items.append(
+            {
+                "item_id": line.first.item_id,
+                "key": line.first.item.key,
+                "position": line.first.item.position,
+                "error_kind": first.error_kind,
+                "error": first.error,
+                "model_a": line.a_name,
+                "model_b": line.b_name,
+                "run_a": line.first.a_run_id,
+                "run_b": line.first.b_run_id,
+                "rounds": [
+                    {
+                        "round": c.order,
+                        "error_kind": c.error_kind,
+                        "error": c.error,
+                        "raw_reply": c.raw_reply,
+                    }
+                    for c in failed_orders
+                ],
+            }
+        )
+    return {
+        "run": run.pk,
+        "kind": kind,
+        "count": page.paginator.count,
+        "page": page.number,
+        "pages": page.paginator.num_pages,
+        "groups": [
+            {"kind": k, "label": labels.get(k, k), "count": n}
+            for k, n in sorted(counts, key=lambda kn: (-kn[1], kn[0]))
+        ],
+        "items": items,
+    }
+
+
 def _stream(chunks: Iterable[str], fmt: str, name: str) -> StreamingHttpResponse:
     response = StreamingHttpResponse(chunks, content_type=exports.FORMATS[fmt])
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response
 
 
-def _format(fmt: str) -> str:
-    if fmt not in exports.FORMATS:
-        raise ApiError(400, f"Unknown export format {fmt!r}: use csv or jsonl.")
-    return fmt
+def _exported(what: str) -> dict[str, Any]:
+    """The OpenAPI entry of an export's 200: its media types (it once declared none)."""
+    types = {
+        kind.split(";")[0]: {"schema": {"type": "string"}} for kind in exports.FORMATS.values()
+    }
+    return {"responses": {200: {"description": what, "content": types}}}
 
 
 @router.get(
@@ -684,12 +795,15 @@ def _format(fmt: str) -> str:
     tags=["runs"],
     response={200: None, **ERRORS},
     summary="Export a run's results",
+    openapi_extra=_exported("The run's results, one row per item"),
 )
-def run_export(request: HttpRequest, pk: int, format: str = "csv") -> StreamingHttpResponse:
+def run_export(
+    request: HttpRequest, pk: int, format: schemas.ExportFormat = "csv"
+) -> StreamingHttpResponse:
     """Per item: a judge run's scores, or a generation run's responses; CSV (formula cells
     neutralised) or JSONL, streamed, as the run's export link gives it."""
     run = _run(pk)
-    fmt = _format(format)
+    fmt = format
     chunks = exports.results_csv(run) if fmt == "csv" else exports.results_jsonl(run)
     return _stream(chunks, fmt, f"{run.task.slug}-run-{run.pk}-results")
 
@@ -698,29 +812,35 @@ def run_export(request: HttpRequest, pk: int, format: str = "csv") -> StreamingH
 class BoardQuery(Schema):
     """The board page's query: the same names and values."""
 
-    judge: int | None = None
+    judge: schemas.JudgeRef | None = None  # an id, or a name (its newest version with runs)
+    judge_version: int | None = None  # with a judge name
     dataset: int | None = None
-    values: str = "both"  # both | human | judge
-    scoring: str = "strict"  # strict | answered
-    sort: str = "overall"
-    dir: str | None = None
+    values: schemas.BoardValues = "both"
+    scoring: schemas.Scoring = "strict"
+    sort: str = "overall"  # "overall" or a subject's name
+    dir: schemas.SortDirection | None = None
     tag: str | None = None
-    common: str | None = None  # "1": only the items every model has
+    common: Literal["", "0", "1"] = ""  # "1": only the items every model has
     cluster: str | None = None
-    epochs: str | None = None  # mean | majority | pass@K
-    correction: str = "holm"  # holm | bh: p-values of the pairs of models
-    pairs: str | None = (
-        None  # export: "1" for every pair of models, "corrected" on corrected scores (CSV)
-    )
+    epochs: str | None = Field(None, pattern=schemas.EPOCHS_PATTERN)
+    correction: schemas.Correction = "holm"  # p-values of the pairs of models
+    # Export: "1" for every pair of models, "corrected" on corrected scores (CSV).
+    pairs: Literal["", "0", "1", "corrected"] = ""
 
 
-def _board(request: HttpRequest, slug: str) -> tuple[boards.Board, pairs.Pairs]:
+def _board(request: HttpRequest, slug: str, query: BoardQuery) -> tuple[boards.Board, pairs.Pairs]:
     """The board as the page builds it; comparing every pair of models gives the tied ranks."""
     task = _task(slug)
-    built = boards.build(task, boards.Params.from_query(request.GET))
+    params = boards.Params.from_query(request.GET)
+    named = query.judge is not None and not str(query.judge).isdigit()
+    if named:
+        params = replace(params, judge_name=str(query.judge), judge_version=query.judge_version)
+    built = boards.build(task, params)
     if built.judge is None:
+        if named:
+            raise Http404(f"No judge {query.judge!r} has judged anything in {task.slug}.")
         raise Http404("This task has no judged runs yet.")
-    matrix = pairs.build(built, request.GET.get("correction", "holm"))
+    matrix = pairs.build(built, query.correction)
     built.corrected = corrected.build(built)
     return built, matrix
 
@@ -728,8 +848,10 @@ def _board(request: HttpRequest, slug: str) -> tuple[boards.Board, pairs.Pairs]:
 @router.get(
     "/leaderboards/{slug}/",
     tags=["leaderboards"],
-    response={200: dict[str, Any], **ERRORS},
+    response={200: schemas.BoardOut, **ERRORS},
     summary="A task's leaderboard",
+    # Optional fields appear only where they apply (a traceback for admins, a view shown).
+    exclude_unset=True,
 )
 def leaderboard(request: HttpRequest, slug: str, query: Query[BoardQuery]) -> dict[str, Any]:
     """The board the page shows, built from the same query: how it was built (judge,
@@ -737,7 +859,7 @@ def leaderboard(request: HttpRequest, slug: str, query: Query[BoardQuery]) -> di
     subject's mean, 95% CI, strict and answered-only means, coverage, n, failed and missing
     per view (judge-only and human-corrected), as in the JSONL export; where the review
     policy draws a random sample, `corrected` (PPI++ scores, pairs, the ranking note) too."""
-    built, _ = _board(request, slug)
+    built, _ = _board(request, slug, query)
     return {
         **exports.board_meta(built),
         "judges": [
@@ -753,13 +875,14 @@ def leaderboard(request: HttpRequest, slug: str, query: Query[BoardQuery]) -> di
     tags=["leaderboards"],
     response={200: None, **ERRORS},
     summary="Export a leaderboard",
+    openapi_extra=_exported("The board, one row per model (or per pair of models)"),
 )
 def leaderboard_export(
-    request: HttpRequest, slug: str, query: Query[BoardQuery], format: str = "csv"
+    request: HttpRequest, slug: str, query: Query[BoardQuery], format: schemas.ExportFormat = "csv"
 ) -> StreamingHttpResponse:
     """The board's export (CSV, formula cells neutralised, or JSONL), streamed."""
-    fmt = _format(format)
-    built, matrix = _board(request, slug)
+    fmt = format
+    built, matrix = _board(request, slug, query)
     assert built.judge is not None
     name = f"{built.task.slug}-{built.judge.name}-v{built.judge.version}-leaderboard"
     if query.pairs == "corrected" and fmt == "csv":
@@ -775,14 +898,16 @@ def leaderboard_export(
 class PairwiseQuery(Schema):
     """The pairwise board page's query."""
 
-    judge: int | None = None  # a pairwise judge's id (default: the newest with runs)
-    source: str = "judge"  # judge | people | both
+    # A pairwise judge's id or name (default: the newest with runs).
+    judge: schemas.JudgeRef | None = None
+    source: schemas.PairwiseSource = "judge"
     baseline: int | None = None  # a response set's run id: win rates against it
 
 
 def _pairwise_board(slug: str, query: PairwiseQuery) -> pairwise_board.PairwiseBoard:
     task = _task(slug)
-    built = pairwise_board.build(task, query.judge, query.source, query.baseline)
+    judge = None if query.judge is None else _judge(query.judge, task).pk
+    built = pairwise_board.build(task, judge, query.source, query.baseline)
     if built.ratings is None:
         raise Http404(f"No pairwise run of {task.slug} has finished a comparison.")
     return built
@@ -791,8 +916,10 @@ def _pairwise_board(slug: str, query: PairwiseQuery) -> pairwise_board.PairwiseB
 @router.get(
     "/leaderboards/{slug}/pairwise/",
     tags=["leaderboards"],
-    response={200: dict[str, Any], **ERRORS},
+    response={200: schemas.PairwiseBoardOut, **ERRORS},
     summary="A task's pairwise board",
+    # Optional fields appear only where they apply (a traceback for admins, a view shown).
+    exclude_unset=True,
 )
 def pairwise_leaderboard(
     request: HttpRequest, slug: str, query: Query[PairwiseQuery]
@@ -813,11 +940,15 @@ def pairwise_leaderboard(
     tags=["leaderboards"],
     response={200: None, **ERRORS},
     summary="Export a pairwise board",
+    openapi_extra=_exported("The pairwise board, one row per model"),
 )
 def pairwise_export(
-    request: HttpRequest, slug: str, query: Query[PairwiseQuery], format: str = "csv"
+    request: HttpRequest,
+    slug: str,
+    query: Query[PairwiseQuery],
+    format: schemas.ExportFormat = "csv",
 ) -> StreamingHttpResponse:
-    fmt = _format(format)
     built = _pairwise_board(slug, query)
+    fmt = format
     chunks = exports.pairwise_csv(built) if fmt == "csv" else exports.pairwise_jsonl(built)
     return _stream(chunks, fmt, f"{built.task.slug}-pairwise")

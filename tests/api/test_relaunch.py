@@ -48,9 +48,9 @@ def test_a_run_its_budget_stopped_resumes_with_a_raised_budget(start, llm_server
     assert stopped["budget_usd"] == 0.001
 
     unknown = reviewer.post(f"/runs/{pk}/resume/", {"mode": "sideways"})
-    assert unknown.status_code == 400
+    assert unknown.status_code == 422
     assert unknown.json()["detail"] == (
-        "Unknown mode 'sideways': use resume, retry_failed, overwrite."
+        "mode: Input should be 'resume', 'retry_failed' or 'overwrite'"
     )
     unfit = reviewer.post(f"/runs/{pk}/resume/", {"budget_usd": "lots"})
     assert unfit.status_code == 422 and list(unfit.json()["errors"]) == ["budget_usd"]
