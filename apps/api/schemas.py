@@ -20,7 +20,7 @@ CacheChoice = Annotated[str, BeforeValidator(_cache_word)]
 
 # The fixed choices the API takes, as enums in the schema (so generated clients offer them);
 # tests/api/test_schema.py checks each against the model's or module's own list.
-ExportFormat = Literal["csv", "jsonl"]
+ExportFormat = Literal["csv", "jsonl", "xlsx", "parquet"]
 UploadFormat = Literal["", "csv", "json", "jsonl", "xlsx", "parquet"]
 LoggingModeName = Literal["all", "failed", "none"]
 RelaunchMode = Literal["resume", "retry_failed", "overwrite"]

@@ -18,7 +18,14 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef
-from django.http import Http404, HttpRequest, QueryDict, StreamingHttpResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    QueryDict,
+    StreamingHttpResponse,
+)
 from ninja import File, Form, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 from pydantic import Field, ValidationError
@@ -37,7 +44,7 @@ from apps.judges.forms import JudgeRunForm, PairwiseRunForm
 from apps.judges.launching import JudgeRunError, create_judge_run
 from apps.judges.models import Comparison, Judge, TaskJudging, judge_id_of
 from apps.judges.pairwise import start_pairwise_run
-from apps.leaderboards import boards, corrected, exports, pairs, pairwise_board
+from apps.leaderboards import boards, corrected, exports, pairs, pairwise_board, tables
 from apps.runs.engine.budget import check_budget
 from apps.runs.engine.launch import LaunchError, launch
 from apps.runs.engine.lifecycle import cancel
@@ -776,16 +783,26 @@ def _failed_pairs(run: Run, kind: str, number: int) -> dict[str, Any]:
     }
 
 
-def _stream(chunks: Iterable[str], fmt: str, name: str) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(chunks, content_type=exports.FORMATS[fmt])
+def _stream(chunks: Iterable[str], fmt: str, name: str) -> HttpResponseBase:
+    """The export in `fmt`: CSV and JSONL streamed; .xlsx and .parquet made from the CSV
+    `chunks` (apps/leaderboards/tables.py), whole."""
+    if fmt in tables.FORMATS:
+        response: HttpResponseBase = HttpResponse(
+            tables.convert(chunks, fmt), content_type=tables.FORMATS[fmt]
+        )
+    else:
+        response = StreamingHttpResponse(chunks, content_type=exports.FORMATS[fmt])
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response
 
 
 def _exported(what: str) -> dict[str, Any]:
     """The OpenAPI entry of an export's 200: its media types (it once declared none)."""
+    kinds = [*exports.FORMATS.values(), *tables.FORMATS.values()]
+    text = {"schema": {"type": "string"}}
+    binary = {"schema": {"type": "string", "format": "binary"}}
     types = {
-        kind.split(";")[0]: {"schema": {"type": "string"}} for kind in exports.FORMATS.values()
+        kind.split(";")[0]: text if "text" in kind or "json" in kind else binary for kind in kinds
     }
     return {"responses": {200: {"description": what, "content": types}}}
 
@@ -799,12 +816,12 @@ def _exported(what: str) -> dict[str, Any]:
 )
 def run_export(
     request: HttpRequest, pk: int, format: schemas.ExportFormat = "csv"
-) -> StreamingHttpResponse:
+) -> HttpResponseBase:
     """Per item: a judge run's scores, or a generation run's responses; CSV (formula cells
     neutralised) or JSONL, streamed, as the run's export link gives it."""
     run = _run(pk)
     fmt = format
-    chunks = exports.results_csv(run) if fmt == "csv" else exports.results_jsonl(run)
+    chunks = exports.results_jsonl(run) if fmt == "jsonl" else exports.results_csv(run)
     return _stream(chunks, fmt, f"{run.task.slug}-run-{run.pk}-results")
 
 
@@ -879,19 +896,19 @@ def leaderboard(request: HttpRequest, slug: str, query: Query[BoardQuery]) -> di
 )
 def leaderboard_export(
     request: HttpRequest, slug: str, query: Query[BoardQuery], format: schemas.ExportFormat = "csv"
-) -> StreamingHttpResponse:
+) -> HttpResponseBase:
     """The board's export (CSV, formula cells neutralised, or JSONL), streamed."""
     fmt = format
     built, matrix = _board(request, slug, query)
     assert built.judge is not None
     name = f"{built.task.slug}-{built.judge.name}-v{built.judge.version}-leaderboard"
-    if query.pairs == "corrected" and fmt == "csv":
+    if query.pairs == "corrected" and fmt != "jsonl":
         if built.corrected is None:
             raise Http404("This task's review policy draws no random sample: no corrected scores.")
         return _stream(exports.corrected_pairs_csv(built.corrected), fmt, f"{name}-corrected-pairs")
-    if query.pairs == "1" and fmt == "csv":
+    if query.pairs == "1" and fmt != "jsonl":
         return _stream(exports.pairs_csv(built, matrix), fmt, f"{name}-pairs")
-    chunks = exports.board_csv(built) if fmt == "csv" else exports.board_jsonl(built)
+    chunks = exports.board_jsonl(built) if fmt == "jsonl" else exports.board_csv(built)
     return _stream(chunks, fmt, name)
 
 
@@ -947,8 +964,8 @@ def pairwise_export(
     slug: str,
     query: Query[PairwiseQuery],
     format: schemas.ExportFormat = "csv",
-) -> StreamingHttpResponse:
+) -> HttpResponseBase:
     built = _pairwise_board(slug, query)
     fmt = format
-    chunks = exports.pairwise_csv(built) if fmt == "csv" else exports.pairwise_jsonl(built)
+    chunks = exports.pairwise_jsonl(built) if fmt == "jsonl" else exports.pairwise_csv(built)
     return _stream(chunks, fmt, f"{built.task.slug}-pairwise")

@@ -26,6 +26,7 @@ from apps.leaderboards import (
     metric_board,
     pairs,
     pairwise_board,
+    tables,
 )
 from apps.leaderboards import grid as grid_mod
 from apps.leaderboards import regressions as regressions_mod
@@ -45,15 +46,21 @@ SCORING_VIEWS = [
 
 def _format(request: AppRequest) -> str:
     fmt = request.GET.get("format", "csv")
-    if fmt not in exports.FORMATS:
-        raise Http404(f"Unknown export format {fmt!r}: use csv or jsonl.")
+    if fmt not in exports.FORMATS and fmt not in tables.FORMATS:
+        raise Http404(f"Unknown export format {fmt!r}: use csv, jsonl, xlsx or parquet.")
     return fmt
 
 
 def _download(chunks: Iterable[str], fmt: str, name: str, stream: bool) -> HttpResponseBase:
-    cls = StreamingHttpResponse if stream else HttpResponse
-    body = chunks if stream else "".join(chunks)
-    response = cls(body, content_type=exports.FORMATS[fmt])
+    """The export in `fmt`; `chunks` are its CSV for .xlsx and .parquet (made from it)."""
+    if fmt in tables.FORMATS:
+        response: HttpResponseBase = HttpResponse(
+            tables.convert(chunks, fmt), content_type=tables.FORMATS[fmt]
+        )
+    elif stream:
+        response = StreamingHttpResponse(chunks, content_type=exports.FORMATS[fmt])
+    else:
+        response = HttpResponse("".join(chunks), content_type=exports.FORMATS[fmt])
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response
 
@@ -108,14 +115,14 @@ def board_export(request: AppRequest, slug: str) -> HttpResponseBase:
     matrix = pairs.build(built, request.GET.get("correction", "holm"))
     built.corrected = corrected.build(built)
     name = f"{task.slug}-{built.judge.name}-v{built.judge.version}-leaderboard"
-    if request.GET.get("pairs") == "corrected" and fmt == "csv":
+    if request.GET.get("pairs") == "corrected" and fmt != "jsonl":
         if built.corrected is None:
             raise Http404("This task's review policy draws no random sample: no corrected scores.")
         chunks = exports.corrected_pairs_csv(built.corrected)
         return _download(chunks, fmt, f"{name}-corrected-pairs", stream=False)
-    if request.GET.get("pairs") == "1" and fmt == "csv":
+    if request.GET.get("pairs") == "1" and fmt != "jsonl":
         return _download(exports.pairs_csv(built, matrix), fmt, f"{name}-pairs", stream=False)
-    chunks = exports.board_csv(built) if fmt == "csv" else exports.board_jsonl(built)
+    chunks = exports.board_jsonl(built) if fmt == "jsonl" else exports.board_csv(built)
     return _download(chunks, fmt, name, stream=False)
 
 
@@ -125,7 +132,7 @@ def run_export(request: AppRequest, run_id: int) -> HttpResponseBase:
         Run.objects.select_related("dataset", "judged_with__judge", "task"), pk=run_id
     )
     fmt = _format(request)
-    chunks = exports.results_csv(run) if fmt == "csv" else exports.results_jsonl(run)
+    chunks = exports.results_jsonl(run) if fmt == "jsonl" else exports.results_csv(run)
     return _download(chunks, fmt, f"{run.task.slug}-run-{run.pk}-results", stream=True)
 
 
@@ -142,8 +149,8 @@ def pairwise(request: AppRequest, slug: str) -> HttpResponseBase:
         int(baseline) if baseline.isdigit() else None,
     )
     fmt = request.GET.get("format", "")
-    if fmt in ("csv", "jsonl"):
-        chunks = exports.pairwise_csv(built) if fmt == "csv" else exports.pairwise_jsonl(built)
+    if fmt in ("csv", "jsonl", *tables.FORMATS):
+        chunks = exports.pairwise_jsonl(built) if fmt == "jsonl" else exports.pairwise_csv(built)
         return _download(chunks, fmt, f"{task.slug}-pairwise", stream=False)
     context = {"task": task, "board": built, "sources": pairwise_board.SOURCES}
     return render(request, "leaderboards/pairwise.html", context)
@@ -154,7 +161,7 @@ def reviews_export(request: AppRequest, run_id: int) -> HttpResponseBase:
     """Every review of a judge run (several reviewers per item): one row per review."""
     run = get_object_or_404(Run.objects.judging().select_related("task"), pk=run_id)
     fmt = _format(request)
-    chunks = exports.reviews_csv(run) if fmt == "csv" else exports.reviews_jsonl(run)
+    chunks = exports.reviews_jsonl(run) if fmt == "jsonl" else exports.reviews_csv(run)
     return _download(chunks, fmt, f"{run.task.slug}-run-{run.pk}-reviews", stream=True)
 
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from apps.api.api import api
 from apps.datasets import readers
 from apps.judges.models import Comparison, Judge
-from apps.leaderboards import boards, exports, pairs, pairwise_board
+from apps.leaderboards import boards, exports, pairs, pairwise_board, tables
 from apps.runs.models import ErrorKind, LoggingMode, Run
 from tests.factories import (
     add_scores,
@@ -74,7 +74,11 @@ def test_every_answer_is_typed(schema):
                 content = answer.get("content")
                 assert content, f"{method} {path} {status} declares no content"
                 if path.endswith("/export/") and status == 200:
-                    assert set(content) == {"text/csv", "application/x-ndjson"}
+                    assert set(content) == {
+                        "text/csv",
+                        "application/x-ndjson",
+                        *tables.FORMATS.values(),
+                    }
                     continue
                 found = resolve(schema, content["application/json"]["schema"])
                 if found.get("type") == "array":
@@ -92,8 +96,9 @@ def test_fixed_choices_are_enums_of_what_the_code_accepts(schema):
     def no_blank(values: list[str]) -> list[str]:
         return [v for v in values if v]
 
-    assert enum_of(schema, "/runs/{pk}/export/", "format") == list(exports.FORMATS)
-    assert enum_of(schema, "/leaderboards/{slug}/export/", "format") == list(exports.FORMATS)
+    formats = [*exports.FORMATS, *tables.FORMATS]
+    assert enum_of(schema, "/runs/{pk}/export/", "format") == formats
+    assert enum_of(schema, "/leaderboards/{slug}/export/", "format") == formats
     assert enum_of(schema, "/leaderboards/{slug}/", "values") == list(boards.VALUE_VIEWS)
     assert enum_of(schema, "/leaderboards/{slug}/", "scoring") == list(boards.SCORINGS)
     assert enum_of(schema, "/leaderboards/{slug}/", "correction") == list(pairs.CORRECTIONS)

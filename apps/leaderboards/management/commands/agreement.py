@@ -1,4 +1,4 @@
-"""`manage.py agreement TASK [--run ID] --format csv|json`: agreement between the people who
+"""`manage.py agreement TASK [--run ID] --format csv|json|xlsx|parquet`: agreement between the people who
 reviewed the task's scores (several reviewers per item), per subject, tag, pair of reviewers
 and reviewer, beside the judge's agreement with them (apps.leaderboards.people)."""
 
@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.datasets.models import Task
-from apps.leaderboards import exports
+from apps.leaderboards import exports, tables
 from apps.leaderboards.people import people_agreement
 from apps.runs.models import Run
 
@@ -19,7 +19,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("task", help="the task's slug")
         parser.add_argument("--run", type=int, help="only this judge run's reviews")
-        parser.add_argument("--format", choices=["csv", "json"], default="csv")
+        parser.add_argument(
+            "--format",
+            choices=["csv", "json", *tables.FORMATS],
+            default="csv",
+            help="xlsx and parquet: the CSV's table, typed, written as bytes (> FILE)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         task = Task.objects.filter(slug=options["task"]).first()
@@ -33,5 +38,8 @@ class Command(BaseCommand):
             self.stderr.write(f"No reviews in {task.slug} yet.")
         if options["format"] == "json":
             sys.stdout.write(exports.people_json(found))
+        elif options["format"] in tables.FORMATS:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(tables.convert(exports.people_csv(found), options["format"]))
         else:
             sys.stdout.writelines(exports.people_csv(found))
