@@ -123,7 +123,7 @@ def test_generation_run_exports_its_responses(board_data, viewer_client):
 
 
 def test_unknown_format_is_404(board_data, viewer_client):
-    assert run_export(viewer_client, board_data["run_a"], "xlsx").status_code == 404
+    assert run_export(viewer_client, board_data["run_a"], "xml").status_code == 404
 
 
 def _export_queries(client, run) -> tuple[int, int]:

@@ -1,0 +1,9 @@
+from enum import StrEnum
+
+
+class BoardQueryScoring(StrEnum):
+    ANSWERED = "answered"
+    STRICT = "strict"
+
+    def __str__(self) -> str:
+        return str(self.value)

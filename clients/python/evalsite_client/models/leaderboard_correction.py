@@ -1,0 +1,9 @@
+from enum import StrEnum
+
+
+class LeaderboardCorrection(StrEnum):
+    BH = "bh"
+    HOLM = "holm"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,11 @@
+from enum import StrEnum
+
+
+class LeaderboardExportFormat(StrEnum):
+    CSV = "csv"
+    JSONL = "jsonl"
+    PARQUET = "parquet"
+    XLSX = "xlsx"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,10 @@
+from enum import StrEnum
+
+
+class PairwiseExportSource(StrEnum):
+    BOTH = "both"
+    HUMAN = "human"
+    JUDGE = "judge"
+
+    def __str__(self) -> str:
+        return str(self.value)

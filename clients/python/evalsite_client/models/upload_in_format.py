@@ -1,0 +1,13 @@
+from enum import StrEnum
+
+
+class UploadInFormat(StrEnum):
+    CSV = "csv"
+    JSON = "json"
+    JSONL = "jsonl"
+    PARQUET = "parquet"
+    VALUE_0 = ""
+    XLSX = "xlsx"
+
+    def __str__(self) -> str:
+        return str(self.value)
