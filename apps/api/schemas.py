@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 
 def _cache_word(value: object) -> object:
@@ -279,8 +279,9 @@ class FailedOut(Schema):
 
 
 # ---- boards: the JSONL export's records, typed -------------------------------------------
-class Open(Schema):
-    """A record that may carry more than it declares (exports grow columns)."""
+class Open(BaseModel):
+    """A record that may carry more than it declares (exports grow columns): a plain pydantic
+    model, since ninja's Schema reads declared attributes only and would drop the rest."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -329,6 +330,7 @@ class BoardRow(Open):
     flaky_items: int | None
     corpus: CorpusOut | None
     turns: list[float | None] | None
+    corrected: dict[str, Any] | None = None  # the row's PPI++ scores (#31.1)
 
 
 class Scale(Schema):
@@ -346,6 +348,8 @@ class JudgeVersion(Schema):
 
 class BoardOut(Open):
     task: str
+    # PPI++ from the review policy's random sample (#31.1); null without one.
+    judge_corrected: dict[str, Any] | None = None
     judge: str | None
     judge_version: int | None
     values: str

@@ -1,6 +1,7 @@
 """Contains all the data models used in inputs/outputs"""
 
 from .board_out import BoardOut
+from .board_out_judge_corrected_type_0 import BoardOutJudgeCorrectedType0
 from .board_out_scales import BoardOutScales
 from .board_out_weights import BoardOutWeights
 from .board_query import BoardQuery
@@ -11,6 +12,7 @@ from .board_query_pairs import BoardQueryPairs
 from .board_query_scoring import BoardQueryScoring
 from .board_query_values import BoardQueryValues
 from .board_row import BoardRow
+from .board_row_corrected_type_0 import BoardRowCorrectedType0
 from .board_row_overall import BoardRowOverall
 from .board_row_overall_ci import BoardRowOverallCi
 from .board_row_subjects import BoardRowSubjects
@@ -75,6 +77,7 @@ from .upload_in_format import UploadInFormat
 
 __all__ = (
     "BoardOut",
+    "BoardOutJudgeCorrectedType0",
     "BoardOutScales",
     "BoardOutWeights",
     "BoardQuery",
@@ -85,6 +88,7 @@ __all__ = (
     "BoardQueryScoring",
     "BoardQueryValues",
     "BoardRow",
+    "BoardRowCorrectedType0",
     "BoardRowOverall",
     "BoardRowOverallCi",
     "BoardRowSubjects",

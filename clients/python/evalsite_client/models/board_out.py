@@ -6,7 +6,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
+    from ..models.board_out_judge_corrected_type_0 import BoardOutJudgeCorrectedType0
     from ..models.board_out_scales import BoardOutScales
     from ..models.board_out_weights import BoardOutWeights
     from ..models.board_row import BoardRow
@@ -36,6 +39,7 @@ class BoardOut:
         scales (BoardOutScales):
         judges (list[JudgeVersion]):
         rows (list[BoardRow]):
+        judge_corrected (BoardOutJudgeCorrectedType0 | None | Unset):
     """
 
     task: str
@@ -54,9 +58,12 @@ class BoardOut:
     scales: BoardOutScales
     judges: list[JudgeVersion]
     rows: list[BoardRow]
+    judge_corrected: BoardOutJudgeCorrectedType0 | Unset | None = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.board_out_judge_corrected_type_0 import BoardOutJudgeCorrectedType0
+
         task = self.task
 
         judge: str | None
@@ -99,6 +106,14 @@ class BoardOut:
             rows_item = rows_item_data.to_dict()
             rows.append(rows_item)
 
+        judge_corrected: dict[str, Any] | Unset | None
+        if isinstance(self.judge_corrected, Unset):
+            judge_corrected = UNSET
+        elif isinstance(self.judge_corrected, BoardOutJudgeCorrectedType0):
+            judge_corrected = self.judge_corrected.to_dict()
+        else:
+            judge_corrected = self.judge_corrected
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -121,11 +136,14 @@ class BoardOut:
                 "rows": rows,
             }
         )
+        if judge_corrected is not UNSET:
+            field_dict["judge_corrected"] = judge_corrected
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.board_out_judge_corrected_type_0 import BoardOutJudgeCorrectedType0
         from ..models.board_out_scales import BoardOutScales
         from ..models.board_out_weights import BoardOutWeights
         from ..models.board_row import BoardRow
@@ -194,6 +212,23 @@ class BoardOut:
 
             rows.append(rows_item)
 
+        def _parse_judge_corrected(data: object) -> BoardOutJudgeCorrectedType0 | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                judge_corrected_type_0 = BoardOutJudgeCorrectedType0.from_dict(data)
+
+                return judge_corrected_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(BoardOutJudgeCorrectedType0 | None | Unset, data)
+
+        judge_corrected = _parse_judge_corrected(d.pop("judge_corrected", UNSET))
+
         board_out = cls(
             task=task,
             judge=judge,
@@ -211,6 +246,7 @@ class BoardOut:
             scales=scales,
             judges=judges,
             rows=rows,
+            judge_corrected=judge_corrected,
         )
 
         board_out.additional_properties = d

@@ -6,7 +6,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
+    from ..models.board_row_corrected_type_0 import BoardRowCorrectedType0
     from ..models.board_row_overall import BoardRowOverall
     from ..models.board_row_overall_ci import BoardRowOverallCi
     from ..models.board_row_subjects import BoardRowSubjects
@@ -36,6 +39,7 @@ class BoardRow:
         flaky_items (int | None):
         corpus (CorpusOut | None):
         turns (list[float | None] | None):
+        corrected (BoardRowCorrectedType0 | None | Unset):
     """
 
     rank: int
@@ -54,9 +58,11 @@ class BoardRow:
     flaky_items: int | None
     corpus: CorpusOut | None
     turns: list[float | None] | None
+    corrected: BoardRowCorrectedType0 | Unset | None = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.board_row_corrected_type_0 import BoardRowCorrectedType0
         from ..models.corpus_out import CorpusOut
 
         rank = self.rank
@@ -108,6 +114,14 @@ class BoardRow:
         else:
             turns = self.turns
 
+        corrected: dict[str, Any] | Unset | None
+        if isinstance(self.corrected, Unset):
+            corrected = UNSET
+        elif isinstance(self.corrected, BoardRowCorrectedType0):
+            corrected = self.corrected.to_dict()
+        else:
+            corrected = self.corrected
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -130,11 +144,14 @@ class BoardRow:
                 "turns": turns,
             }
         )
+        if corrected is not UNSET:
+            field_dict["corrected"] = corrected
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.board_row_corrected_type_0 import BoardRowCorrectedType0
         from ..models.board_row_overall import BoardRowOverall
         from ..models.board_row_overall_ci import BoardRowOverallCi
         from ..models.board_row_subjects import BoardRowSubjects
@@ -230,6 +247,23 @@ class BoardRow:
 
         turns = _parse_turns(d.pop("turns"))
 
+        def _parse_corrected(data: object) -> BoardRowCorrectedType0 | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                corrected_type_0 = BoardRowCorrectedType0.from_dict(data)
+
+                return corrected_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(BoardRowCorrectedType0 | None | Unset, data)
+
+        corrected = _parse_corrected(d.pop("corrected", UNSET))
+
         board_row = cls(
             rank=rank,
             tied_rank=tied_rank,
@@ -247,6 +281,7 @@ class BoardRow:
             flaky_items=flaky_items,
             corpus=corpus,
             turns=turns,
+            corrected=corrected,
         )
 
         board_row.additional_properties = d
