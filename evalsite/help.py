@@ -85,6 +85,9 @@ def rendered(name: str) -> tuple[str, SafeString]:
     _relink(tokens)
     # Our own files, with raw HTML escaped (html off) and markdown-it's link check on.
     html = MARKDOWN.renderer.render(tokens, MARKDOWN.options, {})
+    # A code block wider than the page scrolls: focusable, so a keyboard can scroll it too
+    # (raw HTML is escaped, so every "<pre>" here is the renderer's).
+    html = html.replace("<pre>", '<pre tabindex="0">')
     return title, mark_safe(html)  # noqa: S308
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.db import DataError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from django.urls import Resolver404, resolve
@@ -137,6 +138,15 @@ def _permission_denied(request: HttpRequest, exc: PermissionDenied) -> HttpRespo
 @api.exception_handler(Http404)
 def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return _json(request, 404, str(exc) or "Not found.")
+
+
+@api.exception_handler(DataError)
+def _unstorable(request: HttpRequest, exc: DataError) -> HttpResponse:
+    """PostgreSQL refuses a NUL character in text (SQLite stores it): a 400 naming it, not a
+    500, for any text a call looks up or stores."""
+    if "NUL" not in str(exc):
+        raise exc
+    return _json(request, 400, "A text holds a NUL character (\\x00), which cannot be stored.")
 
 
 @api.exception_handler(ValidationError)

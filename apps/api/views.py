@@ -397,6 +397,8 @@ def _judge(ref: int | str, task: Task | None = None) -> Judge:
     """A judge by id, or by name as the CLI takes it: the newest version of that name (in
     `task` when given; a name used in several tasks needs the id)."""
     judges = Judge.objects.select_related("task")
+    if isinstance(ref, str) and "\x00" in ref:  # no name holds one (PostgreSQL cannot)
+        raise Http404(f"There is no judge {ref!r}.")
     if isinstance(ref, int) or ref.isdigit():
         judge = judges.filter(pk=int(ref)).first()
         if judge is None:

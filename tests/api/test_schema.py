@@ -230,6 +230,14 @@ def test_boards_and_judge_runs_take_a_judge_by_name(token_client):
         400,
         "Judges named 'exact' are in tasks other, qa: give its id.",
     )
+    # A NUL character, which PostgreSQL cannot hold in text (Schemathesis sent one): no 500.
+    nul = reviewer.post("/runs/judge/", {"judge": "ex\x00act", "responses": generation.pk})
+    assert (nul.status_code, nul.json()["detail"]) == (404, "There is no judge 'ex\\x00act'.")
+    board = viewer.get("/leaderboards/qa/", {"judge": "st\x00rict"})
+    assert (board.status_code, board.json()["detail"]) == (
+        404,
+        "No judge 'st\\x00rict' has judged anything in qa.",
+    )
 
 
 def test_the_pairwise_board_takes_a_judge_by_name(token_client):

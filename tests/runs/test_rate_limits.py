@@ -292,7 +292,8 @@ def test_aimd_paces_to_what_was_answered_then_cuts_once_per_429_and_ramps_back(r
 
     first, seen, grown, cut, top, waits, capped, young, told, brief = run_async(main())
     assert first == (90.0, 1, True)
-    assert seen == (90.0, 1)
+    # The other worker reads the cut, grown by the ramp over the moments since (0.15 a second).
+    assert seen[1] == 1 and 90.0 <= seen[0] < 90.5
     assert 94.5 <= grown < 95  # (less than 3 s of the test's own time: 0.15 a second)
     assert 85.05 <= cut[0] < 85.5 and cut[1] == 2
     assert top == pytest.approx(2 * cut[0], abs=0.01)
