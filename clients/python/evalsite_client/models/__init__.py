@@ -21,6 +21,14 @@ from .board_subject import BoardSubject
 from .corpus_out import CorpusOut
 from .dataset_out import DatasetOut
 from .dataset_out_mapping import DatasetOutMapping
+from .decision_in import DecisionIn
+from .draft_item_out import DraftItemOut
+from .draft_out import DraftOut
+from .draft_out_counts import DraftOutCounts
+from .endpoint_create_body import EndpointCreateBody
+from .endpoint_edit_body import EndpointEditBody
+from .endpoint_out import EndpointOut
+from .endpoint_out_config import EndpointOutConfig
 from .error import Error
 from .failed_group import FailedGroup
 from .failed_item import FailedItem
@@ -30,12 +38,19 @@ from .failed_query import FailedQuery
 from .failed_query_kind import FailedQueryKind
 from .failed_round import FailedRound
 from .failed_round_messages_type_0_item import FailedRoundMessagesType0Item
+from .gate_in import GateIn
+from .gate_out import GateOut
+from .gate_subject_out import GateSubjectOut
 from .generation_in import GenerationIn
 from .generation_in_logging_mode import GenerationInLoggingMode
+from .generator_create_body import GeneratorCreateBody
+from .generator_version_body import GeneratorVersionBody
+from .judge_create_body import JudgeCreateBody
 from .judge_named import JudgeNamed
 from .judge_run_in import JudgeRunIn
 from .judge_run_in_logging_mode import JudgeRunInLoggingMode
 from .judge_version import JudgeVersion
+from .judge_version_body import JudgeVersionBody
 from .leaderboard_common import LeaderboardCommon
 from .leaderboard_correction import LeaderboardCorrection
 from .leaderboard_dir_type_0 import LeaderboardDirType0
@@ -59,10 +74,12 @@ from .pairwise_leaderboard_source import PairwiseLeaderboardSource
 from .pairwise_query import PairwiseQuery
 from .pairwise_query_source import PairwiseQuerySource
 from .pairwise_row import PairwiseRow
+from .problem import Problem
 from .resume_run_relaunch_in import ResumeRunRelaunchIn
 from .resume_run_relaunch_in_mode import ResumeRunRelaunchInMode
 from .run_export_format import RunExportFormat
 from .run_out import RunOut
+from .saved_out import SavedOut
 from .scale import Scale
 from .script_run_in import ScriptRunIn
 from .script_run_in_logging_mode import ScriptRunInLoggingMode
@@ -70,10 +87,16 @@ from .simulation_run_in import SimulationRunIn
 from .simulation_run_in_logging_mode import SimulationRunInLoggingMode
 from .task_detail_out import TaskDetailOut
 from .task_out import TaskOut
+from .template_create_body import TemplateCreateBody
+from .template_version_body import TemplateVersionBody
 from .upload_dataset_multi_part_body_params import UploadDatasetMultiPartBodyParams
-from .upload_dataset_multi_part_body_params_format import UploadDatasetMultiPartBodyParamsFormat
+from .upload_dataset_multi_part_body_params_format import (
+    UploadDatasetMultiPartBodyParamsFormat,
+)
 from .upload_in import UploadIn
 from .upload_in_format import UploadInFormat
+from .version_out import VersionOut
+from .version_out_config import VersionOutConfig
 
 __all__ = (
     "BoardOut",
@@ -97,6 +120,14 @@ __all__ = (
     "CorpusOut",
     "DatasetOut",
     "DatasetOutMapping",
+    "DecisionIn",
+    "DraftItemOut",
+    "DraftOut",
+    "DraftOutCounts",
+    "EndpointCreateBody",
+    "EndpointEditBody",
+    "EndpointOut",
+    "EndpointOutConfig",
     "Error",
     "FailedGroup",
     "FailedItem",
@@ -106,12 +137,19 @@ __all__ = (
     "FailedQueryKind",
     "FailedRound",
     "FailedRoundMessagesType0Item",
+    "GateIn",
+    "GateOut",
+    "GateSubjectOut",
     "GenerationIn",
     "GenerationInLoggingMode",
+    "GeneratorCreateBody",
+    "GeneratorVersionBody",
+    "JudgeCreateBody",
     "JudgeNamed",
     "JudgeRunIn",
     "JudgeRunInLoggingMode",
     "JudgeVersion",
+    "JudgeVersionBody",
     "LeaderboardCommon",
     "LeaderboardCorrection",
     "LeaderboardDirType0",
@@ -135,10 +173,12 @@ __all__ = (
     "PairwiseQuery",
     "PairwiseQuerySource",
     "PairwiseRow",
+    "Problem",
     "ResumeRunRelaunchIn",
     "ResumeRunRelaunchInMode",
     "RunExportFormat",
     "RunOut",
+    "SavedOut",
     "Scale",
     "ScriptRunIn",
     "ScriptRunInLoggingMode",
@@ -146,8 +186,12 @@ __all__ = (
     "SimulationRunInLoggingMode",
     "TaskDetailOut",
     "TaskOut",
+    "TemplateCreateBody",
+    "TemplateVersionBody",
     "UploadDatasetMultiPartBodyParams",
     "UploadDatasetMultiPartBodyParamsFormat",
     "UploadIn",
     "UploadInFormat",
+    "VersionOut",
+    "VersionOutConfig",
 )

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -43,30 +43,32 @@ class BoardOut:
     """
 
     task: str
-    judge: str | None
+    judge: None | str
     judge_version: int | None
     values: str
     scoring: str
     items: str
-    clustered_by: str | None
+    clustered_by: None | str
     epochs: str
     weights: BoardOutWeights
-    tag: str | None
+    tag: None | str
     sort: str
     direction: str
     overall_formula: str
     scales: BoardOutScales
     judges: list[JudgeVersion]
     rows: list[BoardRow]
-    judge_corrected: BoardOutJudgeCorrectedType0 | Unset | None = UNSET
+    judge_corrected: BoardOutJudgeCorrectedType0 | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.board_out_judge_corrected_type_0 import BoardOutJudgeCorrectedType0
+        from ..models.board_out_judge_corrected_type_0 import (
+            BoardOutJudgeCorrectedType0,
+        )
 
         task = self.task
 
-        judge: str | None
+        judge: None | str
         judge = self.judge
 
         judge_version: int | None
@@ -78,14 +80,14 @@ class BoardOut:
 
         items = self.items
 
-        clustered_by: str | None
+        clustered_by: None | str
         clustered_by = self.clustered_by
 
         epochs = self.epochs
 
         weights = self.weights.to_dict()
 
-        tag: str | None
+        tag: None | str
         tag = self.tag
 
         sort = self.sort
@@ -106,7 +108,7 @@ class BoardOut:
             rows_item = rows_item_data.to_dict()
             rows.append(rows_item)
 
-        judge_corrected: dict[str, Any] | Unset | None
+        judge_corrected: dict[str, Any] | None | Unset
         if isinstance(self.judge_corrected, Unset):
             judge_corrected = UNSET
         elif isinstance(self.judge_corrected, BoardOutJudgeCorrectedType0):
@@ -142,8 +144,10 @@ class BoardOut:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.board_out_judge_corrected_type_0 import BoardOutJudgeCorrectedType0
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.board_out_judge_corrected_type_0 import (
+            BoardOutJudgeCorrectedType0,
+        )
         from ..models.board_out_scales import BoardOutScales
         from ..models.board_out_weights import BoardOutWeights
         from ..models.board_row import BoardRow
@@ -152,7 +156,7 @@ class BoardOut:
         d = dict(src_dict)
         task = d.pop("task")
 
-        def _parse_judge(data: object) -> str | None:
+        def _parse_judge(data: object) -> None | str:
             if data is None:
                 return data
             return cast(None | str, data)
@@ -172,7 +176,7 @@ class BoardOut:
 
         items = d.pop("items")
 
-        def _parse_clustered_by(data: object) -> str | None:
+        def _parse_clustered_by(data: object) -> None | str:
             if data is None:
                 return data
             return cast(None | str, data)
@@ -183,7 +187,7 @@ class BoardOut:
 
         weights = BoardOutWeights.from_dict(d.pop("weights"))
 
-        def _parse_tag(data: object) -> str | None:
+        def _parse_tag(data: object) -> None | str:
             if data is None:
                 return data
             return cast(None | str, data)
@@ -212,7 +216,9 @@ class BoardOut:
 
             rows.append(rows_item)
 
-        def _parse_judge_corrected(data: object) -> BoardOutJudgeCorrectedType0 | Unset | None:
+        def _parse_judge_corrected(
+            data: object,
+        ) -> BoardOutJudgeCorrectedType0 | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -37,35 +37,35 @@ class BoardQuery:
         pairs (BoardQueryPairs | Unset):  Default: BoardQueryPairs.VALUE_0.
     """
 
-    judge: int | str | Unset | None = UNSET
-    judge_version: int | Unset | None = UNSET
-    dataset: int | Unset | None = UNSET
+    judge: int | None | str | Unset = UNSET
+    judge_version: int | None | Unset = UNSET
+    dataset: int | None | Unset = UNSET
     values: BoardQueryValues | Unset = BoardQueryValues.BOTH
     scoring: BoardQueryScoring | Unset = BoardQueryScoring.STRICT
     sort: str | Unset = "overall"
-    dir_: BoardQueryDirType0 | Unset | None = UNSET
-    tag: str | Unset | None = UNSET
+    dir_: BoardQueryDirType0 | None | Unset = UNSET
+    tag: None | str | Unset = UNSET
     common: BoardQueryCommon | Unset = BoardQueryCommon.VALUE_0
-    cluster: str | Unset | None = UNSET
-    epochs: str | Unset | None = UNSET
+    cluster: None | str | Unset = UNSET
+    epochs: None | str | Unset = UNSET
     correction: BoardQueryCorrection | Unset = BoardQueryCorrection.HOLM
     pairs: BoardQueryPairs | Unset = BoardQueryPairs.VALUE_0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        judge: int | str | Unset | None
+        judge: int | None | str | Unset
         if isinstance(self.judge, Unset):
             judge = UNSET
         else:
             judge = self.judge
 
-        judge_version: int | Unset | None
+        judge_version: int | None | Unset
         if isinstance(self.judge_version, Unset):
             judge_version = UNSET
         else:
             judge_version = self.judge_version
 
-        dataset: int | Unset | None
+        dataset: int | None | Unset
         if isinstance(self.dataset, Unset):
             dataset = UNSET
         else:
@@ -81,7 +81,7 @@ class BoardQuery:
 
         sort = self.sort
 
-        dir_: str | Unset | None
+        dir_: None | str | Unset
         if isinstance(self.dir_, Unset):
             dir_ = UNSET
         elif isinstance(self.dir_, BoardQueryDirType0):
@@ -89,7 +89,7 @@ class BoardQuery:
         else:
             dir_ = self.dir_
 
-        tag: str | Unset | None
+        tag: None | str | Unset
         if isinstance(self.tag, Unset):
             tag = UNSET
         else:
@@ -99,13 +99,13 @@ class BoardQuery:
         if not isinstance(self.common, Unset):
             common = self.common.value
 
-        cluster: str | Unset | None
+        cluster: None | str | Unset
         if isinstance(self.cluster, Unset):
             cluster = UNSET
         else:
             cluster = self.cluster
 
-        epochs: str | Unset | None
+        epochs: None | str | Unset
         if isinstance(self.epochs, Unset):
             epochs = UNSET
         else:
@@ -152,10 +152,10 @@ class BoardQuery:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
 
-        def _parse_judge(data: object) -> int | str | Unset | None:
+        def _parse_judge(data: object) -> int | None | str | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -164,7 +164,7 @@ class BoardQuery:
 
         judge = _parse_judge(d.pop("judge", UNSET))
 
-        def _parse_judge_version(data: object) -> int | Unset | None:
+        def _parse_judge_version(data: object) -> int | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -173,7 +173,7 @@ class BoardQuery:
 
         judge_version = _parse_judge_version(d.pop("judge_version", UNSET))
 
-        def _parse_dataset(data: object) -> int | Unset | None:
+        def _parse_dataset(data: object) -> int | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -198,7 +198,7 @@ class BoardQuery:
 
         sort = d.pop("sort", UNSET)
 
-        def _parse_dir_(data: object) -> BoardQueryDirType0 | Unset | None:
+        def _parse_dir_(data: object) -> BoardQueryDirType0 | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -215,7 +215,7 @@ class BoardQuery:
 
         dir_ = _parse_dir_(d.pop("dir", UNSET))
 
-        def _parse_tag(data: object) -> str | Unset | None:
+        def _parse_tag(data: object) -> None | str | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -231,7 +231,7 @@ class BoardQuery:
         else:
             common = BoardQueryCommon(_common)
 
-        def _parse_cluster(data: object) -> str | Unset | None:
+        def _parse_cluster(data: object) -> None | str | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -240,7 +240,7 @@ class BoardQuery:
 
         cluster = _parse_cluster(d.pop("cluster", UNSET))
 
-        def _parse_epochs(data: object) -> str | Unset | None:
+        def _parse_epochs(data: object) -> None | str | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -47,7 +47,7 @@ class BoardRow:
     model: str
     run_id: int
     judged_run_id: int | None
-    judged_column: str | None
+    judged_column: None | str
     dataset: str
     run_status: str
     overall: BoardRowOverall
@@ -58,7 +58,7 @@ class BoardRow:
     flaky_items: int | None
     corpus: CorpusOut | None
     turns: list[float | None] | None
-    corrected: BoardRowCorrectedType0 | Unset | None = UNSET
+    corrected: BoardRowCorrectedType0 | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,7 +77,7 @@ class BoardRow:
         judged_run_id: int | None
         judged_run_id = self.judged_run_id
 
-        judged_column: str | None
+        judged_column: None | str
         judged_column = self.judged_column
 
         dataset = self.dataset
@@ -114,7 +114,7 @@ class BoardRow:
         else:
             turns = self.turns
 
-        corrected: dict[str, Any] | Unset | None
+        corrected: dict[str, Any] | None | Unset
         if isinstance(self.corrected, Unset):
             corrected = UNSET
         elif isinstance(self.corrected, BoardRowCorrectedType0):
@@ -150,7 +150,7 @@ class BoardRow:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.board_row_corrected_type_0 import BoardRowCorrectedType0
         from ..models.board_row_overall import BoardRowOverall
         from ..models.board_row_overall_ci import BoardRowOverallCi
@@ -178,7 +178,7 @@ class BoardRow:
 
         judged_run_id = _parse_judged_run_id(d.pop("judged_run_id"))
 
-        def _parse_judged_column(data: object) -> str | None:
+        def _parse_judged_column(data: object) -> None | str:
             if data is None:
                 return data
             return cast(None | str, data)
@@ -247,7 +247,7 @@ class BoardRow:
 
         turns = _parse_turns(d.pop("turns"))
 
-        def _parse_corrected(data: object) -> BoardRowCorrectedType0 | Unset | None:
+        def _parse_corrected(data: object) -> BoardRowCorrectedType0 | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

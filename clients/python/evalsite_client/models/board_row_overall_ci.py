@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -11,7 +11,9 @@ T = TypeVar("T", bound="BoardRowOverallCi")
 
 @_attrs_define
 class BoardRowOverallCi:
-    additional_properties: dict[str, list[float] | None] = _attrs_field(init=False, factory=dict)
+    additional_properties: dict[str, list[float] | None] = _attrs_field(
+        init=False, factory=dict
+    )
 
     def to_dict(self) -> dict[str, Any]:
 
@@ -26,7 +28,7 @@ class BoardRowOverallCi:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
         board_row_overall_ci = cls()
 

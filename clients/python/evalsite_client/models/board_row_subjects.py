@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -15,7 +15,9 @@ T = TypeVar("T", bound="BoardRowSubjects")
 
 @_attrs_define
 class BoardRowSubjects:
-    additional_properties: dict[str, BoardSubject] = _attrs_field(init=False, factory=dict)
+    additional_properties: dict[str, BoardSubject] = _attrs_field(
+        init=False, factory=dict
+    )
 
     def to_dict(self) -> dict[str, Any]:
 
@@ -26,7 +28,7 @@ class BoardRowSubjects:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.board_subject import BoardSubject
 
         d = dict(src_dict)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -28,7 +28,7 @@ class BoardStats:
     mean: float | None
     ci_low: float | None
     ci_high: float | None
-    ci_method: str | None
+    ci_method: None | str
     strict_mean: float | None
     answered_mean: float | None
     coverage: float | None
@@ -47,7 +47,7 @@ class BoardStats:
         ci_high: float | None
         ci_high = self.ci_high
 
-        ci_method: str | None
+        ci_method: None | str
         ci_method = self.ci_method
 
         strict_mean: float | None
@@ -85,7 +85,7 @@ class BoardStats:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
 
         def _parse_mean(data: object) -> float | None:
@@ -109,7 +109,7 @@ class BoardStats:
 
         ci_high = _parse_ci_high(d.pop("ci_high"))
 
-        def _parse_ci_method(data: object) -> str | None:
+        def _parse_ci_method(data: object) -> None | str:
             if data is None:
                 return data
             return cast(None | str, data)

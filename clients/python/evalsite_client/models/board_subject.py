@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -25,8 +25,8 @@ class BoardSubject:
     """
 
     overridden: int
-    judge: BoardStats | Unset | None = UNSET
-    human: BoardStats | Unset | None = UNSET
+    judge: BoardStats | None | Unset = UNSET
+    human: BoardStats | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -34,7 +34,7 @@ class BoardSubject:
 
         overridden = self.overridden
 
-        judge: dict[str, Any] | Unset | None
+        judge: dict[str, Any] | None | Unset
         if isinstance(self.judge, Unset):
             judge = UNSET
         elif isinstance(self.judge, BoardStats):
@@ -42,7 +42,7 @@ class BoardSubject:
         else:
             judge = self.judge
 
-        human: dict[str, Any] | Unset | None
+        human: dict[str, Any] | None | Unset
         if isinstance(self.human, Unset):
             human = UNSET
         elif isinstance(self.human, BoardStats):
@@ -65,13 +65,13 @@ class BoardSubject:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.board_stats import BoardStats
 
         d = dict(src_dict)
         overridden = d.pop("overridden")
 
-        def _parse_judge(data: object) -> BoardStats | Unset | None:
+        def _parse_judge(data: object) -> BoardStats | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -88,7 +88,7 @@ class BoardSubject:
 
         judge = _parse_judge(d.pop("judge", UNSET))
 
-        def _parse_human(data: object) -> BoardStats | Unset | None:
+        def _parse_human(data: object) -> BoardStats | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -24,7 +24,7 @@ class FailedGroup:
     kind: str
     label: str
     count: int
-    retryable: bool | Unset | None = UNSET
+    retryable: bool | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -34,7 +34,7 @@ class FailedGroup:
 
         count = self.count
 
-        retryable: bool | Unset | None
+        retryable: bool | None | Unset
         if isinstance(self.retryable, Unset):
             retryable = UNSET
         else:
@@ -55,7 +55,7 @@ class FailedGroup:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
         kind = d.pop("kind")
 
@@ -63,7 +63,7 @@ class FailedGroup:
 
         count = d.pop("count")
 
-        def _parse_retryable(data: object) -> bool | Unset | None:
+        def _parse_retryable(data: object) -> bool | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

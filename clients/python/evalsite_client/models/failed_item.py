@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -38,13 +38,13 @@ class FailedItem:
     position: int
     error_kind: str
     error: str
-    epoch: int | Unset | None = UNSET
-    attempts: int | Unset | None = UNSET
-    rounds: list[FailedRound] | Unset | None = UNSET
-    model_a: str | Unset | None = UNSET
-    model_b: str | Unset | None = UNSET
-    run_a: int | Unset | None = UNSET
-    run_b: int | Unset | None = UNSET
+    epoch: int | None | Unset = UNSET
+    attempts: int | None | Unset = UNSET
+    rounds: list[FailedRound] | None | Unset = UNSET
+    model_a: None | str | Unset = UNSET
+    model_b: None | str | Unset = UNSET
+    run_a: int | None | Unset = UNSET
+    run_b: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -58,19 +58,19 @@ class FailedItem:
 
         error = self.error
 
-        epoch: int | Unset | None
+        epoch: int | None | Unset
         if isinstance(self.epoch, Unset):
             epoch = UNSET
         else:
             epoch = self.epoch
 
-        attempts: int | Unset | None
+        attempts: int | None | Unset
         if isinstance(self.attempts, Unset):
             attempts = UNSET
         else:
             attempts = self.attempts
 
-        rounds: list[dict[str, Any]] | Unset | None
+        rounds: list[dict[str, Any]] | None | Unset
         if isinstance(self.rounds, Unset):
             rounds = UNSET
         elif isinstance(self.rounds, list):
@@ -82,25 +82,25 @@ class FailedItem:
         else:
             rounds = self.rounds
 
-        model_a: str | Unset | None
+        model_a: None | str | Unset
         if isinstance(self.model_a, Unset):
             model_a = UNSET
         else:
             model_a = self.model_a
 
-        model_b: str | Unset | None
+        model_b: None | str | Unset
         if isinstance(self.model_b, Unset):
             model_b = UNSET
         else:
             model_b = self.model_b
 
-        run_a: int | Unset | None
+        run_a: int | None | Unset
         if isinstance(self.run_a, Unset):
             run_a = UNSET
         else:
             run_a = self.run_a
 
-        run_b: int | Unset | None
+        run_b: int | None | Unset
         if isinstance(self.run_b, Unset):
             run_b = UNSET
         else:
@@ -135,7 +135,7 @@ class FailedItem:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.failed_round import FailedRound
 
         d = dict(src_dict)
@@ -149,7 +149,7 @@ class FailedItem:
 
         error = d.pop("error")
 
-        def _parse_epoch(data: object) -> int | Unset | None:
+        def _parse_epoch(data: object) -> int | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -158,7 +158,7 @@ class FailedItem:
 
         epoch = _parse_epoch(d.pop("epoch", UNSET))
 
-        def _parse_attempts(data: object) -> int | Unset | None:
+        def _parse_attempts(data: object) -> int | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -167,7 +167,7 @@ class FailedItem:
 
         attempts = _parse_attempts(d.pop("attempts", UNSET))
 
-        def _parse_rounds(data: object) -> list[FailedRound] | Unset | None:
+        def _parse_rounds(data: object) -> list[FailedRound] | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -189,7 +189,7 @@ class FailedItem:
 
         rounds = _parse_rounds(d.pop("rounds", UNSET))
 
-        def _parse_model_a(data: object) -> str | Unset | None:
+        def _parse_model_a(data: object) -> None | str | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -198,7 +198,7 @@ class FailedItem:
 
         model_a = _parse_model_a(d.pop("model_a", UNSET))
 
-        def _parse_model_b(data: object) -> str | Unset | None:
+        def _parse_model_b(data: object) -> None | str | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -207,7 +207,7 @@ class FailedItem:
 
         model_b = _parse_model_b(d.pop("model_b", UNSET))
 
-        def _parse_run_a(data: object) -> int | Unset | None:
+        def _parse_run_a(data: object) -> int | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -216,7 +216,7 @@ class FailedItem:
 
         run_a = _parse_run_a(d.pop("run_a", UNSET))
 
-        def _parse_run_b(data: object) -> int | Unset | None:
+        def _parse_run_b(data: object) -> int | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -32,8 +32,8 @@ class FailedRound:
     error_kind: str
     error: str
     raw_reply: str
-    messages: list[FailedRoundMessagesType0Item] | Unset | None = UNSET
-    traceback: str | Unset | None = UNSET
+    messages: list[FailedRoundMessagesType0Item] | None | Unset = UNSET
+    traceback: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -45,7 +45,7 @@ class FailedRound:
 
         raw_reply = self.raw_reply
 
-        messages: list[dict[str, Any]] | Unset | None
+        messages: list[dict[str, Any]] | None | Unset
         if isinstance(self.messages, Unset):
             messages = UNSET
         elif isinstance(self.messages, list):
@@ -57,7 +57,7 @@ class FailedRound:
         else:
             messages = self.messages
 
-        traceback: str | Unset | None
+        traceback: None | str | Unset
         if isinstance(self.traceback, Unset):
             traceback = UNSET
         else:
@@ -81,8 +81,10 @@ class FailedRound:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.failed_round_messages_type_0_item import FailedRoundMessagesType0Item
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.failed_round_messages_type_0_item import (
+            FailedRoundMessagesType0Item,
+        )
 
         d = dict(src_dict)
         round_ = d.pop("round")
@@ -93,7 +95,9 @@ class FailedRound:
 
         raw_reply = d.pop("raw_reply")
 
-        def _parse_messages(data: object) -> list[FailedRoundMessagesType0Item] | Unset | None:
+        def _parse_messages(
+            data: object,
+        ) -> list[FailedRoundMessagesType0Item] | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -117,7 +121,7 @@ class FailedRound:
 
         messages = _parse_messages(d.pop("messages", UNSET))
 
-        def _parse_traceback(data: object) -> str | Unset | None:
+        def _parse_traceback(data: object) -> None | str | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -40,7 +40,7 @@ class GenerationIn:
     chunk_size: int | Unset = 200
     batch: bool | Unset = False
     use_cache: str | Unset = ""
-    budget_usd: float | Unset | None = UNSET
+    budget_usd: float | None | Unset = UNSET
     multi_turn: bool | Unset = False
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -69,7 +69,7 @@ class GenerationIn:
 
         use_cache = self.use_cache
 
-        budget_usd: float | Unset | None
+        budget_usd: float | None | Unset
         if isinstance(self.budget_usd, Unset):
             budget_usd = UNSET
         else:
@@ -107,7 +107,7 @@ class GenerationIn:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
         task = d.pop("task")
 
@@ -140,7 +140,7 @@ class GenerationIn:
 
         use_cache = d.pop("use_cache", UNSET)
 
-        def _parse_budget_usd(data: object) -> float | Unset | None:
+        def _parse_budget_usd(data: object) -> float | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -29,13 +29,13 @@ class JudgeRunIn:
 
     judge: int | str
     responses: int | str
-    endpoint: int | str | Unset | None = UNSET
+    endpoint: int | None | str | Unset = UNSET
     label: str | Unset = ""
     logging_mode: JudgeRunInLoggingMode | Unset = JudgeRunInLoggingMode.FAILED
     chunk_size: int | Unset = 200
     batch: bool | Unset = False
     use_cache: str | Unset = ""
-    budget_usd: float | Unset | None = UNSET
+    budget_usd: float | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -45,7 +45,7 @@ class JudgeRunIn:
         responses: int | str
         responses = self.responses
 
-        endpoint: int | str | Unset | None
+        endpoint: int | None | str | Unset
         if isinstance(self.endpoint, Unset):
             endpoint = UNSET
         else:
@@ -63,7 +63,7 @@ class JudgeRunIn:
 
         use_cache = self.use_cache
 
-        budget_usd: float | Unset | None
+        budget_usd: float | None | Unset
         if isinstance(self.budget_usd, Unset):
             budget_usd = UNSET
         else:
@@ -95,7 +95,7 @@ class JudgeRunIn:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
 
         def _parse_judge(data: object) -> int | str:
@@ -108,7 +108,7 @@ class JudgeRunIn:
 
         responses = _parse_responses(d.pop("responses"))
 
-        def _parse_endpoint(data: object) -> int | str | Unset | None:
+        def _parse_endpoint(data: object) -> int | None | str | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -132,7 +132,7 @@ class JudgeRunIn:
 
         use_cache = d.pop("use_cache", UNSET)
 
-        def _parse_budget_usd(data: object) -> float | Unset | None:
+        def _parse_budget_usd(data: object) -> float | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

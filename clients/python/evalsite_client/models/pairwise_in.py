@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -33,7 +33,7 @@ class PairwiseIn:
     logging_mode: PairwiseInLoggingMode | Unset = PairwiseInLoggingMode.FAILED
     batch: bool | Unset = False
     use_cache: str | Unset = ""
-    budget_usd: float | Unset | None = UNSET
+    budget_usd: float | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -63,7 +63,7 @@ class PairwiseIn:
 
         use_cache = self.use_cache
 
-        budget_usd: float | Unset | None
+        budget_usd: float | None | Unset
         if isinstance(self.budget_usd, Unset):
             budget_usd = UNSET
         else:
@@ -92,7 +92,7 @@ class PairwiseIn:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
 
         def _parse_judge(data: object) -> int | str:
@@ -134,7 +134,7 @@ class PairwiseIn:
 
         use_cache = d.pop("use_cache", UNSET)
 
-        def _parse_budget_usd(data: object) -> float | Unset | None:
+        def _parse_budget_usd(data: object) -> float | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

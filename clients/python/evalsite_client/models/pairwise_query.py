@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -22,13 +22,13 @@ class PairwiseQuery:
         baseline (int | None | Unset):
     """
 
-    judge: int | str | Unset | None = UNSET
+    judge: int | None | str | Unset = UNSET
     source: PairwiseQuerySource | Unset = PairwiseQuerySource.JUDGE
-    baseline: int | Unset | None = UNSET
+    baseline: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        judge: int | str | Unset | None
+        judge: int | None | str | Unset
         if isinstance(self.judge, Unset):
             judge = UNSET
         else:
@@ -38,7 +38,7 @@ class PairwiseQuery:
         if not isinstance(self.source, Unset):
             source = self.source.value
 
-        baseline: int | Unset | None
+        baseline: int | None | Unset
         if isinstance(self.baseline, Unset):
             baseline = UNSET
         else:
@@ -57,10 +57,10 @@ class PairwiseQuery:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
 
-        def _parse_judge(data: object) -> int | str | Unset | None:
+        def _parse_judge(data: object) -> int | None | str | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -76,7 +76,7 @@ class PairwiseQuery:
         else:
             source = PairwiseQuerySource(_source)
 
-        def _parse_baseline(data: object) -> int | Unset | None:
+        def _parse_baseline(data: object) -> int | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -47,10 +47,10 @@ class PairwiseRow:
     source: str
     position_consistency: float | None
     first_position_share: float | None
-    baseline: str | Unset | None = UNSET
-    win_rate_vs_baseline: float | Unset | None = UNSET
-    lc_win_rate: float | Unset | None = UNSET
-    length_difference: float | Unset | None = UNSET
+    baseline: None | str | Unset = UNSET
+    win_rate_vs_baseline: float | None | Unset = UNSET
+    lc_win_rate: float | None | Unset = UNSET
+    length_difference: float | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,25 +84,25 @@ class PairwiseRow:
         first_position_share: float | None
         first_position_share = self.first_position_share
 
-        baseline: str | Unset | None
+        baseline: None | str | Unset
         if isinstance(self.baseline, Unset):
             baseline = UNSET
         else:
             baseline = self.baseline
 
-        win_rate_vs_baseline: float | Unset | None
+        win_rate_vs_baseline: float | None | Unset
         if isinstance(self.win_rate_vs_baseline, Unset):
             win_rate_vs_baseline = UNSET
         else:
             win_rate_vs_baseline = self.win_rate_vs_baseline
 
-        lc_win_rate: float | Unset | None
+        lc_win_rate: float | None | Unset
         if isinstance(self.lc_win_rate, Unset):
             lc_win_rate = UNSET
         else:
             lc_win_rate = self.lc_win_rate
 
-        length_difference: float | Unset | None
+        length_difference: float | None | Unset
         if isinstance(self.length_difference, Unset):
             length_difference = UNSET
         else:
@@ -139,7 +139,7 @@ class PairwiseRow:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
         rank = d.pop("rank")
 
@@ -178,16 +178,20 @@ class PairwiseRow:
                 return data
             return cast(float | None, data)
 
-        position_consistency = _parse_position_consistency(d.pop("position_consistency"))
+        position_consistency = _parse_position_consistency(
+            d.pop("position_consistency")
+        )
 
         def _parse_first_position_share(data: object) -> float | None:
             if data is None:
                 return data
             return cast(float | None, data)
 
-        first_position_share = _parse_first_position_share(d.pop("first_position_share"))
+        first_position_share = _parse_first_position_share(
+            d.pop("first_position_share")
+        )
 
-        def _parse_baseline(data: object) -> str | Unset | None:
+        def _parse_baseline(data: object) -> None | str | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -196,16 +200,18 @@ class PairwiseRow:
 
         baseline = _parse_baseline(d.pop("baseline", UNSET))
 
-        def _parse_win_rate_vs_baseline(data: object) -> float | Unset | None:
+        def _parse_win_rate_vs_baseline(data: object) -> float | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
                 return data
             return cast(float | None | Unset, data)
 
-        win_rate_vs_baseline = _parse_win_rate_vs_baseline(d.pop("win_rate_vs_baseline", UNSET))
+        win_rate_vs_baseline = _parse_win_rate_vs_baseline(
+            d.pop("win_rate_vs_baseline", UNSET)
+        )
 
-        def _parse_lc_win_rate(data: object) -> float | Unset | None:
+        def _parse_lc_win_rate(data: object) -> float | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -214,7 +220,7 @@ class PairwiseRow:
 
         lc_win_rate = _parse_lc_win_rate(d.pop("lc_win_rate", UNSET))
 
-        def _parse_length_difference(data: object) -> float | Unset | None:
+        def _parse_length_difference(data: object) -> float | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 
@@ -20,14 +20,14 @@ class ResumeRunRelaunchIn:
     """
 
     mode: ResumeRunRelaunchInMode | Unset = ResumeRunRelaunchInMode.RESUME
-    budget_usd: float | Unset | None = UNSET
+    budget_usd: float | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         mode: str | Unset = UNSET
         if not isinstance(self.mode, Unset):
             mode = self.mode.value
 
-        budget_usd: float | Unset | None
+        budget_usd: float | None | Unset
         if isinstance(self.budget_usd, Unset):
             budget_usd = UNSET
         else:
@@ -44,7 +44,7 @@ class ResumeRunRelaunchIn:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
         _mode = d.pop("mode", UNSET)
         mode: ResumeRunRelaunchInMode | Unset
@@ -53,7 +53,7 @@ class ResumeRunRelaunchIn:
         else:
             mode = ResumeRunRelaunchInMode(_mode)
 
-        def _parse_budget_usd(data: object) -> float | Unset | None:
+        def _parse_budget_usd(data: object) -> float | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

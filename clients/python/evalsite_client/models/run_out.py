@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -156,13 +156,13 @@ class RunOut:
 
         created_at = self.created_at.isoformat()
 
-        started_at: str | None
+        started_at: None | str
         if isinstance(self.started_at, datetime.datetime):
             started_at = self.started_at.isoformat()
         else:
             started_at = self.started_at
 
-        finished_at: str | None
+        finished_at: None | str
         if isinstance(self.finished_at, datetime.datetime):
             finished_at = self.finished_at.isoformat()
         else:
@@ -214,7 +214,7 @@ class RunOut:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
         id = d.pop("id")
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -42,7 +42,7 @@ class SimulationRunIn:
     label: str | Unset = ""
     epochs: int | Unset = 1
     logging_mode: SimulationRunInLoggingMode | Unset = SimulationRunInLoggingMode.FAILED
-    budget_usd: float | Unset | None = UNSET
+    budget_usd: float | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,7 +72,7 @@ class SimulationRunIn:
         if not isinstance(self.logging_mode, Unset):
             logging_mode = self.logging_mode.value
 
-        budget_usd: float | Unset | None
+        budget_usd: float | None | Unset
         if isinstance(self.budget_usd, Unset):
             budget_usd = UNSET
         else:
@@ -108,7 +108,7 @@ class SimulationRunIn:
         return field_dict
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
         dataset = d.pop("dataset")
 
@@ -143,7 +143,7 @@ class SimulationRunIn:
         else:
             logging_mode = SimulationRunInLoggingMode(_logging_mode)
 
-        def _parse_budget_usd(data: object) -> float | Unset | None:
+        def _parse_budget_usd(data: object) -> float | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):

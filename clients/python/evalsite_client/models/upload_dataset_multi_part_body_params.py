@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from io import BytesIO
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -111,13 +111,17 @@ class UploadDatasetMultiPartBodyParams:
             files.append(("name", (None, str(self.name).encode(), "text/plain")))
 
         if not isinstance(self.format_, Unset):
-            files.append(("format", (None, str(self.format_.value).encode(), "text/plain")))
+            files.append(
+                ("format", (None, str(self.format_.value).encode(), "text/plain"))
+            )
 
         if not isinstance(self.sheet, Unset):
             files.append(("sheet", (None, str(self.sheet).encode(), "text/plain")))
 
         if not isinstance(self.id_column, Unset):
-            files.append(("id_column", (None, str(self.id_column).encode(), "text/plain")))
+            files.append(
+                ("id_column", (None, str(self.id_column).encode(), "text/plain"))
+            )
 
         if not isinstance(self.input_columns, Unset):
             for input_columns_item_element in self.input_columns:
@@ -130,18 +134,27 @@ class UploadDatasetMultiPartBodyParams:
 
         if not isinstance(self.reference_column, Unset):
             files.append(
-                ("reference_column", (None, str(self.reference_column).encode(), "text/plain"))
+                (
+                    "reference_column",
+                    (None, str(self.reference_column).encode(), "text/plain"),
+                )
             )
 
         if not isinstance(self.tags_column, Unset):
-            files.append(("tags_column", (None, str(self.tags_column).encode(), "text/plain")))
+            files.append(
+                ("tags_column", (None, str(self.tags_column).encode(), "text/plain"))
+            )
 
         if not isinstance(self.response_columns, Unset):
             for response_columns_item_element in self.response_columns:
                 files.append(
                     (
                         "response_columns",
-                        (None, str(response_columns_item_element).encode(), "text/plain"),
+                        (
+                            None,
+                            str(response_columns_item_element).encode(),
+                            "text/plain",
+                        ),
                     )
                 )
 
@@ -159,7 +172,7 @@ class UploadDatasetMultiPartBodyParams:
         return files
 
     @classmethod
-    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
         file = File(payload=BytesIO(d.pop("file")))
 

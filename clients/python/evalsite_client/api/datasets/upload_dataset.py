@@ -8,7 +8,9 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.dataset_out import DatasetOut
 from ...models.error import Error
-from ...models.upload_dataset_multi_part_body_params import UploadDatasetMultiPartBodyParams
+from ...models.upload_dataset_multi_part_body_params import (
+    UploadDatasetMultiPartBodyParams,
+)
 from ...types import Response
 
 

@@ -38,21 +38,21 @@ def _get_kwargs(
 
     params: dict[str, Any] = {}
 
-    json_judge: int | str | Unset | None
+    json_judge: int | None | str | Unset
     if isinstance(judge, Unset):
         json_judge = UNSET
     else:
         json_judge = judge
     params["judge"] = json_judge
 
-    json_judge_version: int | Unset | None
+    json_judge_version: int | None | Unset
     if isinstance(judge_version, Unset):
         json_judge_version = UNSET
     else:
         json_judge_version = judge_version
     params["judge_version"] = json_judge_version
 
-    json_dataset: int | Unset | None
+    json_dataset: int | None | Unset
     if isinstance(dataset, Unset):
         json_dataset = UNSET
     else:
@@ -73,7 +73,7 @@ def _get_kwargs(
 
     params["sort"] = sort
 
-    json_dir_: str | Unset | None
+    json_dir_: None | str | Unset
     if isinstance(dir_, Unset):
         json_dir_ = UNSET
     elif isinstance(dir_, LeaderboardExportDirType0):
@@ -82,7 +82,7 @@ def _get_kwargs(
         json_dir_ = dir_
     params["dir"] = json_dir_
 
-    json_tag: str | Unset | None
+    json_tag: None | str | Unset
     if isinstance(tag, Unset):
         json_tag = UNSET
     else:
@@ -95,14 +95,14 @@ def _get_kwargs(
 
     params["common"] = json_common
 
-    json_cluster: str | Unset | None
+    json_cluster: None | str | Unset
     if isinstance(cluster, Unset):
         json_cluster = UNSET
     else:
         json_cluster = cluster
     params["cluster"] = json_cluster
 
-    json_epochs: str | Unset | None
+    json_epochs: None | str | Unset
     if isinstance(epochs, Unset):
         json_epochs = UNSET
     else:

@@ -22,7 +22,7 @@ def _get_kwargs(
 
     params: dict[str, Any] = {}
 
-    json_judge: int | str | Unset | None
+    json_judge: int | None | str | Unset
     if isinstance(judge, Unset):
         json_judge = UNSET
     else:
@@ -35,7 +35,7 @@ def _get_kwargs(
 
     params["source"] = json_source
 
-    json_baseline: int | Unset | None
+    json_baseline: int | None | Unset
     if isinstance(baseline, Unset):
         json_baseline = UNSET
     else:

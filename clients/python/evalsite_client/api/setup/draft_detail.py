@@ -1,0 +1,220 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.draft_out import DraftOut
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    pk: int,
+    *,
+    decision: None | str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    json_decision: None | str | Unset
+    if isinstance(decision, Unset):
+        json_decision = UNSET
+    else:
+        json_decision = decision
+    params["decision"] = json_decision
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/api/v1/drafts/{pk}/".format(
+            pk=quote(str(pk), safe=""),
+        ),
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> DraftOut | Problem | None:
+    if response.status_code == 200:
+        response_200 = DraftOut.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[DraftOut | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    pk: int,
+    *,
+    client: AuthenticatedClient,
+    decision: None | str | Unset = UNSET,
+) -> Response[DraftOut | Problem]:
+    """Draft Detail
+
+     A draft dataset's generated items and each one's decision (?decision= filters).
+
+    Args:
+        pk (int):
+        decision (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[DraftOut | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        pk=pk,
+        decision=decision,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    pk: int,
+    *,
+    client: AuthenticatedClient,
+    decision: None | str | Unset = UNSET,
+) -> DraftOut | Problem | None:
+    """Draft Detail
+
+     A draft dataset's generated items and each one's decision (?decision= filters).
+
+    Args:
+        pk (int):
+        decision (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        DraftOut | Problem
+    """
+
+    return sync_detailed(
+        pk=pk,
+        client=client,
+        decision=decision,
+    ).parsed
+
+
+async def asyncio_detailed(
+    pk: int,
+    *,
+    client: AuthenticatedClient,
+    decision: None | str | Unset = UNSET,
+) -> Response[DraftOut | Problem]:
+    """Draft Detail
+
+     A draft dataset's generated items and each one's decision (?decision= filters).
+
+    Args:
+        pk (int):
+        decision (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[DraftOut | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        pk=pk,
+        decision=decision,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    pk: int,
+    *,
+    client: AuthenticatedClient,
+    decision: None | str | Unset = UNSET,
+) -> DraftOut | Problem | None:
+    """Draft Detail
+
+     A draft dataset's generated items and each one's decision (?decision= filters).
+
+    Args:
+        pk (int):
+        decision (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        DraftOut | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            pk=pk,
+            client=client,
+            decision=decision,
+        )
+    ).parsed
