@@ -22,17 +22,18 @@ pytestmark = pytest.mark.django_db
 SUBJECTS = [{"name": "accuracy", "min": 1, "max": 5}, {"name": "clarity", "min": 1, "max": 5}]
 
 
-def models(n: int, baseline, candidate) -> tuple[Run, Run]:
+def models(n: int, baseline, candidate, subjects=SUBJECTS) -> tuple[Run, Run]:
     """Two judged models of one judge on n items: baseline(i) and candidate(i) give item i's
-    accuracy; clarity is 4 for both everywhere."""
+    first subject (accuracy); the second (clarity) is 4 for both everywhere."""
     task = f.make_task("gate")
     dataset = f.make_items(task, n)
-    judge = f.make_judge(task, name="quality", subjects=SUBJECTS)
+    judge = f.make_judge(task, name="quality", subjects=subjects)
     f.set_judging(task, default_judge=judge)
     runs = []
     for label, value in (("model-a", baseline), ("model-b", candidate)):
         run = f.make_judge_run(dataset, judge, label=label)
-        f.add_scores(run, {f"k{i}": {"accuracy": value(i), "clarity": 4} for i in range(n)})
+        first, second = (s["name"] for s in subjects)
+        f.add_scores(run, {f"k{i}": {first: value(i), second: 4} for i in range(n)})
         runs.append(run)
     return runs[0], runs[1]
 
@@ -102,6 +103,51 @@ def test_five_items_exit_2_with_the_items_needed_at_80_percent_power(tmp_path: P
     (skipped,) = next(iter(suite)).result
     assert isinstance(skipped, junitparser.Skipped)
     assert skipped.message.startswith("not enough items: 18 needed; 5 items")
+
+
+# Errors per answer, 0 to 10, lower is better; clarity as before.
+LOWER = [{"name": "errors", "min": 0, "max": 10, "higher_is_better": False}, SUBJECTS[1]]
+
+
+def test_a_lower_is_better_subject_regresses_when_it_rises_and_holds_when_it_falls(
+    tmp_path: Path,
+) -> None:
+    risen = set(range(0, 40, 2))  # 20 of 40 answers go from 1 error to 3
+    models(40, lambda i: 1, lambda i: 3 if i in risen else 1, LOWER)
+    code, out = gate(
+        "--baseline", "model-a", "--candidate", "model-b", "--subject", "errors",
+        "--margin", "0.25", "--junit", str(tmp_path / "gate.xml"),
+    )  # fmt: skip
+    assert code == 1, out
+    assert "Regression: model-b is worse than model-a beyond the margin on errors." in out
+    assert "### Items that regressed on errors (20)" in out
+    for i in risen:
+        assert f"| k{i} | 1 | 3 |" in out
+    suite = next(iter(junitparser.JUnitXml.fromfile(str(tmp_path / "gate.xml"))))
+    (failure,) = next(iter(suite)).result
+    # The change is told "better" positive: errors up by 1 on average is a change of −1.
+    assert isinstance(failure, junitparser.Failure)
+    assert failure.message.startswith("regressed: 40 items; change -1 ")
+    # The same models the other way round: errors fall, which no margin calls a regression.
+    code, out = gate(
+        "--baseline", "model-b", "--candidate", "model-a", "--subject", "errors",
+        "--margin", "0.25",
+    )  # fmt: skip
+    assert code == 0, out
+    assert "No significant regression of model-a against model-b beyond the margin." in out
+
+
+def test_a_failed_item_counts_at_a_lower_is_better_subjects_worst_value() -> None:
+    baseline, candidate = models(30, lambda i: 2, lambda i: 2, LOWER)
+    Score.objects.filter(run=candidate, item__key="k7", subject="errors").update(
+        status="failed", judge_value=None, final_value=None
+    )
+    (errors,) = compare(baseline, candidate, "errors", margin=0.0).subjects
+    # Strictly scored, k7's errors are the scale's worst, 10: a change of −(10 − 2) = −8.
+    assert errors.n == 30 and errors.mean_change == pytest.approx(-8 / 30)
+    assert [(item.key, item.baseline, item.candidate, item.change) for item in errors.worse] == [
+        ("k7", 2.0, 10.0, -8.0)
+    ]
 
 
 def test_the_gate_pairs_items_and_uses_human_values_and_strict_scoring() -> None:
