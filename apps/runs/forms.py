@@ -493,9 +493,7 @@ class GenerationRunForm(CostFields):
         dataset, template = data.get("dataset"), data.get("template")
         if dataset is None or template is None:
             return data
-        if data.get("multi_turn") and (
-            refusal := multi_turn_refusal(dataset, template, batch=bool(data.get("batch")))
-        ):
+        if data.get("multi_turn") and (refusal := multi_turn_refusal(dataset, template)):
             self.add_error("multi_turn", refusal)
             return data
         first = dataset.items.order_by("position").values(*ItemData.VALUES).first()

@@ -218,14 +218,15 @@ def test_what_a_multi_turn_run_refuses(task, dialogues, endpoint, chat_template,
     )
     with pytest.raises(ValueError, match="messages after the item's conversation"):
         create_generation_run(dialogues, endpoint, trailing, multi_turn=True)
+    # A memory script's or a simulated user's next message depends on the answer: no batch.
+    run = multi_turn(dialogues, endpoint, chat_template)
     endpoint.supports_batch = True
     endpoint.save()
-    with pytest.raises(ValueError, match="Batch mode cannot ask turn by turn yet"):
-        create_generation_run(dialogues, endpoint, chat_template, multi_turn=True, batch=True)
-    run = multi_turn(dialogues, endpoint, chat_template)
-    Run.objects.filter(pk=run.pk).update(batch=True, status=Run.Status.CANCELLED)
+    Run.objects.filter(pk=run.pk).update(
+        kind=Run.Kind.SCRIPT, batch=True, status=Run.Status.CANCELLED
+    )
     run.refresh_from_db()
-    with pytest.raises(LaunchError, match="Batch mode cannot ask turn by turn yet"):
+    with pytest.raises(LaunchError, match="a Memory script run cannot be sent as a batch"):
         launch(run, Run.Mode.RESUME)
 
 

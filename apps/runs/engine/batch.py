@@ -58,6 +58,7 @@ from typing import IO, Any
 import openai
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from apps.runs.engine import cache
@@ -100,14 +101,24 @@ def custom_id(key: str, epoch: int, round: int | None, n: int) -> str:
 
 # ---- the two calls ----------------------------------------------------------------------------
 class _Numbered(Call):
-    """Names each request of a unit the same way when building it and when reading its reply."""
+    """Names each request of a unit the same way when building it and when reading its reply.
 
-    def __init__(self, key: str, item_id: int) -> None:
+    `turn` n (a unit asked turn by turn, `RunExecutor.batch_turn`, n turns answered): the unit
+    makes one request here, its turn n + 1, named with n so that no other turn's line answers
+    it; a request after it raises Stopped (it goes in the next batch, with this answer)."""
+
+    def __init__(self, key: str, item_id: int, turn: int | None = None) -> None:
         super().__init__(None, item_id)
         self.key = key
+        self.turn = turn
         self.seen: dict[tuple[int, int | None], int] = {}
 
     def next_id(self, epoch: int, round: int | None) -> str:
+        if self.turn is not None:
+            if self.seen:
+                raise Stopped  # the next turn needs this one's answer: a later batch asks it
+            self.seen[(epoch, round)] = 1
+            return custom_id(self.key, epoch, round, self.turn)
         n = self.seen.get((epoch, round), 0)
         self.seen[(epoch, round)] = n + 1
         return custom_id(self.key, epoch, round, n)
@@ -116,8 +127,8 @@ class _Numbered(Call):
 class RecordingCall(_Numbered):
     """Writes each request the unit makes as a batch line; answers a placeholder."""
 
-    def __init__(self, key: str, item_id: int, endpoint: Endpoint) -> None:
-        super().__init__(key, item_id)
+    def __init__(self, key: str, item_id: int, endpoint: Endpoint, turn: int | None = None) -> None:
+        super().__init__(key, item_id, turn)
         self.endpoint = endpoint
         self.lines: list[bytes] = []
         self.cache_keys: list[str] = []
@@ -130,10 +141,11 @@ class RecordingCall(_Numbered):
         epoch: int = 0,
         **params: Any,
     ) -> Reply:
+        name = self.next_id(epoch, round)
         body = chat_body(self.endpoint, messages, **params)
         self.cache_keys.append(cache_key(self.endpoint, body, epoch=epoch, round=round))
         line = {
-            "custom_id": self.next_id(epoch, round),
+            "custom_id": name,
             "method": "POST",
             "url": CHAT_PATH,
             "body": body,
@@ -145,8 +157,10 @@ class RecordingCall(_Numbered):
 class ReplayCall(_Numbered):
     """Answers each request of the unit from the batch's output and error lines."""
 
-    def __init__(self, key: str, item_id: int, reader: "BatchReader") -> None:
-        super().__init__(key, item_id)
+    def __init__(
+        self, key: str, item_id: int, reader: "BatchReader", turn: int | None = None
+    ) -> None:
+        super().__init__(key, item_id, turn)
         self.reader = reader
 
     async def chat(
@@ -157,7 +171,12 @@ class ReplayCall(_Numbered):
         epoch: int = 0,
         **params: Any,
     ) -> Reply:
-        found = self.reader.lines.get(self.next_id(epoch, round))
+        name = self.next_id(epoch, round)
+        found = self.reader.lines.get(name)
+        if found is None and self.turn is not None and self.reader.asked(self.key, epoch):
+            # This batch asked the unit an earlier turn, and that answer is written already
+            # (a poll that died mid-way is reading the batch again): nothing more here.
+            raise Stopped
         body = chat_body(self.reader.endpoint, messages, **params)
         key = cache_key(self.reader.endpoint, body, epoch=epoch, round=round)
         # A line the batch answered (or refused) was sent: it counts in the run's sent requests.
@@ -214,8 +233,15 @@ class CacheCall(_Numbered):
     ($0; the attempt records what it saved at the batch price); a miss leaves the unit to a
     batch."""
 
-    def __init__(self, key: str, item_id: int, endpoint: Endpoint, hits: dict[str, Any]) -> None:
-        super().__init__(key, item_id)
+    def __init__(
+        self,
+        key: str,
+        item_id: int,
+        endpoint: Endpoint,
+        hits: dict[str, Any],
+        turn: int | None = None,
+    ) -> None:
+        super().__init__(key, item_id, turn)
         self.endpoint = endpoint
         self.hits = hits
 
@@ -227,6 +253,7 @@ class CacheCall(_Numbered):
         epoch: int = 0,
         **params: Any,
     ) -> Reply:
+        self.next_id(epoch, round)  # one turn at a time, as the batch would ask it
         body = chat_body(self.endpoint, messages, **params)
         hit = self.hits.get(cache_key(self.endpoint, body, epoch=epoch, round=round))
         if hit is None:
@@ -280,6 +307,13 @@ class BatchReader:
         self.scrub = Scrubber(known_keys(endpoint))
         self.lines = lines
         self.missing = missing  # blank: a missing line leaves its unit pending (cancelled)
+        self._asked: set[str] | None = None
+
+    def asked(self, key: str, epoch: int) -> bool:
+        """Whether the batch has a line of the unit `key` at `epoch` (any request of it)."""
+        if self._asked is None:
+            self._asked = {name.rsplit("|", 2)[0] for name in self.lines}  # "key|epoch"
+        return f"{key}|{epoch}" in self._asked
 
 
 def missing_reason(row: RunBatch) -> str:
@@ -436,8 +470,13 @@ async def _perform(plugin: RunExecutor, run: Run, ctx: Any, unit: Any, call: Cal
                 traceback="".join(traceback.format_exception(exc)),
             )
         )
-    result.attempts = call.log
+    result.attempts = call.rest()  # those before are with the parts the unit emitted
     return result
+
+
+def _parts(calls: list[Call]) -> list[Result]:
+    """The finished parts the units emitted (the turns a multi-turn unit answered)."""
+    return [part for call in calls for part in call.parts]
 
 
 def _key_of(unit: Any) -> str:
@@ -454,26 +493,44 @@ def render(
     for start in range(0, len(keys), SLICE):
         ctx = plugin.prepare(run)  # per slice: a context's asyncio objects belong to one loop
         units = plugin.load_units(run, ctx, keys[start : start + SLICE])
-        calls = [RecordingCall(_key_of(u), u.item_id, run.endpoint) for u in units]
+        calls = [
+            RecordingCall(_key_of(u), u.item_id, run.endpoint, plugin.batch_turn(u)) for u in units
+        ]
         results = run_async(_perform_all(plugin, run, ctx, units, list(calls)))
         final = [r for c, r in zip(calls, results, strict=True) if not c.lines and r is not None]
+        # What a unit that asks nothing emitted is real (a turn that could not be rendered);
+        # a recorded unit's parts hold placeholder answers.
+        final += _parts([c for c in calls if not c.lines])
         asking = [(u, c) for u, c in zip(units, calls, strict=True) if c.lines]
+        again: list[str] = []
         if read_cache and asking:
             hits = cache.lookup([k for _, c in asking for k in c.cache_keys])
             whole = [(u, c) for u, c in asking if all(k in hits for k in c.cache_keys)]
             if whole:
-                answered = [CacheCall(_key_of(u), u.item_id, run.endpoint, hits) for u, _ in whole]
+                answered = [
+                    CacheCall(_key_of(u), u.item_id, run.endpoint, hits, plugin.batch_turn(u))
+                    for u, _ in whole
+                ]
                 from_cache = run_async(
                     _perform_all(plugin, run, ctx, [u for u, _ in whole], list(answered))
                 )
                 done = {_key_of(u) for (u, _), r in zip(whole, from_cache, strict=True) if r}
-                final += [r for r in from_cache if r is not None]
-                asking = [(u, c) for u, c in asking if _key_of(u) not in done]
+                final += [r for r in from_cache if r is not None] + _parts(list(answered))
+                # A unit asked turn by turn whose turn the cache answered: its next turn is
+                # rendered again below, with that answer in context.
+                again = [
+                    _key_of(u)
+                    for (u, _), c, r in zip(whole, answered, from_cache, strict=True)
+                    if r is None and c.parts
+                ]
+                asking = [(u, c) for u, c in asking if _key_of(u) not in done | set(again)]
         for unit, call in asking:
             yield _key_of(unit), call.lines
         if final:
             write_results(run, plugin, ctx, final)
         renew(run)
+        if again:
+            yield from render(run, plugin, again, read_cache=read_cache)
 
 
 def renew(run: Run) -> None:
@@ -531,8 +588,9 @@ def submit(run: Run) -> int:
     return sent
 
 
-def _record_parts(run: Run, plugin: RunExecutor, keys: list[str]) -> None:
-    """Cut the launch's units into files within the provider's limits, as RunBatch rows."""
+def _record_parts(run: Run, plugin: RunExecutor, keys: list[str], first: int = 0) -> None:
+    """Cut the launch's units into files within the provider's limits, as RunBatch rows
+    numbered from part `first`."""
     limit_lines = max(1, settings.BATCH_MAX_REQUESTS)
     limit_bytes = max(1, settings.BATCH_MAX_BYTES)
     parts: list[tuple[list[str], int]] = []
@@ -553,7 +611,7 @@ def _record_parts(run: Run, plugin: RunExecutor, keys: list[str]) -> None:
         RunBatch.objects.bulk_create(
             [
                 RunBatch(run=run, launch=run.launch, part=n, keys=k, requests=count)
-                for n, (k, count) in enumerate(parts)
+                for n, (k, count) in enumerate(parts, start=first)
             ]
         )
 
@@ -667,10 +725,12 @@ def poll(run: Run) -> int:
     plugin = executor_for(run)
     provider = Provider(run.endpoint)
     left = 0
+    sending = False
     try:
         for row in run.batches.unapplied().order_by("launch", "part"):
             renew_batch_claim(run.pk, run.launch)
             if not row.batch_id:
+                sending = True
                 left += _unsent(run, plugin, provider, row)
                 continue
             if run.cancel_requested and not row.is_over and row.cancel_sent_at is None:
@@ -682,10 +742,37 @@ def poll(run: Run) -> int:
                 apply(run, plugin, provider, row)
             else:
                 left += 1
+        if run.multi_turn:
+            run.refresh_from_db()
+            if not run.cancel_requested:
+                sending = True
+                left += next_turns(run, plugin)
         run.heartbeat()
     finally:
         provider.close()
+        if sending:
+            # Sending set the mark that holds polls off while a submit job works; this poll
+            # is the one at work, and the next must not wait for the mark to lapse.
+            _redis().delete(batch_submitting_key(run.pk, run.launch))
     return left
+
+
+def next_turns(run: Run, plugin: RunExecutor) -> int:
+    """A multi-turn run, one batch per turn: the units whose turn an applied batch answered and
+    that have turns left go out again, their next turn in new files of the launch (parts after
+    the last); returns how many batches were sent. A poll that dies after the rows are written
+    leaves them to the next poll (`_unsent`), as a submit job's."""
+    held = {k for keys in run.batches.unapplied().values_list("keys", flat=True) for k in keys}
+    keys = [k for k in plugin.pending_keys(run, run.mode) if k not in held]
+    if not keys:
+        return 0
+    last = run.batches.filter(launch=run.launch).aggregate(last=Max("part"))["last"]
+    _record_parts(run, plugin, keys, first=0 if last is None else last + 1)
+    sent = 0
+    for row in run.batches.unapplied().filter(batch_id="").order_by("launch", "part"):
+        send(run, plugin, row)
+        sent += 1
+    return sent
 
 
 def _cancel_at_provider(run: Run) -> None:
@@ -741,9 +828,11 @@ def apply(run: Run, plugin: RunExecutor, provider: Provider, row: RunBatch) -> N
             continue
         ctx = plugin.prepare(run)
         units = plugin.load_units(run, ctx, todo)
-        calls: list[Call] = [ReplayCall(_key_of(u), u.item_id, reader) for u in units]
+        calls: list[Call] = [
+            ReplayCall(_key_of(u), u.item_id, reader, plugin.batch_turn(u)) for u in units
+        ]
         results = run_async(_perform_all(plugin, run, ctx, units, calls))
-        done = [r for r in results if r is not None]
+        done = [r for r in results if r is not None] + _parts(calls)
         if done:
             write_results(run, plugin, ctx, done)
     RunBatch.objects.filter(pk=row.pk).update(applied_at=timezone.now())

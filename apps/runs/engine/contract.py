@@ -189,6 +189,12 @@ class RunExecutor(Protocol):
     def prepare(self, run: Run) -> Any:
         return None
 
+    def batch_turn(self, unit: Any) -> int | None:
+        """Batch mode: None sends all of the unit's requests in one batch; n (a unit asked turn
+        by turn that has answered n turns) sends only its next turn, each answer emitted
+        (`Call.emit`) and the next turn sent in a later batch (apps.runs.engine.batch)."""
+        return None
+
     def load_units(self, run: Run, ctx: Any, keys: list[str]) -> list[Any]: ...
 
     async def perform(self, run: Run, ctx: Any, unit: Any, call: Call) -> Result: ...

@@ -114,10 +114,10 @@ def batch_refusal(run: Run) -> str:
     """Why `run` cannot be sent as a batch; blank when it can."""
     if run.endpoint is None:
         return "Batch mode sends requests to a model: this run asks none (a rule-based judge)."
-    if run.multi_turn:
+    if run.multi_turn and run.kind != Run.Kind.GENERATION:
         return (
-            "Batch mode cannot ask turn by turn yet (turn 2 needs the answer to turn 1): "
-            "launch the multi-turn run without batch mode."
+            f"Batch mode asks multi-turn generation runs turn by turn; a {run.get_kind_display()} "
+            "run cannot be sent as a batch: launch it without batch mode."
         )
     return run.endpoint.batch_refusal()
 

@@ -300,6 +300,10 @@ class GenerationPlugin(RunPlugin):
             call.emit(unit.key, TurnOutcome(unit.epoch, number, asked, reply=reply))
         return Result(unit.key, unit.item_id, True, data=None)
 
+    def batch_turn(self, unit: Any) -> int | None:
+        # One batch per turn: turn n + 1 is asked with the answers to turns 1…n in context.
+        return len(unit.answers) if isinstance(unit, TurnUnit) else None
+
     def failed_result(self, run: Run, ctx: Any, unit: Any, error_kind: str, message: str) -> Result:
         return Result(unit.key, unit.item_id, False, data=Failure(error_kind, message))
 
@@ -526,7 +530,7 @@ class GenerationPlugin(RunPlugin):
             raise CommandError(str(exc)) from None
 
 
-def multi_turn_refusal(dataset: Dataset, template: PromptTemplate, *, batch: bool = False) -> str:
+def multi_turn_refusal(dataset: Dataset, template: PromptTemplate) -> str:
     """Why a multi-turn run of `template` over `dataset` cannot start; blank when it can."""
     if not dataset.conversation_column:
         return (
@@ -543,11 +547,6 @@ def multi_turn_refusal(dataset: Dataset, template: PromptTemplate, *, batch: boo
         return (
             f"Template {template.name} v{template.version} has messages after the item's "
             "conversation: in a multi-turn run the conversation ends each request (its turn)."
-        )
-    if batch:
-        return (
-            "Batch mode cannot ask turn by turn yet (turn 2 needs the answer to turn 1, and a "
-            "batch is answered within 24 h): start the multi-turn run without batch mode."
         )
     return ""
 
@@ -678,7 +677,7 @@ def create_generation_run(
     the items' conversations in order (see the module's docstring)."""
     if template.task_id != dataset.task_id:
         raise ValueError("The template belongs to another task than the dataset.")
-    if multi_turn and (refusal := multi_turn_refusal(dataset, template, batch=batch)):
+    if multi_turn and (refusal := multi_turn_refusal(dataset, template)):
         raise ValueError(refusal)
     if batch and (refusal := endpoint.batch_refusal()):
         raise ValueError(refusal)
