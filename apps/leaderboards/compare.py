@@ -8,6 +8,7 @@ import numpy as np
 from django.urls import NoReverseMatch, reverse
 
 from apps.judges.models import Score
+from apps.leaderboards import sequential
 from apps.leaderboards.stats import Paired, items_needed, paired
 from apps.leaderboards.subjects import SubjectInfo, subject_infos
 from apps.runs.models import Run
@@ -52,6 +53,63 @@ def item_values(
     return out
 
 
+def arrival(run: Run) -> dict[tuple[str, str], int]:
+    """(subject, item key) → the id of the item's score: ids grow as results are written, so
+    the later of two runs' ids says when a pair of values was complete."""
+    rows = Score.objects.filter(run_id=run.pk).values_list("subject", "item__key", "pk")
+    return {(subject, key): pk for subject, key, pk in rows.iterator(chunk_size=5000)}
+
+
+@dataclass(frozen=True)
+class Sequential:
+    """The anytime-valid confidence sequence of A − B over the paired items in the order their
+    pairs were complete (apps.leaderboards.sequential): valid at every look, unlike the
+    fixed-sample interval beside it, so a comparison may be stopped when it has decided."""
+
+    n: int
+    mean: float
+    low: float
+    high: float
+    state: str  # sequential.BETTER / WORSE / EQUIVALENT / GOING at the first deciding item
+    decided_at: int | None  # the paired item at which it decided (None: keep going)
+    delta: float  # "no difference larger than δ" (0: only "A or B better" can decide)
+    horizon: int  # items where the sequence is tightest: the dataset's size
+    # Two of its intervals (from MIN_ITEMS on) share no value: impossible, bar a 5 % chance,
+    # for results arriving in random order, so the order is not random (easy items first…).
+    disjoint: bool = False
+
+    @property
+    def label(self) -> str:
+        return sequential.DECISIONS[self.state]
+
+
+def sequential_of(
+    diffs: np.ndarray, delta: float | None, horizon: int, higher_is_better: bool = True
+) -> Sequential | None:
+    if len(diffs) == 0:
+        return None
+    horizon = max(horizon, len(diffs), sequential.MIN_ITEMS)
+    seq = sequential.running(diffs, horizon)
+    state, at = sequential.first_decision(
+        diffs, delta or 0.0, horizon, higher_is_better=higher_is_better
+    )
+    return Sequential(
+        n=len(diffs),
+        mean=float(seq.mean[-1]),
+        low=float(seq.low[-1]),
+        high=float(seq.high[-1]),
+        state=state,
+        decided_at=at,
+        delta=delta or 0.0,
+        horizon=horizon,
+        disjoint=bool(
+            len(diffs) >= sequential.MIN_ITEMS
+            and seq.low[sequential.MIN_ITEMS - 1 :].max()
+            > seq.high[sequential.MIN_ITEMS - 1 :].min()
+        ),
+    )
+
+
 def span_of(info: SubjectInfo | None) -> float | None:
     """The width of a subject's declared range (None without one)."""
     if info is None or not info.has_range:
@@ -81,6 +139,7 @@ class SubjectComparison:
     neither: int
     largest: list[Difference] = field(default_factory=list)
     wanted: float | None = None  # a difference the user wants to be able to detect
+    sequential: Sequential | None = None
 
     @property
     def items_needed(self) -> int | None:
@@ -91,11 +150,17 @@ class SubjectComparison:
 
 
 def compare(
-    run_a: Run, run_b: Run, mode: str = "human", subjects: list[str] | None = None
+    run_a: Run,
+    run_b: Run,
+    mode: str = "human",
+    subjects: list[str] | None = None,
+    delta: float | None = None,
 ) -> list[SubjectComparison]:
     """Items are paired by key, so two runs over the same dataset (or two versions of it that
-    share keys) compare item by item."""
+    share keys) compare item by item. `delta`: the margin of "no difference larger than δ"."""
     values_a, values_b = item_values(run_a, mode), item_values(run_b, mode)
+    arrived_a, arrived_b = arrival(run_a), arrival(run_b)
+    horizon = max(run_a.dataset.row_count, run_b.dataset.row_count)
     names = subjects or [s for s in values_a if s in values_b]
     # A subject's declared range bounds the differences (for the interval at the edges).
     judged_with = getattr(run_a, "judged_with", None)
@@ -120,6 +185,15 @@ def compare(
         )
         if both:
             diff = xs - ys
+            # The pairs in the order they were complete: what a watcher of a running pair saw.
+            arrived = sorted(
+                range(len(both)),
+                key=lambda i: max(arrived_a[subject, both[i]], arrived_b[subject, both[i]]),
+            )
+            info = infos.get(subject)
+            comparison.sequential = sequential_of(
+                diff[arrived], delta, horizon, info.higher_is_better if info else True
+            )
             ranked = sorted(range(len(both)), key=lambda i: (-abs(diff[i]), natural_key(both[i])))
             order = ranked[:TOP]
             comparison.largest = [

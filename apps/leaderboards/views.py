@@ -177,8 +177,8 @@ def compare(request: AppRequest, slug: str) -> HttpResponse:
     by_id = {run.pk: run for run in runs}
     a, b = _run_param(request, "a", by_id), _run_param(request, "b", by_id)
     mode = "judge" if request.GET.get("values") == "judge" else "human"
-    comparisons = compare_runs(a, b, mode) if a and b and a != b else []
     wanted = _difference(request.GET.get("detect", ""))
+    comparisons = compare_runs(a, b, mode, delta=wanted) if a and b and a != b else []
     for comparison in comparisons:
         comparison.wanted = wanted
     context = {

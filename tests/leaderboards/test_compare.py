@@ -1,11 +1,12 @@
 """Comparing two runs item by item."""
 
+import numpy as np
 import pytest
 from django.urls import reverse
 from scipy import stats as scipy_stats
 
 from apps.judges.models import Score
-from apps.leaderboards import stats
+from apps.leaderboards import sequential, stats
 from apps.leaderboards.compare import compare
 from tests import factories as f
 
@@ -120,3 +121,65 @@ def test_compare_page_defines_its_counts(board_data, viewer_client):
     assert '<dl id="compare-definitions"' in html
     assert "<dt>paired n</dt>" in html and "unpaired: A only / B only / neither</dt>" in html
     assert "unpaired: A only / B only / neither</th>" in html
+
+
+def test_anytime_sequence_follows_the_order_pairs_were_complete(db, viewer_client):
+    """A is right on all 60 items, B on the last 30 keys only. B's results arrive last key
+    first, so the pairs complete in that order: 30 ties, then 30 A wins; the sequence is
+    computed in that order (in key order it would decide at once, at item 30)."""
+    task = f.make_task("demo")
+    keys = [f"k{i:02d}" for i in range(60)]
+    dataset = f.make_dataset(
+        task, [{"key": k, "fields": {"question": k}} for k in keys], name="set"
+    )
+    judge = f.make_judge(task, name="pass", subjects=[{"name": "pass", "min": 0, "max": 1}])
+    run_a = f.make_judge_run(dataset, judge, source_column="question")
+    run_b = f.make_judge_run(dataset, judge, source_column="question", label="b")
+    f.add_scores(run_a, {k: {"pass": 1} for k in keys})
+    f.add_scores(
+        run_b, {k: {"pass": 0 if i < 30 else 1} for i, k in reversed(list(enumerate(keys)))}
+    )
+    found = by_subject(compare(run_a, run_b, "judge"))["pass"].sequential
+    assert found is not None
+    arrived = np.array([1.0 if i < 30 else 0.0 for i in reversed(range(60))])
+    expected = sequential.running(arrived, horizon=60)
+    state, at = sequential.first_decision(arrived, 0.0, horizon=60)
+    assert (found.low, found.high) == (
+        pytest.approx(expected.low[-1]),
+        pytest.approx(expected.high[-1]),
+    )
+    assert (found.state, found.decided_at) == (state, at) == (sequential.BETTER, at)
+    assert at is not None and at > sequential.MIN_ITEMS
+    assert sequential.first_decision(arrived[::-1], 0.0, horizon=60)[1] == sequential.MIN_ITEMS
+
+    html = viewer_client.get(
+        reverse("leaderboards:compare", args=["demo"]),
+        {"a": run_a.pk, "b": run_b.pk, "values": "judge"},
+    ).content.decode()
+    assert 'data-state="better"><strong>decided: A better</strong>' in html
+    assert f"at item {at}<" in html
+    assert '<section class="card" id="sequential">' in html
+    # The 30 wins after 30 ties put the last interval clear of the one at item 30 ([0, 0]):
+    # the page says the order is not random.
+    assert found.disjoint
+    # 30 ties in a row are "no difference larger than 0.1" already, had that been asked.
+    tied = by_subject(compare(run_a, run_b, "judge", delta=0.1))["pass"].sequential
+    assert tied is not None and tied.state == sequential.EQUIVALENT
+    assert tied.disjoint
+    html = viewer_client.get(
+        reverse("leaderboards:compare", args=["demo"]),
+        {"a": run_a.pk, "b": run_b.pk, "values": "judge", "detect": "0.1"},
+    ).content.decode()
+    assert 'data-stat="disjoint">Two of its intervals share no value' in html
+    # Swapped, B is the better one.
+    swapped = by_subject(compare(run_b, run_a, "judge"))["pass"].sequential
+    assert swapped is not None and swapped.state == sequential.WORSE
+    assert swapped.label == "decided: B better"
+
+
+def test_anytime_sequence_waits_for_enough_items(board_data):
+    accuracy = by_subject(compare(board_data["run_a"], board_data["run_b"], "judge"))["accuracy"]
+    assert accuracy.sequential is not None
+    assert (accuracy.sequential.n, accuracy.sequential.state) == (5, sequential.GOING)
+    assert accuracy.sequential.label == "keep going"
+    assert not accuracy.sequential.disjoint
