@@ -46,6 +46,9 @@ def found(dataset, text: str) -> list[int]:
         ("capital*", [0, 1, 6]),  # a prefix
         ("photo", []),
         ("photo*", [2]),
+        ("photosynthesi*", [2]),  # longer than the index's prefix lists: read whole
+        ("capitalis*", [6]),
+        ("c*", [0, 1, 5, 6]),  # café too
         ("首都", [3]),  # no spaces between words in Japanese: a substring
         ("東京 paris", []),
         ("café", [5]),
@@ -124,6 +127,26 @@ def test_the_index_is_there_after_migrate_and_put_back_when_lost(items):
     assert fulltext.ensure_index(Item) is True
     assert matching(Item.objects.all(), "zebra").count() == 1  # rows written meanwhile too
     assert found(items, "paris") == [0, 1]
+
+
+def test_an_index_made_before_the_prefix_lists_is_made_again(items):
+    if connection.vendor != "sqlite":  # the GIN index finds prefixes in its sorted keys
+        assert fulltext.ensure_index(Item) is False
+        assert found(items, "capital*") == [0, 1, 6]
+        return
+    with connection.cursor() as cursor:
+        cursor.execute('DROP TABLE "datasets_item_fts"')
+        cursor.execute(
+            'CREATE VIRTUAL TABLE "datasets_item_fts" USING fts5("search_text", '
+            'content="datasets_item", content_rowid="id", '
+            "tokenize='unicode61 remove_diacritics 0')"
+        )
+    assert fulltext.ensure_index(Item) is True
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'datasets_item_fts'")
+        assert "prefix='1 2 3 4 5 6 7 8 9 10 11 12'" in cursor.fetchone()[0]
+    assert found(items, "capital*") == [0, 1, 6]  # filled again
+    assert fulltext.ensure_index(Item) is False
 
 
 def test_an_import_indexes_its_items_in_one_statement_and_puts_the_trigger_back():
