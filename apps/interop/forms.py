@@ -24,13 +24,12 @@ class MultipleFileField(forms.FileField):
 
 
 class ImportForm(forms.Form):
-    tool = forms.ChoiceField(
-        choices=[(t.value, t.label) for t in Import.Tool if t != Import.Tool.OPENAI]
-    )
+    tool = forms.ChoiceField(choices=Import.Tool.choices)
     uploads = MultipleFileField(
         help_text=(
             "Inspect AI: one log per model (.eval or .json). promptfoo: results.json. "
-            "lm-eval: the samples_*.jsonl and results_*.json files."
+            "lm-eval: the samples_*.jsonl and results_*.json files. "
+            "OpenAI Evals: oaieval's run log (.jsonl) per model."
         )
     )
     name = forms.CharField(

@@ -5,7 +5,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apps.datasets.models import Task
-from apps.interop import inspect_logs, lm_eval, promptfoo
+from apps.interop import inspect_logs, lm_eval, openai_evals, promptfoo
 from apps.interop.models import Import, ImportedLog
 from apps.interop.results import ImportError_, Results, store
 
@@ -14,6 +14,7 @@ READERS: dict[str, Callable[[list[tuple[str, bytes]], str], Results]] = {
     Import.Tool.INSPECT: inspect_logs.read_logs,
     Import.Tool.PROMPTFOO: promptfoo.read_results,
     Import.Tool.LM_EVAL: lm_eval.read_samples,
+    Import.Tool.OPENAI: openai_evals.read_logs,
 }
 # tool → (the reviewed file of one response set, its file name)
 WRITERS: dict[str, tuple[Callable[[ImportedLog], Any], Callable[[ImportedLog], str]]] = {

@@ -1,0 +1,182 @@
+"""OpenAI Evals' run logs imported and reviewed (#30.1).
+
+tests/interop/fixtures/openai_evals/out was written by OpenAI's own `oaieval` (evals 3.0.1.post1
+from PyPI, installed --no-deps with the few packages its recorder and OpenAI completion
+functions import: openai, tiktoken, blobfile, backoff, pyyaml, numpy, pydantic, tqdm, lz4,
+zstandard, requests; the whole package pulls in torch, spaCy and more) running the registry
+beside it (a FuzzyMatch eval over chat prompts) against the loopback server, once per model:
+`OPENAI_BASE_URL=<server>/v1 OPENAI_API_KEY=sk-loopback EVALS_SEQUENTIAL=1 oaieval
+gpt-4-model-a capitals --registry_path registry --record_path out/gpt-4-model-a.jsonl` (the
+server scripted as tests/interop/tools.py's SCRIPT, its models named gpt-4-model-a and -b,
+which evals sends to chat completions). As oaieval wrote them, the final report comes before
+the events.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from apps.datasets.models import Dataset, Item, Task
+from apps.interop.forms import ImportForm
+from apps.interop.models import Import
+from apps.interop.openai_evals import read_logs
+from apps.interop.results import ImportError_
+from apps.interop.tools import import_files
+from apps.judges.models import Judge, JudgeRound, Score
+from apps.leaderboards.boards import Params, build
+from apps.runs.models import Response, Run
+
+OUT = Path(__file__).resolve().parent / "fixtures" / "openai_evals" / "out"
+
+
+@pytest.fixture
+def task(db) -> Task:
+    return Task.objects.create(slug="capitals", name="Capitals")
+
+
+def files() -> list[tuple[str, bytes]]:
+    return [(p.name, p.read_bytes()) for p in sorted(OUT.glob("*.jsonl"))]
+
+
+@pytest.mark.django_db
+def test_run_logs_become_items_responses_and_scores(task, reviewer_user):
+    source = import_files(task, Import.Tool.OPENAI, files())
+    assert (source.tool, source.tool_version) == ("openai", "")
+    assert (source.dataset.name, source.dataset.row_count) == ("capitals", 3)
+    japan = Item.objects.get(dataset=source.dataset, key="capitals.dev.1")
+    assert japan.reference == "Tokyo"
+    assert japan.fields["input"] == "Answer with the city only.\nWhat is the capital of Japan?"
+    assert japan.conversation == [
+        {"role": "system", "content": "Answer with the city only."},
+        {"role": "user", "content": "What is the capital of Japan?"},
+    ]
+    runs = {log.run.label: log.run for log in source.logs.select_related("run")}
+    assert sorted(runs) == ["gpt-4-model-a", "gpt-4-model-b"]
+    assert Response.objects.get(run=runs["gpt-4-model-b"], item=japan).text == "Kyoto"
+    assert (runs["gpt-4-model-a"].prompt_tokens, runs["gpt-4-model-a"].completion_tokens) == (
+        33,
+        5,
+    )
+    judge = Judge.objects.get(task=task)
+    assert (judge.name, judge.subject_names) == (
+        "openai-capitals",
+        ["correct", "accuracy", "f1_score"],
+    )
+    # The grades as oaieval recorded them: Kyoto is not Tokyo; "It is Lima." matches fuzzily
+    # and has an F1 of 0.5 against "Lima".
+    lima = Score.objects.get(
+        run__source_run=runs["gpt-4-model-b"], item__key="capitals.dev.2", subject="f1_score"
+    )
+    assert lima.judge_value == 0.5
+    kyoto = JudgeRound.objects.get(run__source_run=runs["gpt-4-model-b"], item=japan)
+    assert kyoto.values == {"correct": 0.0, "accuracy": 0.0, "f1_score": 0.0}
+    assert kyoto.reason == 'match: expected "Tokyo", picked []'
+    board = build(task, Params(judge_id=judge.pk))
+    assert [(r.label, round(r.cells["human"]["correct"].mean, 4)) for r in board.rows] == [
+        ("gpt-4-model-a", 1.0),
+        ("gpt-4-model-b", 0.6667),
+    ]
+    # Kyoto was the imperial capital for a millennium; a reviewer gives model-b the point.
+    score = Score.objects.get(run__source_run=runs["gpt-4-model-b"], item=japan, subject="correct")
+    score.override(1.0, reviewer_user, "historic capital")
+    board = build(task, Params(judge_id=judge.pk))
+    assert [r.cells["human"]["correct"].mean for r in board.rows] == [1.0, 1.0]
+    # Imported again: a second dataset, the same judge version (same subjects and ranges).
+    again = import_files(task, Import.Tool.OPENAI, files(), name="capitals again")
+    assert again.dataset.name == "capitals again"
+    assert Judge.objects.filter(task=task).count() == 1
+    assert Run.objects.filter(task=task, kind=Run.Kind.GENERATION).count() == 4
+
+
+def broken(line: int, change) -> list[tuple[str, bytes]]:
+    """The logs with model-b's line `line` (1-based) changed by `change(row)`."""
+    given = files()
+    name, data = given[1]
+    lines = data.decode().splitlines()
+    row = json.loads(lines[line - 1])
+    change(row)
+    lines[line - 1] = json.dumps(row)
+    return [given[0], (name, "\n".join(lines).encode())]
+
+
+@pytest.mark.django_db
+def test_a_bad_line_is_named_and_nothing_is_stored(task):
+    bad_cases = [
+        (
+            broken(8, lambda row: row.update(data=[1])),
+            "gpt-4-model-b.jsonl, line 8: the 'metrics' event's data is not an object.",
+        ),
+        (
+            broken(7, lambda row: row["data"].update(correct="yes")),
+            "gpt-4-model-b.jsonl, line 7 (sample capitals.dev.1): match 'correct': 'yes' "
+            "is not a number or true/false.",
+        ),
+        (
+            broken(1, lambda row: row.pop("spec")),
+            "gpt-4-model-b.jsonl, line 1: neither the spec, an event (type, sample_id, data) "
+            "nor the final report.",
+        ),
+        (
+            [files()[0], ("notes.jsonl", b'{"type": "match", "sample_id": "x", "data": {}}\n')],
+            "notes.jsonl: not an OpenAI Evals log (no spec line; oaieval writes it first).",
+        ),
+        (
+            [files()[0], ("bad.jsonl", b"{oops\n")],
+            "bad.jsonl, line 1: not JSON",
+        ),
+    ]
+    for given, message in bad_cases:
+        with pytest.raises(ImportError_) as caught:
+            import_files(task, Import.Tool.OPENAI, given)
+        assert str(caught.value).startswith(message), str(caught.value)
+    # The same model's log twice answers each sample twice.
+    with pytest.raises(ImportError_, match=r"sample 'capitals.dev.2' epoch 1 appears twice"):
+        import_files(task, Import.Tool.OPENAI, [files()[0], files()[0]])
+    assert not Dataset.objects.exists() and not Judge.objects.exists()
+    assert not Run.objects.exists()
+
+
+def test_the_import_form_offers_openai_evals():
+    # The page's flow (post, errors named, redirect) is tested with promptfoo's file; here,
+    # only that the form takes this tool and says which files to give.
+    form = ImportForm()
+    assert ("openai", "OpenAI-format JSONL") in form.fields["tool"].choices
+    assert "OpenAI Evals: oaieval's run log (.jsonl) per model." in form.fields["uploads"].help_text
+
+
+def test_a_model_graded_log_keeps_the_graders_words_and_a_failed_sample():
+    """A model-graded eval (evals/elsuite/modelgraded/classify.py) records the grader's own
+    sampling after the model's and its `choice` as a word beside numbers; a sample whose
+    request failed has an `error` event and no sampling."""
+    name, data = files()[0]
+    lines = data.decode().splitlines()
+    grader = {
+        "run_id": "r",
+        "event_id": 100,
+        "sample_id": "capitals.dev.0",
+        "type": "sampling",
+        "data": {"prompt": "Is Paris right? Y or N", "sampled": ["Y, it is."]},
+    }
+    graded = dict(grader, event_id=101, type="metrics", data={"choice": "Y", "score": 1.0})
+    failed = dict(
+        grader,
+        event_id=102,
+        sample_id="capitals.dev.9",
+        type="error",
+        data={"type": "APIError", "message": "upstream 503"},
+    )
+    lines += [json.dumps(grader), json.dumps(graded), json.dumps(failed)]
+    results = read_logs([(name, "\n".join(lines).encode())])
+    (model,) = results.models
+    paris = next(a for a in model.answers if a.key == "capitals.dev.0")
+    assert paris.text == "Paris"  # the model's answer, not the grader's
+    assert paris.values["capitals"] == {
+        "correct": 1.0,
+        "accuracy": 1.0,
+        "f1_score": 1.0,
+        "score": 1.0,
+    }
+    assert paris.explanations["capitals"].splitlines()[-2:] == ['choice: "Y"', "grader: Y, it is."]
+    nine = next(a for a in model.answers if a.key == "capitals.dev.9")
+    assert (nine.text, nine.error) == ("", "APIError: upstream 503")
