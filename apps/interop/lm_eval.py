@@ -1,4 +1,4 @@
-"""lm-evaluation-harness's `--log_samples` output in.
+"""lm-evaluation-harness's `--log_samples` output in and back out.
 
 A run writes, per model, `results_<time>.json` (the model, lm_eval's version, the scores) and
 per task `samples_<task>_<time>.jsonl`, a line per document: doc_id, doc, target, arguments,
@@ -7,15 +7,33 @@ which name the model and the version; without one the model is named after its f
 document becomes an item (`<task>/<doc_id>` when several tasks come together, tagged with its
 task; the doc's fields as fields, the prompt sent, the target as the reference), each model's
 filtered responses a response set, and each task's metrics a judge `lm-eval-<task>` (a metric
-under a filter other than "none" is `metric,filter`)."""
+under a filter other than "none" is `metric,filter`).
+
+Out: the model's files again, in lm-eval's layout and names (`<model>/results_<time>.json`,
+`<model>/samples_<task>_<time>.jsonl`): every sample line as lm-eval wrote it, each metric's
+value the one people left (the judge's where nobody changed it; what lm-eval said and the
+reviewer's reason kept beside it under `evalsite_review`), and the results file's per-task
+means and standard errors (lm-eval's `mean_stderr`) counted again from those values, so a
+reader of lm-eval's output reads the corrected scores."""
 
 import json
 import math
 import re
+from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
-from apps.interop.models import Import
-from apps.interop.results import Answer, ImportError_, ModelResults, Results, Sample, subject_range
+from apps.interop.models import Import, ImportedLog
+from apps.interop.results import (
+    Answer,
+    ImportError_,
+    ModelResults,
+    Results,
+    Sample,
+    judge_name,
+    subject_range,
+)
+from apps.judges.models import Judge, Score
 
 SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<time>\d{4}-\d\d-\d\dT[\d.-]+)\.jsonl$")
 RESULTS = re.compile(r"^results_(?P<time>\d{4}-\d\d-\d\dT[\d.-]+)\.json$")
@@ -23,11 +41,13 @@ RESULTS = re.compile(r"^results_(?P<time>\d{4}-\d\d-\d\dT[\d.-]+)\.json$")
 
 def read_samples(files: list[tuple[str, bytes]], dataset_name: str = "") -> Results:
     results: dict[str, dict[str, Any]] = {}  # time -> results file
+    results_names: dict[str, str] = {}  # time -> its file name
     samples_files: list[tuple[str, str, str, bytes]] = []  # (name, task, time, data)
     for name, data in files:
         if match := RESULTS.match(name):
             try:
                 results[match["time"]] = json.loads(data)
+                results_names[match["time"]] = name
             except ValueError as exc:
                 raise ImportError_(f"{name}: not JSON ({exc}).") from None
         elif match := SAMPLES.match(name):
@@ -51,8 +71,16 @@ def read_samples(files: list[tuple[str, bytes]], dataset_name: str = "") -> Resu
             versions.add(str(summary["lm_eval_version"]))
         model = models.setdefault(
             label,
-            ModelResults(label=label, file_name=name, epochs=1, answers=[], header=summary),
+            ModelResults(
+                label=label,
+                file_name=name,
+                epochs=1,
+                answers=[],
+                # the way back: the results file, and each task's samples file
+                header={"results_file": results_names.get(time, ""), "results": summary},
+            ),
         )
+        model.header.setdefault("samples_files", {})[task] = name
         for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
             if not line.strip():
                 continue
@@ -161,3 +189,100 @@ def _number(value: Any, where: str) -> float | None:
     if isinstance(value, bool | int | float) and math.isfinite(float(value)):
         return float(value)
     raise ImportError_(f"{where}: {value!r} is not a number.")
+
+
+# ---- out ---------------------------------------------------------------------------------
+def export_files(log: ImportedLog) -> list[tuple[str, bytes]]:
+    """The model's results and samples files, the scores people left in them."""
+    header = log.header or {}
+    samples_files: dict[str, str] = header.get("samples_files") or {task_of(log.file_name): ""}
+    tasks = list(samples_files)
+    reviews = _reviews(log, tasks)
+    lines: dict[str, list[str]] = defaultdict(list)
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for record in log.records.select_related("item").order_by("position"):
+        row = json.loads(json.dumps(record.data))
+        key = record.item.key
+        task = tasks[0] if len(tasks) == 1 else key.rsplit("/", 1)[0]
+        suffix = "" if row.get("filter", "none") == "none" else f",{row['filter']}"
+        reviewed = reviews.get((task, record.item_id), {})
+        notes = {}
+        for metric in row.get("metrics") or []:
+            review = reviewed.get(f"{metric}{suffix}")
+            if review is not None and review["value"] is not None:
+                notes[metric] = {"lm_eval": row.get(metric), **review}
+                row[metric] = review["value"]
+            if isinstance(row.get(metric), int | float):
+                values[task][f"{metric}{suffix}"].append(float(row[metric]))
+        if notes:
+            row["evalsite_review"] = notes
+        lines[task].append(json.dumps(row, ensure_ascii=False))
+    # The model's name from the file is a folder name only: no path of its own.
+    folder = re.sub(r"[^\w.-]+", "_", log.run.label).strip(".") or "model"
+    files = [
+        (
+            f"{folder}/{Path(name).name or f'samples_{task}.jsonl'}",
+            ("\n".join(lines[task]) + "\n").encode(),
+        )
+        for task, name in samples_files.items()
+    ]
+    # Imported before the way back was written, the header is the results file itself.
+    summary = header.get("results") if "samples_files" in header else header
+    if isinstance(summary, dict) and summary:
+        name = Path(str(header.get("results_file") or "")).name or "results.json"
+        files.insert(0, (f"{folder}/{name}", _summary(summary, values)))
+    return files
+
+
+def task_of(file_name: str) -> str:
+    match = SAMPLES.match(file_name)
+    return match["task"] if match else Path(file_name).stem
+
+
+def _reviews(
+    log: ImportedLog, tasks: list[str]
+) -> dict[tuple[str, int], dict[str, dict[str, Any]]]:
+    """(task, item) → subject → the reviewed value and reason, for reviewed scores only."""
+    by_judge = {judge_name(Import.Tool.LM_EVAL, task): task for task in tasks}
+    found: dict[tuple[str, int], dict[str, dict[str, Any]]] = defaultdict(dict)
+    scores = Score.objects.filter(
+        run__source_run=log.run, run__judged_with__judge__kind=Judge.Kind.IMPORTED
+    ).select_related("run__judged_with__judge")
+    for score in scores:
+        if not score.is_reviewed:
+            continue
+        task = by_judge.get(score.run.judged_with.judge.name, "")
+        found[(task, score.item_id)][score.subject] = {
+            "value": score.final_value,
+            "reason": score.override_reason if score.is_overridden else "Confirmed",
+        }
+    return found
+
+
+def _summary(summary: dict[str, Any], values: dict[str, dict[str, list[float]]]) -> bytes:
+    """The results file with each task's means and standard errors counted again."""
+    out = json.loads(json.dumps(summary))
+    for task, metrics in values.items():
+        table = (out.get("results") or {}).get(task)
+        if not isinstance(table, dict):
+            continue
+        for name, numbers in metrics.items():
+            metric, _, filter_ = name.partition(",")
+            column = f"{metric},{filter_ or 'none'}"
+            if column not in table or not numbers:
+                continue
+            table[column] = math.fsum(numbers) / len(numbers)
+            stderr = f"{metric}_stderr,{filter_ or 'none'}"
+            if stderr in table:
+                table[stderr] = _mean_stderr(numbers)
+    return json.dumps(out, indent=2, ensure_ascii=False).encode()
+
+
+def _mean_stderr(numbers: list[float]) -> float | str:
+    """lm-eval's mean_stderr: the sample standard deviation (n − 1) over √n ("N/A", as lm-eval
+    writes it, for a single sample)."""
+    n = len(numbers)
+    if n < 2:
+        return "N/A"
+    mean = math.fsum(numbers) / n
+    return math.sqrt(math.fsum((x - mean) ** 2 for x in numbers) / (n - 1)) / math.sqrt(n)

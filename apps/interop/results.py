@@ -142,13 +142,18 @@ def _judge(
 ) -> Judge:
     """The task's imported judge for `scorer`: its latest version when the subjects and
     ranges are the same, else a new version."""
-    name = f"{tool}-{scorer}".replace("_", "-").replace("/", "-").lower()[:100]
+    name = judge_name(tool, scorer)
     wanted = [{"name": s, "min": lo, "max": hi} for s, (lo, hi) in subjects.items()]
     latest = Judge.objects.filter(task=task, name=name).order_by("-version").first()
     if latest is not None and latest.kind == Judge.Kind.IMPORTED and latest.subjects == wanted:
         return latest
     judge = Judge(task=task, name=name, kind=Judge.Kind.IMPORTED, subjects=wanted)
     return judge.save_as_new_version(user)
+
+
+def judge_name(tool: str, scorer: str) -> str:
+    """The name of the imported judge of a tool's scorer ("lm-eval-capitals")."""
+    return f"{tool}-{scorer}".replace("_", "-").replace("/", "-").lower()[:100]
 
 
 def _response_set(

@@ -21,6 +21,10 @@ WRITERS: dict[str, tuple[Callable[[ImportedLog], Any], Callable[[ImportedLog], s
     Import.Tool.INSPECT: (inspect_logs.export_log, inspect_logs.export_name),
     Import.Tool.PROMPTFOO: (promptfoo.export_results, promptfoo.export_name),
 }
+# tool → the reviewed files of one response set, when the tool's output is several files
+FILE_WRITERS: dict[str, Callable[[ImportedLog], list[tuple[str, bytes]]]] = {
+    Import.Tool.LM_EVAL: lm_eval.export_files,
+}
 
 
 def import_files(
@@ -33,8 +37,14 @@ def import_files(
     return store(task, READERS[tool](files, name), user)
 
 
-def export_reviewed(log: ImportedLog) -> tuple[str, bytes]:
-    """(file name, content) of a response set's results in its tool's shape, with the scores
-    people left."""
+def export_reviewed(log: ImportedLog) -> list[tuple[str, bytes]]:
+    """[(file name, content)] of a response set's results in its tool's shape, with the
+    scores people left (a name may have a folder: lm-eval's `<model>/samples_…`)."""
+    if log.source.tool in FILE_WRITERS:
+        return FILE_WRITERS[log.source.tool](log)
+    if log.source.tool not in WRITERS:
+        raise ImportError_(
+            f"{log.source.get_tool_display()} results cannot be written back out yet."
+        )
     write, name = WRITERS[log.source.tool]
-    return name(log), json.dumps(write(log), ensure_ascii=False).encode()
+    return [(name(log), json.dumps(write(log), ensure_ascii=False).encode())]

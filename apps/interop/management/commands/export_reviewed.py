@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.interop.models import ImportedLog
+from apps.interop.results import ImportError_
 from apps.interop.tools import export_reviewed
 
 
@@ -15,15 +16,28 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("run", type=int, help="the imported response set's run id")
-        parser.add_argument("-o", "--output", help="file or directory (default: the tool's name)")
+        parser.add_argument(
+            "-o",
+            "--output",
+            help="file or directory (default: the tool's names; lm-eval's files go in a directory)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         log = ImportedLog.objects.filter(run_id=options["run"]).select_related("source").first()
         if log is None:
             raise CommandError(f"Run #{options['run']} was not imported from another tool.")
-        name, content = export_reviewed(log)
-        target = Path(options["output"] or name)
-        if target.is_dir():
-            target = target / name
-        target.write_bytes(content)
-        self.stdout.write(f"Wrote {target}")
+        try:
+            files = export_reviewed(log)
+        except ImportError_ as exc:
+            raise CommandError(str(exc)) from None
+        given = Path(options["output"]) if options["output"] else None
+        for name, content in files:
+            if given is None:
+                target = Path(name)
+            elif given.is_dir() or len(files) > 1:
+                target = given / name
+            else:
+                target = given
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+            self.stdout.write(f"Wrote {target}")
