@@ -5,10 +5,13 @@ position consistency and its agreement with people on the same pairs beside them
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from apps.datasets.models import Task
 from apps.judges.models import Judge, judge_of
 from apps.judges.pairwise import Consistency, consistency, outcomes
 from apps.leaderboards.bradley_terry import LengthControlled, Ratings, length_controlled, ratings
+from apps.leaderboards.style import StyleControlled, controlled, style_counts
 from apps.review.models import Vote
 from apps.runs.models import Response, Run, set_names
 
@@ -32,6 +35,7 @@ class PairwiseBoard:
     baseline_id: int | None = None
     baseline: str = ""  # with a baseline: each model's win rate against it, raw and
     length_controlled: list[LengthControlled] | None = None  # length-controlled
+    style: StyleControlled | None = None  # the ratings at equal length and Markdown
 
     @property
     def source_label(self) -> str:
@@ -86,12 +90,12 @@ def build(
             "run_id", "item_id", "a_run_id", "b_run_id", "choice"
         )
     )
-    battles = []
+    battles: list[tuple[int, int, int, float]] = []  # (item, a, b, outcome)
     if source in ("judge", "both"):
-        battles += [(a, b, OUTCOME[v]) for (_, _, a, b), v in judged.items()]
+        battles += [(item, a, b, OUTCOME[v]) for (_, item, a, b), v in judged.items()]
     if source in ("human", "both"):
-        battles += [(a, b, OUTCOME[choice]) for _, _, a, b, choice in votes]
-    named = [(names[a], names[b], o) for a, b, o in battles]
+        battles += [(item, a, b, OUTCOME[choice]) for _, item, a, b, choice in votes]
+    named = [(names[a], names[b], o) for _, a, b, o in battles]
     board = PairwiseBoard(
         task,
         judges,
@@ -101,6 +105,9 @@ def build(
         {name: pk for pk, name in names.items()},
         source,
     )
+    if board.ratings is not None:
+        plain = {r.model: r.rating for r in board.ratings.ratings}
+        board.style = _style_controlled(battles, named, plain)
     for run_id, item, a, b, choice in votes:
         verdict = judged.get((run_id, item, a, b))
         if verdict is not None:
@@ -140,3 +147,22 @@ def _length_controlled(
         per_model.setdefault(other, []).append((won, float(difference)))
     found = [length_controlled(names[m], rows) for m, rows in per_model.items()]
     return sorted(found, key=lambda r: -(r.controlled if r.controlled is not None else r.raw))
+
+
+def _style_controlled(
+    battles: list[tuple[int, int, int, float]],
+    named: list[tuple[str, str, float]],
+    plain: dict[str, float],
+) -> StyleControlled:
+    """The board's battles refitted with each answer's length and Markdown as covariates."""
+    runs = {r for _, a, b, _ in battles for r in (a, b)}
+    counts = {
+        (item, run): style_counts(text)
+        for item, run, text in Response.objects.filter(run_id__in=runs, epoch=0)
+        .values_list("item_id", "run_id", "text")
+        .iterator(chunk_size=2000)
+    }
+    empty = (0, 0, 0, 0)
+    style_a = np.array([counts.get((item, a), empty) for item, a, _, _ in battles], dtype=float)
+    style_b = np.array([counts.get((item, b), empty) for item, _, b, _ in battles], dtype=float)
+    return controlled(named, style_a, style_b, plain)
