@@ -8,6 +8,7 @@ urlpatterns = [
     path("runs/<int:run_id>/export/", views.run_export, name="run-export"),
     path("runs/<int:run_id>/reviews/", views.reviews_export, name="run-reviews"),
     path("judges/<int:pk>/alignment/", views.judge_alignment, name="judge-alignment"),
+    path("judges/<int:pk>/bias/", views.judge_bias, name="judge-bias"),
     path(
         "judges/<int:pk>/alignment/threshold/",
         views.alignment_threshold,

@@ -19,6 +19,7 @@ from apps.judges.models import Judge, TaskJudging, judge_id_of, judge_of
 from apps.leaderboards import agreement as agreement_mod
 from apps.leaderboards import (
     alignment,
+    bias,
     boards,
     corrected,
     exports,
@@ -363,6 +364,18 @@ def judge_alignment(request: AppRequest, pk: int) -> HttpResponse:
         "version_label": f"v{judge.version}",
     }
     return render(request, "leaderboards/alignment.html", context)
+
+
+@require_GET
+def judge_bias(request: AppRequest, pk: int) -> HttpResponseBase:
+    """A judge version's bias report (#31.3): position, verbosity, self-preference and
+    agreement by tag, with intervals; ?format=csv for its numbers."""
+    judge = get_object_or_404(Judge.objects.select_related("task"), pk=pk)
+    found = bias.report(judge)
+    if request.GET.get("format") == "csv":
+        name = f"{judge.task.slug}-{judge.name}-v{judge.version}-bias.csv"
+        return csv_response(name, bias.HEADER, bias.records(found))
+    return render(request, "leaderboards/bias.html", {"judge": judge, "report": found})
 
 
 @require_POST

@@ -68,6 +68,7 @@ class EndpointForm(forms.ModelForm):
             "name",
             "base_url",
             "model",
+            "family",
             "temperature",
             "top_p",
             "max_tokens",
@@ -125,6 +126,10 @@ class EndpointForm(forms.ModelForm):
         if clash:
             raise forms.ValidationError(f"These are set by evalsite itself: {', '.join(clash)}.")
         return value
+
+    def clean_family(self) -> str:
+        """One spelling per family, so "OpenAI" and "openai " are the same model maker."""
+        return " ".join(self.cleaned_data.get("family", "").split()).lower()
 
     def clean_api_key_env(self) -> str:
         value = (self.cleaned_data.get("api_key_env") or "").strip()

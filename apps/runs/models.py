@@ -127,6 +127,14 @@ class Endpoint(models.Model):
     name = models.CharField(max_length=100, unique=True, validators=[slug_validator])
     base_url = models.URLField(blank=True, help_text="Blank means OpenAI (or $OPENAI_BASE_URL).")
     model = models.CharField(max_length=200)
+    # Who made the model ("openai", "anthropic", "llama"): a judge's bias report compares the
+    # values it gives models of its own family with the rest (self-preference, #31.3).
+    family = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="Who made the model, e.g. openai, anthropic, llama: judge bias reports compare "
+        "how a judge scores its own family. Blank: unknown.",
+    )
     temperature = models.FloatField(null=True, blank=True)
     top_p = models.FloatField(null=True, blank=True)
     max_tokens = models.PositiveIntegerField(null=True, blank=True)

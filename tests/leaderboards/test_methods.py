@@ -30,6 +30,8 @@ def test_the_methods_page_names_each_method_and_its_reference() -> None:
         "response-schema",
         "metric-board",
         "corrected",
+        "style-control",
+        "bias",
     ):
         assert f'id="{anchor}"' in html
     for text in (
@@ -52,6 +54,8 @@ def test_the_methods_page_names_each_method_and_its_reference() -> None:
         "PPI++",
         "ppi_mean_ci",
         "random sample",
+        "LogisticRegression(C=1/precision",
+        'cov_type="HC1"',
     ):
         assert text in html, text
 
