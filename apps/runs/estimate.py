@@ -15,10 +15,12 @@ stays fast whatever the size. For each request:
   counted exactly (over the sample, then scaled), and cost $0 "with cache".
 
 Prices are `Endpoint.cost` (with `batch=True`: the Batch API's share, BATCH_PRICE_FACTOR);
-None when the model has no price.
+None when the model has no price. Requests to another endpoint (a simulated user's) are in the
+totals and priced at that endpoint's price (`Estimate.others`); the price is unknown when
+either has none.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from apps.runs.engine import cache
@@ -28,6 +30,27 @@ from apps.runs.engine.tuning import COMPLETION_TOKENS_GUESS
 from apps.runs.models import Endpoint, Run
 
 SAMPLE = 200  # units rendered at most; more are scaled up from these
+
+
+@dataclass
+class Share:
+    """What one endpoint other than the run's is sent (a simulated user's), scaled like the
+    totals, which include it."""
+
+    endpoint: Endpoint
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
+
+    def tokens(self, cached: bool) -> tuple[int, int]:
+        if cached:
+            return (
+                self.prompt_tokens - self.cached_prompt_tokens,
+                self.completion_tokens - self.cached_completion_tokens,
+            )
+        return self.prompt_tokens, self.completion_tokens
 
 
 @dataclass
@@ -43,6 +66,7 @@ class Estimate:
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
     default_completion: bool = False  # some request has no max_tokens: 256 assumed
+    others: list[Share] = field(default_factory=list)
 
     @property
     def scaled(self) -> bool:
@@ -50,7 +74,15 @@ class Estimate:
 
     @property
     def price_known(self) -> bool:
-        return self.endpoint is not None and self.endpoint.has_price
+        return self.endpoint is not None and self.unpriced is None
+
+    @property
+    def unpriced(self) -> Endpoint | None:
+        """An endpoint of the estimate without a price (whose hint the form shows), or None."""
+        for endpoint in [self.endpoint, *(share.endpoint for share in self.others)]:
+            if endpoint is not None and not endpoint.has_price:
+                return endpoint
+        return None
 
     @property
     def default_completion_tokens(self) -> int:
@@ -70,7 +102,12 @@ class Estimate:
         prompt, completion = self.prompt_tokens, self.completion_tokens
         if cached:
             prompt, completion = self.uncached_prompt_tokens, self.uncached_completion_tokens
-        return self.endpoint.cost(prompt, completion, batch=batch)
+        price = 0.0
+        for share in self.others:
+            theirs = share.tokens(cached)
+            prompt, completion = prompt - theirs[0], completion - theirs[1]
+            price += share.endpoint.cost(*theirs, batch=batch)
+        return price + self.endpoint.cost(prompt, completion, batch=batch)
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -107,16 +144,17 @@ def estimate(run: Run, sample: int = SAMPLE) -> Estimate:
         return found
     ctx = plugin.prepare(run)
     planned = [
-        (request, chat_body(endpoint, request.messages, **request.params))
+        (request, chat_body(request.endpoint or endpoint, request.messages, **request.params))
         for unit in plugin.load_units(run, ctx, keys)
         for request in plugin.planned_requests(run, ctx, unit)
     ]
     request_keys = [
-        cache_key(endpoint, body, epoch=request.epoch, round=request.round)
+        cache_key(request.endpoint or endpoint, body, epoch=request.epoch, round=request.round)
         for request, body in planned
     ]
     hits = cache.lookup(request_keys)
     prompt = completion = hit_prompt = hit_completion = hit_count = 0
+    others: dict[int, Share] = {}
     for (request, body), key in zip(planned, request_keys, strict=True):
         tokens_in = estimate_prompt_tokens(request.messages)
         tokens_out = completion_allowance(body)
@@ -124,10 +162,25 @@ def estimate(run: Run, sample: int = SAMPLE) -> Estimate:
             body.get("max_tokens") or body.get("max_completion_tokens")
         )
         prompt, completion = prompt + tokens_in, completion + tokens_out
-        if key in hits:
+        hit = key in hits
+        if hit:
             hit_count += 1
             hit_prompt, hit_completion = hit_prompt + tokens_in, hit_completion + tokens_out
+        if request.endpoint is not None and request.endpoint.pk != endpoint.pk:
+            share = others.setdefault(request.endpoint.pk, Share(request.endpoint))
+            share.requests += 1
+            share.prompt_tokens += tokens_in
+            share.completion_tokens += tokens_out
+            share.cached_prompt_tokens += tokens_in if hit else 0
+            share.cached_completion_tokens += tokens_out if hit else 0
     scale = units / len(keys)
+    for share in others.values():
+        share.requests = round(share.requests * scale)
+        share.prompt_tokens = round(share.prompt_tokens * scale)
+        share.completion_tokens = round(share.completion_tokens * scale)
+        share.cached_prompt_tokens = round(share.cached_prompt_tokens * scale)
+        share.cached_completion_tokens = round(share.cached_completion_tokens * scale)
+    found.others = list(others.values())
     found.requests = round(len(planned) * scale)
     found.prompt_tokens = round(prompt * scale)
     found.completion_tokens = round(completion * scale)

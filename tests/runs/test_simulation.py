@@ -297,3 +297,54 @@ def test_the_simulators_price_counts_against_the_runs_budget(
     assert "budget of $0.0500 reached: $0.00 spent" in run.error
     assert llm_server.stats()["requests"] == 0
     assert not Response.objects.filter(run=run).exists()
+
+
+def test_the_estimate_counts_the_simulators_requests_at_its_price(
+    goals, endpoint, simulator, settings
+):
+    """Two turns, no opening column: per item the simulator opens and answers once, the model
+    answers twice; each side's tokens at its own endpoint's price (replies at the 256-token
+    allowance, the model's answers in later contexts as long)."""
+    from apps.runs.engine.llm import estimate_prompt_tokens
+    from apps.runs.estimate import estimate
+
+    settings.PRICE_TABLE = {"test-model": [1.0, 2.0], "sim-model": [10.0, 20.0]}
+    run = start(goals, endpoint, simulator, max_turns=2)
+    answer = "x" * 1024  # 256 tokens, as a reply is counted
+    model_in = sim_in = 0
+    for goal in GOALS:
+        persona, wants = goal["fields"]["persona"], goal["fields"]["goal"]
+        instructions = (
+            f"You are {persona}. You want {wants}. Talk to the assistant; say [DONE] once you "
+            "have it."
+        )
+        opening = [{"role": "system", "content": instructions}, {"role": "user", "content": OPEN}]
+        sim_in += estimate_prompt_tokens(opening)
+        sim_in += estimate_prompt_tokens(
+            [*opening, {"role": "assistant", "content": OPEN}, {"role": "user", "content": answer}]
+        )
+        model_in += estimate_prompt_tokens([{"role": "user", "content": OPEN}])
+        model_in += estimate_prompt_tokens(
+            [
+                {"role": "user", "content": OPEN},
+                {"role": "assistant", "content": answer},
+                {"role": "user", "content": OPEN},
+            ]
+        )
+    found = estimate(run)
+    assert (found.requests, found.prompt_tokens, found.completion_tokens) == (
+        8,
+        model_in + sim_in,
+        8 * 256,
+    )
+    [share] = found.others
+    assert (share.endpoint, share.requests) == (simulator, 4)
+    assert (share.prompt_tokens, share.completion_tokens) == (sim_in, 4 * 256)
+    expected = (model_in * 1.0 + 4 * 256 * 2.0 + sim_in * 10.0 + 4 * 256 * 20.0) / 1e6
+    assert found.price() == pytest.approx(expected)
+    assert found.price(batch=True) == pytest.approx(expected * settings.BATCH_PRICE_FACTOR)
+
+    # A simulator without a price leaves the whole price unknown, and says why.
+    settings.PRICE_TABLE = {"test-model": [1.0, 2.0]}
+    unpriced = estimate(run)
+    assert unpriced.price() is None and unpriced.unpriced == simulator

@@ -56,6 +56,9 @@ class PlannedRequest:
     params: dict[str, Any]
     epoch: int = 0
     round: int | None = None
+    # Sent to another endpoint than the run's (a simulated user's, `Call.chat_to`): priced at
+    # that endpoint's price.
+    endpoint: Endpoint | None = None
 
 
 # Another endpoint's client for a chunk (a simulated user's): within the same shared limits,

@@ -237,20 +237,37 @@ class SimulationPlugin(ScriptPlugin):
         return conversation_text(messages)
 
     def planned_requests(self, run: Run, ctx: Any, unit: Any) -> list[PlannedRequest]:
-        """The model's requests as the conversation would grow over K turns: the simulator's
-        lines are unknown before the run (each counted as the opening line, or as long as the
-        instruction to open), the model's answers each a stand-in as long as a reply is
-        counted (apps.runs.estimate)."""
+        """The requests of both sides as the conversation would grow over K turns: the
+        simulator's (its endpoint's, priced at its price) before each of the model's but an
+        opening the item gives, and the model's. The simulator's lines are unknown before the
+        run (each counted as the opening line, or as long as the instruction to open), the
+        model's answers each a stand-in as long as a reply is counted (apps.runs.estimate);
+        a simulator that ends the conversation sooner sends fewer."""
         if unit.error:
             return []
         params: dict[str, Any] = {"seed": unit.seed} if unit.seed is not None else {}
         stand_in = answer_stand_in(run, params)
+        line = unit.opening or OPEN
         messages = [{"role": "system", "content": unit.system}] if unit.system else []
+        sim_side = [
+            {"role": "system", "content": unit.instructions},
+            {"role": "user", "content": OPEN},
+        ]
+        simulator = ctx.row.simulator
         requests = []
-        for _ in range(ctx.row.max_turns):
-            messages = [*messages, {"role": "user", "content": unit.opening or OPEN}]
+        for turn in range(1, ctx.row.max_turns + 1):
+            if not (turn == 1 and unit.opening):
+                requests.append(
+                    PlannedRequest(list(sim_side), {}, epoch=unit.epoch, endpoint=simulator)
+                )
+            messages = [*messages, {"role": "user", "content": line}]
             requests.append(PlannedRequest(messages, params, epoch=unit.epoch))
             messages = [*messages, {"role": "assistant", "content": stand_in}]
+            sim_side = [
+                *sim_side,
+                {"role": "assistant", "content": line},
+                {"role": "user", "content": stand_in},
+            ]
         return requests
 
     # -- the command line ---------------------------------------------------------------------
