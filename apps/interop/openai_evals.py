@@ -21,6 +21,15 @@ and its text as the input, the expected answer as the reference, the raw sample'
 fields as fields), each model's first sampled answer a response set, and each eval's
 `correct` and numeric metrics the subjects of a judge `openai-<base eval>`. The recorder
 does not write evals' version, so the import has none.
+
+OpenAI's Evals platform (the API's evals, being retired) gives a run's results as output
+items (`client.evals.runs.output_items.list(…)`, each `eval.run.output_item`): saved one a line
+(the SDK's `model_dump_json()`, or whole list pages), a file per run. Each data source item
+is an item (`datasource_item_id` its id, the item's fields as fields, the one named like a
+reference answer as the reference, the sample's input messages as the conversation, a
+developer message as the system one, and their text as the input), the run's model (`sample.model`) a response set of the sample's output,
+and the graders a judge `openai-graders`: a subject per grader (its score) and `pass` (the
+item's status), each grader's passed verdict and own sample as the reason.
 """
 
 import json
@@ -29,15 +38,25 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from apps.datasets.importing import reference_like
 from apps.interop.models import Import
 from apps.interop.results import Answer, ImportError_, ModelResults, Results, Sample, subject_range
 
 ANSWER_EVENTS = ("sampling", "match", "metrics", "error")
+OUTPUT_ITEM = "eval.run.output_item"
+GRADERS = "graders"
 
 
 def read_logs(files: list[tuple[str, bytes]], dataset_name: str = "") -> Results:
     if not files:
         raise ImportError_("Choose OpenAI Evals run logs (oaieval's --record_path .jsonl).")
+    platform = [_is_output_items(data) for _, data in files]
+    if all(platform):
+        return read_output_items(files, dataset_name)
+    if any(platform):
+        raise ImportError_(
+            "Import the Evals platform's output items and oaieval's run logs one at a time."
+        )
     items: dict[str, Sample] = {}
     models: dict[str, ModelResults] = {}
     scorers: dict[str, dict[str, list[float]]] = {}
@@ -268,3 +287,152 @@ def _number(value: Any, where: str) -> float | None:
     if isinstance(value, bool | int | float) and math.isfinite(float(value)):
         return float(value)
     raise ImportError_(f"{where}: {value!r} is not a number or true/false.")
+
+
+# ---- the Evals platform's output items ----------------------------------------------------
+def _is_output_items(data: bytes) -> bool:
+    head = data.lstrip()[:4000].decode("utf-8", "replace")
+    return f'"{OUTPUT_ITEM}"' in head and '"spec"' not in head
+
+
+def _output_items(name: str, data: bytes) -> list[tuple[str, dict[str, Any]]]:
+    """(where, output item) of each line; a line may be a whole list page ({"data": […]})."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{name}, line {number}"
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ImportError_(f"{where}: not JSON ({exc}).") from None
+        page = row.get("data") if isinstance(row, dict) and row.get("object") == "list" else None
+        for index, item in enumerate(page if isinstance(page, list) else [row], 1):
+            at = f"{where}, item {index}" if isinstance(page, list) else where
+            if not isinstance(item, dict) or item.get("object") != OUTPUT_ITEM:
+                raise ImportError_(f"{at}: not an output item (object {OUTPUT_ITEM!r}).")
+            for key in ("datasource_item_id", "datasource_item", "sample", "results"):
+                if key not in item:
+                    raise ImportError_(f"{at}: the output item has no {key}.")
+            found.append((at, item))
+    return found
+
+
+def read_output_items(files: list[tuple[str, bytes]], dataset_name: str = "") -> Results:
+    parsed = [(name, _output_items(name, data)) for name, data in files]
+    evals = sorted({str(item.get("eval_id") or "") for _, items in parsed for _, item in items})
+    several = len(evals) > 1
+    samples: dict[str, Sample] = {}
+    models: dict[str, ModelResults] = {}
+    seen: list[float] = []
+    for name, items in parsed:
+        for where, item in items:
+            key = str(item["datasource_item_id"])
+            key = f"{item.get('eval_id')}/{key}" if several else key
+            where = f"{where} (item {key})"
+            sample, answer = _output_item(item, key, where)
+            known = samples.setdefault(key, sample)
+            if known.row != sample.row:
+                known.row = _merged(known, sample)
+            run = str(item.get("run_id") or name)
+            label = str((item.get("sample") or {}).get("model") or run)
+            model = models.setdefault(
+                run,
+                ModelResults(label=label, file_name=name, epochs=1, answers=[], header={}),
+            )
+            model.header.setdefault("runs", {})[run] = {"eval_id": item.get("eval_id")}
+            seen += [v for v in answer.values[GRADERS].values() if v is not None]
+            model.answers.append(answer)
+    if not samples:
+        raise ImportError_(f"{', '.join(n for n, _ in files)}: no output items.")
+    labels = [m.label for m in models.values()]
+    for run, model in models.items():
+        if labels.count(model.label) > 1:
+            model.label = f"{model.label} ({run})"  # one model in two runs: two response sets
+    columns = ["id", "input", "conversation"]
+    for sample in samples.values():
+        columns += [c for c in sample.row if c not in columns]
+    chats = all(sample.row.get("conversation") for sample in samples.values())
+    if not chats:
+        columns.remove("conversation")
+        for sample in samples.values():
+            sample.row.pop("conversation", None)
+    reference = next((c for c in columns[2:] if c != "conversation" and reference_like(c)), None)
+    subjects = {
+        s: subject_range(seen)
+        for m in models.values()
+        for a in m.answers
+        for s in a.values[GRADERS]
+    }
+    return Results(
+        tool=Import.Tool.OPENAI,
+        tool_version="",
+        dataset_name=(dataset_name or "+".join(e for e in evals if e) or "openai-evals")[:200],
+        columns=columns,
+        mapping={
+            "id_column": "id",
+            "input_columns": ["input"],
+            "reference_column": reference,
+            **({"conversation_column": "conversation"} if chats else {}),
+        },
+        samples=list(samples.values()),
+        models=list(models.values()),
+        scorers={GRADERS: subjects},
+        file_names=[name for name, _ in files],
+    )
+
+
+def _output_item(item: dict[str, Any], key: str, where: str) -> tuple[Sample, Answer]:
+    sample = item["sample"] if isinstance(item["sample"], dict) else {}
+    fields = item["datasource_item"] if isinstance(item["datasource_item"], dict) else {}
+    prompt = sample.get("input")
+    chat = None
+    if isinstance(prompt, list) and _is_chat(prompt):
+        # The platform's "developer" messages are the system prompt of newer models.
+        chat = [{**m, "role": "system" if m["role"] == "developer" else m["role"]} for m in prompt]
+    row: dict[str, Any] = {
+        "id": key,
+        "input": _text(prompt) if prompt is not None else "",
+        "conversation": chat,
+    }
+    for field, value in fields.items():
+        row[field if field not in row else f"item.{field}"] = value
+    values: dict[str, float | None] = {
+        "pass": 1.0
+        if item.get("status") == "pass"
+        else 0.0
+        if item.get("status") == "fail"
+        else None
+    }
+    notes = []
+    for index, result in enumerate(item["results"] or [], 1):
+        if not isinstance(result, dict):
+            raise ImportError_(f"{where}: result {index} is not an object.")
+        grader = str(result.get("name") or f"grader {index}")
+        values[grader] = _number(result.get("score"), f"{where}: grader {grader!r} score")
+        note = f"{grader}: {'passed' if result.get('passed') else 'failed'}"
+        if result.get("sample"):
+            note += f" {json.dumps(result['sample'], ensure_ascii=False)[:2000]}"
+        notes.append(note)
+    output = sample.get("output") or []
+    text = "\n".join(
+        str(m.get("content") or "")
+        for m in output
+        if isinstance(m, dict) and m.get("role", "assistant") == "assistant"
+    )
+    error: dict[str, Any] = sample["error"] if isinstance(sample.get("error"), dict) else {}
+    failed = bool(error.get("code") or error.get("message")) and not text
+    usage: dict[str, Any] = sample["usage"] if isinstance(sample.get("usage"), dict) else {}
+    return Sample(key=key, row=row, where=where), Answer(
+        key=key,
+        epoch=0,
+        text=text,
+        where=where,
+        error=f"{error.get('code') or 'error'}: {error.get('message') or ''}" if failed else "",
+        finish_reason=str(sample.get("finish_reason") or ""),
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        values={GRADERS: values},
+        explanations={GRADERS: "\n".join(notes)},
+        record=item,
+    )

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
+from openai.types.evals.runs import OutputItemListResponse
 
 from apps.datasets.models import Dataset, Item, Task
 from apps.interop.forms import ImportForm
@@ -180,3 +181,105 @@ def test_a_model_graded_log_keeps_the_graders_words_and_a_failed_sample():
     assert paris.explanations["capitals"].splitlines()[-2:] == ['choice: "Y"', "grader: Y, it is."]
     nine = next(a for a in model.answers if a.key == "capitals.dev.9")
     assert (nine.text, nine.error) == ("", "APIError: upstream 503")
+
+
+# ---- the Evals platform's output items ----------------------------------------------------
+TICKETS = [
+    ("My monitor won't turn on!", "Hardware"),
+    ("I'm in vim and I can't quit!", "Software"),
+    ("Best restaurants in Cleveland?", "Other"),
+]
+GRADER = "Match output to human label"
+
+
+def output_items(run: str, model: str, answers: list[str | None]) -> bytes:
+    """A platform run's output items as a script saves them: each the openai SDK's own
+    OutputItemListResponse (validated by it), dumped with its model_dump_json(), a line each;
+    the ticket-triage eval of OpenAI's Evals guide, graded by a string check. None: the
+    request failed."""
+    lines = []
+    for index, ((text, label), answer) in enumerate(zip(TICKETS, answers, strict=True)):
+        failed = answer is None
+        item = OutputItemListResponse.model_validate(
+            {
+                "object": "eval.run.output_item",
+                "id": f"outputitem_{run}_{index}",
+                "run_id": run,
+                "eval_id": "eval_tickets",
+                "created_at": 1767225600,
+                "status": "error" if failed else "pass" if answer == label else "fail",
+                "datasource_item_id": index,
+                "datasource_item": {"ticket_text": text, "correct_label": label},
+                "results": []
+                if failed
+                else [
+                    {
+                        "name": GRADER,
+                        "type": "string_check",
+                        "passed": answer == label,
+                        "score": float(answer == label),
+                        "sample": None,
+                    }
+                ],
+                "sample": {
+                    "input": [
+                        {"role": "developer", "content": "Categorize the ticket."},
+                        {"role": "user", "content": text},
+                    ],
+                    "output": [] if failed else [{"role": "assistant", "content": answer}],
+                    "finish_reason": "" if failed else "stop",
+                    "model": model,
+                    "usage": {
+                        "total_tokens": 0 if failed else 25,
+                        "completion_tokens": 0 if failed else 2,
+                        "prompt_tokens": 0 if failed else 23,
+                        "cached_tokens": 0,
+                    },
+                    "error": {"code": "rate_limit_exceeded", "message": "Slow down."}
+                    if failed
+                    else {"code": "", "message": ""},
+                    "temperature": 1.0,
+                    "max_completion_tokens": 2048,
+                    "top_p": 1.0,
+                    "seed": 42,
+                },
+            }
+        )
+        lines.append(item.model_dump_json())
+    return "\n".join(lines).encode()
+
+
+@pytest.mark.django_db
+def test_the_evals_platforms_output_items_come_in(task):
+    mini = output_items("evalrun_mini", "gpt-4o-mini-2024-07-18", ["Hardware", "Hardware", "Other"])
+    big = output_items("evalrun_big", "gpt-4.1-2025-04-14", ["Hardware", "Software", None])
+    source = import_files(task, Import.Tool.OPENAI, [("mini.jsonl", mini), ("big.jsonl", big)])
+    assert (source.dataset.name, source.dataset.row_count) == ("eval_tickets", 3)
+    vim = Item.objects.get(dataset=source.dataset, key="1")
+    assert (vim.reference, vim.fields["ticket_text"]) == ("Software", TICKETS[1][0])
+    # The platform's developer message is the conversation's system prompt.
+    assert vim.conversation[0] == {"role": "system", "content": "Categorize the ticket."}
+    runs = {log.run.label: log.run for log in source.logs.select_related("run")}
+    assert sorted(runs) == ["gpt-4.1-2025-04-14", "gpt-4o-mini-2024-07-18"]
+    assert Response.objects.get(run=runs["gpt-4o-mini-2024-07-18"], item=vim).text == "Hardware"
+    failed = Response.objects.get(run=runs["gpt-4.1-2025-04-14"], item__key="2")
+    assert (failed.status, failed.error) == ("failed", "rate_limit_exceeded: Slow down.")
+    judge = Judge.objects.get(task=task)
+    assert (judge.name, judge.subject_names) == ("openai-graders", ["pass", GRADER])
+    wrong = JudgeRound.objects.get(run__source_run=runs["gpt-4o-mini-2024-07-18"], item=vim)
+    assert wrong.values == {"pass": 0.0, GRADER: 0.0}
+    assert wrong.reason == f"{GRADER}: failed"
+    board = build(task, Params(judge_id=judge.pk))
+    means = {r.label: round(r.cells["human"][GRADER].mean, 4) for r in board.rows}
+    # gpt-4.1's failed request counts at the worst value, as the board scores strictly.
+    assert means == {"gpt-4o-mini-2024-07-18": 0.6667, "gpt-4.1-2025-04-14": 0.6667}
+    # A list page saved whole reads the same; a line that is something else is named.
+    page = json.dumps({"object": "list", "data": [json.loads(x) for x in mini.splitlines()]})
+    assert len(read_logs([("page.json", page.encode())]).samples) == 3
+    bad = mini.replace(b'"score":0.0', b'"score":"zero"')
+    with pytest.raises(ImportError_) as caught:
+        import_files(task, Import.Tool.OPENAI, [("mini.jsonl", bad)])
+    assert str(caught.value) == (
+        f"mini.jsonl, line 2 (item 1): grader {GRADER!r} score: 'zero' is not a number or "
+        "true/false."
+    )
