@@ -105,6 +105,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Before anything reads a body (CSRF parses a multipart one): refuses it by its length.
+    "apps.accounts.middleware.RequestBodyLimitMiddleware",
     # Every page needs login unless its view is marked @login_not_required.
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     # Viewers never change anything, whatever a view forgets to check.
@@ -316,6 +318,12 @@ DATASET_MAX_UPLOAD_BYTES = env_int("DATASET_MAX_UPLOAD_BYTES", 200 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024)
 DATASET_SYNC_MAX_ROWS = env_int("DATASET_SYNC_MAX_ROWS", 5000)  # bigger: imported by a worker
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Larger uploads spill here rather than to /tmp: on the data directory's disk, which is sized
+# for datasets, and swept of what a crashed server left when gunicorn starts (gunicorn_conf).
+FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "upload-tmp")
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(exist_ok=True)
+# /health/ready says "no worker" when no RQ worker has sent a heartbeat for this long (s).
+HEALTH_WORKER_SILENCE = env_int("HEALTH_WORKER_SILENCE", 600)
 
 # USD per 1M tokens (input, output) by model name; JSON in EVALSITE_PRICE_TABLE overrides.
 PRICE_TABLE: dict[str, list[float]] = {

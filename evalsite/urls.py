@@ -6,6 +6,7 @@ from django.views.generic.base import RedirectView
 from django_rq.urls import get_admin_urlpatterns, get_api_urlpatterns
 
 from apps.accounts.access import admin_required
+from evalsite import health
 from evalsite.help import help_page
 
 # django-rq's pages let in any is_staff user and send others to the Django admin's login; here
@@ -23,6 +24,8 @@ urlpatterns = [
         login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
         name="favicon",
     ),
+    path("health/live", health.live, name="health-live"),
+    path("health/ready", health.ready, name="health-ready"),
     path("help/", help_page, name="help"),
     path("help/<slug:page>/", help_page, name="help-page"),
     path("accounts/", include("apps.accounts.urls")),

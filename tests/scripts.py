@@ -7,13 +7,15 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.base import ROOT
+from tests.base import ROOT, free_port
 
 START_TIMEOUT = 180  # a cold start installs packages; a warm one takes seconds
 
@@ -147,3 +149,33 @@ def server_processes(script: Script) -> dict[str, int]:
             if name in args and name not in found:
                 found[name] = pid
     return found
+
+
+@contextlib.contextmanager
+def gunicorn(data_dir: Path, **extra_env: str) -> Iterator[int]:
+    """The web server as bin/run starts it (evalsite/gunicorn_conf.py, one worker) on a free
+    port, with a data directory of its own; yields the port, stops the server after."""
+    port = free_port()
+    env = script_env(
+        EVALSITE_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="evalsite.settings", **extra_env
+    )
+    command = [str(Path(sys.executable).parent / "gunicorn"), "evalsite.wsgi:application"]
+    command += ["--config", "python:evalsite.gunicorn_conf", "--bind", f"127.0.0.1:{port}"]
+    command += ["--workers", "1", "--graceful-timeout", "2"]
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not port_open(port):
+            assert process.poll() is None, "gunicorn exited"
+            assert time.monotonic() < deadline, f"gunicorn did not listen on {port}"
+            time.sleep(0.2)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=30)

@@ -40,6 +40,8 @@ import python_calamine
 from django.conf import settings
 from openpyxl.styles.numbers import BUILTIN_FORMATS
 
+from evalsite.sizes import human_size, sizes_apart
+
 FORMATS = ("csv", "json", "jsonl", "xlsx", "parquet")
 TEXT_FORMATS = ("csv", "json", "jsonl")
 # What a file name's extension says; .txt says nothing (it is sniffed, like a name without one).
@@ -104,20 +106,12 @@ class Table:
         return {"csv": "row", "jsonl": "line", "json": "item"}.get(self.format, "row")
 
 
-def human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} bytes"
-
-
 def check_size(size: int) -> None:
     limit = settings.DATASET_MAX_UPLOAD_BYTES
     if size > limit:
+        shown, most = sizes_apart(size, limit)
         raise DatasetError(
-            f"The file is {human_size(size)}; the limit is {human_size(limit)}. "
+            f"The file is {shown}; the limit is {most}. "
             "Split it into smaller files, or ask an admin to raise DATASET_MAX_UPLOAD_BYTES."
         )
 

@@ -32,9 +32,10 @@ from apps.datasets.perturb import (
     existing_copy,
     perturb_dataset,
 )
-from apps.datasets.readers import DatasetError, human_size
+from apps.datasets.readers import DatasetError
 from apps.datasets.uploads import StagedUpload, read_upload
 from apps.datasets.values import as_text
+from evalsite.sizes import human_size
 
 PREVIEW_ROWS = 10
 # A file may have thousands of columns; a preview of them all is unreadable and slow to build.

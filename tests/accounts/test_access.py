@@ -12,6 +12,8 @@ from apps.api.auth import NO_CREDENTIALS
 
 # Pages an anonymous user must be able to reach: the login pages themselves.
 ANONYMOUS_OK = {"accounts:login"}
+# A load balancer's health checks: a word per check, nothing else (tests/harness/test_health.py).
+HEALTH_CHECKS = {"health-live", "health-ready"}
 # Public redirects to a static file, and where they go (nothing behind them is private).
 PUBLIC_REDIRECTS = {"favicon": "/static/favicon.svg"}
 # POSTs that change nothing shared, so viewers may send them (how one reads model output too).
@@ -109,6 +111,10 @@ def test_anonymous_is_sent_to_login(client, name, route):
         return
     if name in PUBLIC_REDIRECTS:
         assert (response.status_code, response["Location"]) == (301, PUBLIC_REDIRECTS[name])
+        return
+    if name in HEALTH_CHECKS:
+        assert response.status_code in (200, 503), url
+        assert set(response.json()) <= {"status", "database", "redis", "worker"}
         return
     assert response.status_code == 302, (
         f"{url} answered {response.status_code} to an anonymous user"
