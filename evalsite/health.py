@@ -17,6 +17,7 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
+from redis import Redis
 from rq import Worker
 
 logger = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ def _database() -> str:
         return "down"
 
 
-def _worker(redis: object) -> str:
+def _worker(redis: Redis) -> str:
     since = timezone.now() - timedelta(seconds=settings.HEALTH_WORKER_SILENCE)
     workers = Worker.all(connection=redis)
     beats = [w.last_heartbeat for w in workers if w.last_heartbeat is not None]
