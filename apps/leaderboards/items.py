@@ -7,24 +7,48 @@ used it (Frozen), so they are cached by the dataset; a run's values by the state
 current overrides laid over them, one small query).
 """
 
-from collections.abc import Sequence
+import io
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from django.db import IntegrityError, transaction
 
 from apps.datasets.models import Dataset, Item
 from apps.judges.models import RunItemQuerySet, Score, ScoreEvent, TaskJudging, judge_of
+from apps.leaderboards.compare import natural_key
 from apps.leaderboards.epochs import Reduction, override_value, reduce
 from apps.leaderboards.memo import Memo, review_state, run_state
+from apps.leaderboards.models import StoredArrays
 from apps.leaderboards.subjects import subject_infos
 from apps.runs.models import Run
 
 
 @dataclass(frozen=True)
 class DatasetItems:
+    ids: np.ndarray  # item ids (int64) in position order
     keys: np.ndarray  # item keys in position order
     tags: np.ndarray  # each item's tags as "|a|b|"
-    index: dict[int, int]  # item id → position in the arrays
+    counted: np.ndarray  # positions in the order people count keys (compare.natural_key)
+
+    @property
+    def index(self) -> dict[int, int]:
+        """item id → position in the arrays (made on first use: 100k ids take 20 ms)."""
+        if (found := self.__dict__.get("_index")) is None:
+            found = {pk: at for at, pk in enumerate(self.ids.tolist())}
+            object.__setattr__(self, "_index", found)
+        return found
+
+
+@dataclass(frozen=True)
+class JudgeArrays:
+    """A run's judge values per subject in its dataset's item order (NaN: failed or no
+    score), and which items have a score of that subject at all."""
+
+    values: dict[str, np.ndarray]
+    scored: dict[str, np.ndarray]  # bool
 
 
 def _dataset_key(dataset: Dataset) -> tuple:
@@ -33,27 +57,128 @@ def _dataset_key(dataset: Dataset) -> tuple:
 
 
 _datasets: Memo["DatasetItems"] = Memo("dataset items")
+_judged: Memo[JudgeArrays] = Memo("judge values")
 _values: Memo[dict[str, np.ndarray]] = Memo("item values")
 _common: Memo[list[np.ndarray]] = Memo("common positions")
 _flaky: Memo[int] = Memo("flaky counts")
 _doubtful: Memo[int] = Memo("doubtful counts")
 
 
-def dataset_items(dataset: Dataset) -> DatasetItems:
-    key = _dataset_key(dataset)
-    if (cached := _datasets.get(key)) is not None:
-        return cached
+def _dump(arrays: dict[str, np.ndarray]) -> bytes:
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # names, not options
+    return buffer.getvalue()
+
+
+def _load(data: bytes | memoryview) -> dict[str, np.ndarray]:
+    with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as found:
+        return {name: found[name] for name in found.files}
+
+
+def _stored(
+    owner: Dataset | Run, state: str, keep: bool, compute: Callable[[], dict[str, np.ndarray]]
+) -> dict[str, np.ndarray]:
+    """The arrays stored for `owner` (a dataset or a run) in `state`, else computed and, if
+    `keep`, stored (replacing an older state's)."""
+    whose: dict[str, Any] = {"dataset": owner} if isinstance(owner, Dataset) else {"run": owner}
+    row = StoredArrays.objects.filter(**whose).values_list("state", "data").first()
+    if row is not None and row[0] == state:
+        return _load(row[1])
+    arrays = compute()
+    if keep:
+        try:
+            with transaction.atomic():  # another process storing the same at once: theirs stays
+                StoredArrays.objects.update_or_create(
+                    **whose, defaults={"state": state, "data": _dump(arrays)}
+                )
+        except IntegrityError:
+            pass
+    return arrays
+
+
+def _dataset_arrays(dataset: Dataset) -> dict[str, np.ndarray]:
     rows = list(
         Item.objects.filter(dataset_id=dataset.pk)
         .order_by("position")
         .values_list("pk", "key", "tags_text")
     )
+    keys = [k for _, k, _ in rows]
+    counted = sorted(range(len(keys)), key=lambda at: natural_key(keys[at]))
+    return {
+        "ids": np.fromiter((pk for pk, _, _ in rows), dtype=np.int64, count=len(rows)),
+        "keys": _texts(keys),
+        "tags": _texts([t or "" for _, _, t in rows]),
+        "counted": np.array(counted, dtype=np.int64),
+    }
+
+
+def _texts(texts: list[str]) -> np.ndarray:
+    """Strings as the bytes of their JSON list: numpy's own strings are as wide as the longest
+    (100k keys beside one of 255 characters: 100 MB) and drop a trailing NUL."""
+    return np.frombuffer(json.dumps(texts).encode(), dtype=np.uint8)
+
+
+def _strings(data: np.ndarray) -> np.ndarray:
+    return np.array(json.loads(data.tobytes()), dtype=object)
+
+
+def dataset_items(dataset: Dataset) -> DatasetItems:
+    """The dataset's items as arrays, stored once a run has used the dataset: its items never
+    change while a run uses it (Frozen), so its oldest run names the state. Should every run
+    be deleted and the items edited, the next run is another oldest run."""
+    key = _dataset_key(dataset)
+    if (cached := _datasets.get(key)) is not None:
+        return cached
+    oldest = dataset.runs.order_by("pk").values_list("pk", flat=True).first()
+    state = f"run {oldest}"
+    arrays = _stored(dataset, state, oldest is not None, lambda: _dataset_arrays(dataset))
     found = DatasetItems(
-        keys=np.array([k for _, k, _ in rows], dtype=object),
-        tags=np.array([t or "" for _, _, t in rows], dtype=object),
-        index={pk: i for i, (pk, _, _) in enumerate(rows)},
+        ids=arrays["ids"],
+        keys=_strings(arrays["keys"]),
+        tags=_strings(arrays["tags"]),
+        counted=arrays["counted"],
     )
     return _datasets.put(key, found)
+
+
+def _judge_values(run: Run) -> dict[str, np.ndarray]:
+    """Arrays "subjects", then per subject i "v{i}" (values) and "s{i}" (scored)."""
+    items = dataset_items(run.dataset)
+    values: dict[str, np.ndarray] = {}
+    scored: dict[str, np.ndarray] = {}
+    index = items.index
+    rows = Score.objects.filter(run_id=run.pk).values_list(
+        "subject", "item_id", "status", "judge_value"
+    )
+    for subject, item_id, status, value in rows.iterator(chunk_size=10000):
+        column = values.get(subject)
+        if column is None:
+            column = values[subject] = np.full(len(items.keys), np.nan)
+            scored[subject] = np.zeros(len(items.keys), dtype=bool)
+        if (at := index.get(item_id)) is None:
+            continue
+        scored[subject][at] = True
+        if status == Score.Status.OK and value is not None:
+            column[at] = value
+    subjects = list(values)
+    arrays = {"subjects": _texts(subjects)}
+    for i, subject in enumerate(subjects):
+        arrays[f"v{i}"], arrays[f"s{i}"] = values[subject], scored[subject]
+    return arrays
+
+
+def judge_arrays(run: Run) -> JudgeArrays:
+    """The run's judge values per item, per state of its results; stored once it has ended."""
+    key = (run.pk, run_state(run))
+    if (cached := _judged.get(key)) is not None:
+        return cached
+    arrays = _stored(run, run_state(run), run.is_terminal, lambda: _judge_values(run))
+    subjects = json.loads(arrays["subjects"].tobytes())
+    found = JudgeArrays(
+        values={s: arrays[f"v{i}"] for i, s in enumerate(subjects)},
+        scored={s: arrays[f"s{i}"] for i, s in enumerate(subjects)},
+    )
+    return _judged.put(key, found)
 
 
 def tag_mask(tags: np.ndarray, tag: str | None) -> np.ndarray:
@@ -75,21 +200,7 @@ def item_values(
     how an item's epochs make its value (the mean unless asked: apps.leaderboards.epochs)."""
     if not reduction.is_mean:
         return _reduced_values(run, mode, last_event, reduction)
-    judge_key = (run.pk, run_state(run), "judge")
-    judged = _values.get(judge_key)
-    if judged is None:
-        items = dataset_items(run.dataset)
-        judged = {}
-        rows = Score.objects.filter(run_id=run.pk).values_list(
-            "subject", "item_id", "status", "judge_value"
-        )
-        for subject, item_id, status, value in rows.iterator(chunk_size=10000):
-            column = judged.get(subject)
-            if column is None:
-                column = judged[subject] = np.full(len(items.keys), np.nan)
-            if status == Score.Status.OK and value is not None and item_id in items.index:
-                column[items.index[item_id]] = value
-        _values.put(judge_key, judged)
+    judged = judge_arrays(run).values
     if mode != "human":
         return judged
     if last_event is None:

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from apps.leaderboards import summaries
+from apps.leaderboards import items, summaries
 from apps.runs.models import Run
 from evalsite.enqueue import enqueue
 
@@ -21,8 +21,10 @@ def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
 
 
 def refresh_summary(run_id: int) -> None:
-    """Build a judge run's board summary now. Boards also rebuild stale summaries themselves,
-    so this is an optimisation, never a requirement."""
+    """Build a judge run's board summary and its per-item arrays now. Boards also rebuild
+    stale ones themselves, so this is an optimisation, never a requirement."""
     run = Run.objects.filter(pk=run_id, kind=Run.Kind.JUDGE).first()
     if run is not None:
         summaries.compute(run)
+        # Stored for the grid and regressions: a fresh web process reads them, not the scores.
+        items.judge_arrays(run)

@@ -1,6 +1,6 @@
 from django.db import models
 
-from apps.datasets.models import Task
+from apps.datasets.models import Dataset, Task
 from apps.runs.models import Run
 
 
@@ -48,3 +48,34 @@ class RunSummary(models.Model):
 
     def __str__(self) -> str:
         return f"summary of run #{self.run_id}"
+
+
+class StoredArrays(models.Model):
+    """Arrays a page over every item reads at once, kept in the database so that the first
+    visit in a fresh web process (every gunicorn worker has its own memos) reads one row, not
+    100k items or 300k scores (apps.leaderboards.items): a dataset's item ids, keys, tags and
+    the order people count keys in, or a judge run's values per item. Written by the job that
+    runs when a judge run finishes, or by the first page that needs them; `state` says what
+    they were computed from (a run's results), so a stale row is computed again."""
+
+    dataset = models.OneToOneField(
+        Dataset, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    run = models.OneToOneField(
+        Run, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    state = models.CharField(max_length=300, blank=True)
+    data = models.BinaryField()  # numpy's .npz, read without pickle
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(dataset__isnull=True, run__isnull=False)
+                | models.Q(dataset__isnull=False, run__isnull=True),
+                name="stored_arrays_of_one_owner",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"arrays of run #{self.run_id}" if self.run_id else f"arrays of {self.dataset}"

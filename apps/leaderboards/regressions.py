@@ -16,6 +16,7 @@ import numpy as np
 
 from apps.datasets.models import Item
 from apps.judges.models import Score, ScoreEvent, judge_id_of, judge_of
+from apps.leaderboards import items as item_arrays
 from apps.leaderboards.compare import item_values, natural_key, review_url
 from apps.leaderboards.memo import Memo, review_state, run_state
 from apps.leaderboards.subjects import subject_infos
@@ -175,6 +176,13 @@ def changes(baseline: Run, candidate: Run, subject: str, mode: str = "human") ->
 
 
 def _aligned(baseline: Run, candidate: Run, subject: str) -> Aligned:
+    if baseline.dataset_id == candidate.dataset_id:
+        return _aligned_in_dataset(baseline, candidate, subject)
+    return _aligned_by_key(baseline, candidate, subject)
+
+
+def _aligned_by_key(baseline: Run, candidate: Run, subject: str) -> Aligned:
+    """Two datasets (versions sharing keys): items paired by key."""
     before, after = judge_values(baseline, subject), judge_values(candidate, subject)
     # Sorting 100k keys the way people count takes a second: done once per results.
     keys = sorted(set(before) | set(after), key=natural_key)
@@ -189,6 +197,23 @@ def _aligned(baseline: Run, candidate: Run, subject: str) -> Aligned:
     c_items, c_values = arrays(after)
     index = {key: at for at, key in enumerate(keys)}
     return Aligned(keys, index, b_items, c_items, b_values, c_values)
+
+
+def _aligned_in_dataset(baseline: Run, candidate: Run, subject: str) -> Aligned:
+    """Two runs over one dataset: its items in the order people count keys, every array read
+    as the boards keep them (stored once a run ended: a first visit reads two rows)."""
+    found = item_arrays.dataset_items(baseline.dataset)
+    judged = [item_arrays.judge_arrays(run) for run in (baseline, candidate)]
+    missing = np.zeros(len(found.ids), dtype=bool)
+    scored = [arrays.scored.get(subject, missing) for arrays in judged]
+    # Items neither run scored are not compared (as items neither has a key of).
+    order = found.counted[(scored[0] | scored[1])[found.counted]]
+    keys = found.keys[order].tolist()
+    nan = np.full(len(found.ids), np.nan)
+    values = [arrays.values.get(subject, nan)[order] for arrays in judged]
+    ids = [np.where(mask, found.ids, 0)[order] for mask in scored]
+    index = {key: at for at, key in enumerate(keys)}
+    return Aligned(keys, index, ids[0], ids[1], values[0], values[1])
 
 
 def _with_overrides(aligned: Aligned, values: np.ndarray, run: Run, subject: str) -> np.ndarray:
