@@ -27,9 +27,16 @@ items (`client.evals.runs.output_items.list(…)`, each `eval.run.output_item`):
 (the SDK's `model_dump_json()`, or whole list pages), a file per run. Each data source item
 is an item (`datasource_item_id` its id, the item's fields as fields, the one named like a
 reference answer as the reference, the sample's input messages as the conversation, a
-developer message as the system one, and their text as the input), the run's model (`sample.model`) a response set of the sample's output,
-and the graders a judge `openai-graders`: a subject per grader (its score) and `pass` (the
-item's status), each grader's passed verdict and own sample as the reason.
+developer message as the system one, and their text as the input), the run's model
+(`sample.model`) a response set of the sample's output, and the graders a judge
+`openai-graders`: a subject per grader (its score) and `pass` (the item's status), each
+grader's passed verdict and own sample as the reason.
+
+Out (oaieval's logs only): each run's log again, line for line, with the values people left
+in the `match` (`correct`) and `metrics` events (the recorded value, the reviewed one and the
+reason beside them under `evalsite_review`) and the final report's `evalsite_reviewed`, each
+subject's mean over the run's samples; evals' own log readers (evals/utils/log_utils.py,
+line by line) and this importer read the corrected scores.
 """
 
 import json
@@ -39,8 +46,17 @@ from pathlib import Path
 from typing import Any
 
 from apps.datasets.importing import reference_like
-from apps.interop.models import Import
-from apps.interop.results import Answer, ImportError_, ModelResults, Results, Sample, subject_range
+from apps.interop.models import Import, ImportedLog
+from apps.interop.results import (
+    Answer,
+    ImportError_,
+    ModelResults,
+    Results,
+    Sample,
+    judge_name,
+    subject_range,
+)
+from apps.judges.models import Judge, Score
 
 ANSWER_EVENTS = ("sampling", "match", "metrics", "error")
 OUTPUT_ITEM = "eval.run.output_item"
@@ -436,3 +452,78 @@ def _output_item(item: dict[str, Any], key: str, where: str) -> tuple[Sample, An
         explanations={GRADERS: "\n".join(notes)},
         record=item,
     )
+
+
+# ---- out (oaieval's logs) -----------------------------------------------------------------
+def export_files(log: ImportedLog) -> list[tuple[str, bytes]]:
+    """Each run's log of this model, the scores people left in its events."""
+    runs = (log.header or {}).get("runs")
+    if not isinstance(runs, list) or not runs:
+        raise ImportError_(
+            "The Evals platform's output items cannot be written back out yet; oaieval's logs can."
+        )
+    by_run = {str(run["spec"].get("run_id")): run for run in runs}
+    scorers = {run_id: _base_eval(run["spec"]) for run_id, run in by_run.items()}
+    reviews: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
+    final: dict[tuple[str, int], dict[str, float]] = {}
+    for scorer, score in _scores(log, set(scorers.values())):
+        if score.final_value is not None:
+            final.setdefault((scorer, score.item_id), {})[score.subject] = score.final_value
+        if score.is_reviewed:
+            reviews.setdefault((scorer, score.item_id), {})[score.subject] = {
+                "value": score.final_value,
+                "reason": score.override_reason if score.is_overridden else "Confirmed",
+            }
+    lines: dict[str, list[str]] = {run_id: [] for run_id in by_run}
+    finals: dict[str, dict[str, list[float]]] = {run_id: {} for run_id in by_run}
+    for record in log.records.order_by("position"):
+        events = record.data.get("events") or []
+        run_id = str(events[0].get("run_id")) if events else ""
+        if run_id not in by_run:
+            run_id = next(iter(by_run))
+        reviewed = reviews.get((scorers[run_id], record.item_id), {})
+        for event in events:
+            event = json.loads(json.dumps(event))
+            data = event.get("data")
+            if isinstance(data, dict) and event.get("type") in ("match", "metrics"):
+                subjects = ["correct"] if event["type"] == "match" else list(data)
+                notes = {}
+                for subject in subjects:
+                    review = reviewed.get(subject)
+                    if review is None or review["value"] is None or subject not in data:
+                        continue
+                    notes[subject] = {"recorded": data[subject], **review}
+                    data[subject] = (
+                        review["value"] >= 0.5 if event["type"] == "match" else review["value"]
+                    )
+                if notes:
+                    data["evalsite_review"] = notes
+            lines[run_id].append(json.dumps(event, ensure_ascii=False))
+        for subject, value in final.get((scorers[run_id], record.item_id), {}).items():
+            finals[run_id].setdefault(subject, []).append(value)
+    files = []
+    for run_id, run in by_run.items():
+        report = dict(run.get("final_report") or {})
+        report["evalsite_reviewed"] = {
+            subject: math.fsum(values) / len(values) for subject, values in finals[run_id].items()
+        }
+        head = [json.dumps({"spec": run["spec"]}), json.dumps({"final_report": report})]
+        stem = Path(str(run.get("file") or run_id)).stem or "run"
+        body = "\n".join(head + lines[run_id]) + "\n"
+        files.append((f"{stem}-reviewed.jsonl", body.encode()))
+    return files
+
+
+def _base_eval(spec: dict[str, Any]) -> str:
+    return str(spec.get("base_eval") or str(spec.get("eval_name") or "eval").split(".")[0])
+
+
+def _scores(log: ImportedLog, scorers: set[str]) -> list[tuple[str, Score]]:
+    """(scorer, score) of the imported judges of these scorers over the model's answers."""
+    names = {judge_name(Import.Tool.OPENAI, scorer): scorer for scorer in scorers}
+    return [
+        (names.get(score.run.judged_with.judge.name, ""), score)
+        for score in Score.objects.filter(
+            run__source_run=log.run, run__judged_with__judge__kind=Judge.Kind.IMPORTED
+        ).select_related("run__judged_with__judge")
+    ]

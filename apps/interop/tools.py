@@ -24,6 +24,7 @@ WRITERS: dict[str, tuple[Callable[[ImportedLog], Any], Callable[[ImportedLog], s
 # tool → the reviewed files of one response set, when the tool's output is several files
 FILE_WRITERS: dict[str, Callable[[ImportedLog], list[tuple[str, bytes]]]] = {
     Import.Tool.LM_EVAL: lm_eval.export_files,
+    Import.Tool.OPENAI: openai_evals.export_files,
 }
 
 

@@ -12,10 +12,12 @@ which evals sends to chat completions). As oaieval wrote them, the final report 
 the events.
 """
 
+import io
 import json
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from openai.types.evals.runs import OutputItemListResponse
 
 from apps.datasets.models import Dataset, Item, Task
@@ -88,6 +90,50 @@ def test_run_logs_become_items_responses_and_scores(task, reviewer_user):
     assert again.dataset.name == "capitals again"
     assert Judge.objects.filter(task=task).count() == 1
     assert Run.objects.filter(task=task, kind=Run.Kind.GENERATION).count() == 4
+
+
+@pytest.mark.django_db
+def test_reviewed_scores_go_back_out_in_oaievals_logs_and_read_back(task, reviewer_user, tmp_path):
+    source = import_files(task, Import.Tool.OPENAI, files())
+    b = next(log.run for log in source.logs.select_related("run") if log.run.label.endswith("b"))
+    japan = Item.objects.get(dataset=source.dataset, key="capitals.dev.1")
+    Score.objects.get(run__source_run=b, item=japan, subject="correct").override(
+        1.0, reviewer_user, "historic capital"
+    )
+    call_command("export_reviewed", str(b.pk), "-o", str(tmp_path), stdout=io.StringIO())
+    (written,) = tmp_path.iterdir()
+    assert written.name == "gpt-4-model-b-reviewed.jsonl"
+    rows = [json.loads(line) for line in written.read_text().splitlines()]
+    original = [json.loads(line) for line in (OUT / "gpt-4-model-b.jsonl").read_text().splitlines()]
+    assert rows[0] == original[0]  # the spec
+    assert rows[1]["final_report"]["accuracy"] == original[1]["final_report"]["accuracy"]
+    assert rows[1]["final_report"]["evalsite_reviewed"] == pytest.approx(
+        {"correct": 1.0, "accuracy": 2 / 3, "f1_score": 0.5}
+    )
+    match = next(r for r in rows[2:] if r["sample_id"] == "capitals.dev.1" and r["type"] == "match")
+    assert match["data"]["correct"] is True
+    assert match["data"]["evalsite_review"] == {
+        "correct": {"recorded": False, "value": 1.0, "reason": "historic capital"}
+    }
+    # Every other event as oaieval recorded it.
+    assert [r for r in rows[2:] if r is not match] == [
+        r for r in original[2:] if r["event_id"] != match["event_id"]
+    ]
+    # Read back by the importer: the reviewer's value is the recorded one.
+    call_command(
+        "export_reviewed",
+        str(source.logs.exclude(run=b).get().run_id),
+        "-o",
+        str(tmp_path),
+        stdout=io.StringIO(),
+    )
+    again = Task.objects.create(slug="again", name="Again")
+    back = import_files(
+        again, Import.Tool.OPENAI, [(p.name, p.read_bytes()) for p in sorted(tmp_path.iterdir())]
+    )
+    assert back.dataset.row_count == 3
+    board = build(again, Params(judge_id=Judge.objects.get(task=again).pk))
+    assert [r.cells["human"]["correct"].mean for r in board.rows] == [1.0, 1.0]
 
 
 def broken(line: int, change) -> list[tuple[str, bytes]]:
