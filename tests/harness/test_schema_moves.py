@@ -35,12 +35,15 @@ def at(executor: MigrationExecutor, targets: list[tuple[str, str]]) -> Apps:
     return executor.loader.project_state(targets).apps
 
 
-def add_old_constraint(table: str, column: str, target: str) -> None:
-    """A database made before #26.2 has the foreign key's constraint on the column (the
-    migrations now make it a plain column): add it where ALTER TABLE can (PostgreSQL)."""
-    if connection.vendor != "postgresql":
-        return  # SQLite rebuilds the table to drop a column: the constraint goes with it
+def add_old_foreign_key(table: str, column: str, target: str) -> None:
+    """A database made before #26.2 has the foreign key's index and constraint on the column
+    (the migrations now make it a plain indexed column): add them. SQLite's ALTER TABLE DROP
+    COLUMN refuses an indexed column (an upgraded install failed so: "error in index … after
+    drop column"); PostgreSQL's drops both with it. SQLite cannot add a constraint to a table."""
     with connection.cursor() as cursor:
+        cursor.execute(f"CREATE INDEX {table}_{column}_old ON {table} ({column})")
+        if connection.vendor != "postgresql":
+            return
         cursor.execute(
             f"ALTER TABLE {table} ADD CONSTRAINT {column}_old_fk FOREIGN KEY ({column}) "
             f"REFERENCES {target} (id) DEFERRABLE INITIALLY DEFERRED"
@@ -68,7 +71,8 @@ def test_task_settings_move_into_rows_of_their_apps(migrate: MigrationExecutor) 
         default_judge_endpoint=endpoint.pk, doubt_spread=1.5
     )
     task_model.objects.filter(pk=plain.pk).update(alignment_threshold=0.7, doubt_confidence=0.4)
-    add_old_constraint("datasets_task", "default_judge_id", "judges_judge")
+    add_old_foreign_key("datasets_task", "default_judge_id", "judges_judge")
+    add_old_foreign_key("datasets_task", "default_judge_endpoint_id", "runs_endpoint")
 
     new = at(migrate, migrate.loader.graph.leaf_nodes())
     fields = ("default_judge", "default_judge_endpoint", *DOUBT)
@@ -135,7 +139,7 @@ def test_the_judge_of_a_run_moves_into_judge_run(migrate: MigrationExecutor) -> 
         text="an answer",
         status="ok",
     )
-    add_old_constraint("runs_run", "judge_id", "judges_judge")
+    add_old_foreign_key("runs_run", "judge_id", "judges_judge")
 
     new = at(migrate, migrate.loader.graph.leaf_nodes())
     rows = dict(new.get_model("judges", "JudgeRun").objects.values_list("run_id", "judge_id"))

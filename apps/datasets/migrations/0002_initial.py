@@ -17,16 +17,18 @@ class Migration(migrations.Migration):
     # are their columns alone now (same names, no constraint), until judges copies them into
     # TaskJudging (judges 0019) and datasets 0013 drops them. A database made before keeps
     # its constraints until then; the copy and the drop read and remove the columns alike.
+    # Indexed, as the foreign keys were: SQLite's DROP COLUMN refuses a column with an index,
+    # so the drop must know of it (and rebuild the table) on a database made before.
     operations = [
         migrations.AddField(
             model_name='task',
             name='default_judge',
-            field=models.BigIntegerField(blank=True, null=True, db_column='default_judge_id'),
+            field=models.BigIntegerField(blank=True, null=True, db_column='default_judge_id', db_index=True),
         ),
         migrations.AddField(
             model_name='task',
             name='default_judge_endpoint',
-            field=models.BigIntegerField(blank=True, null=True, db_column='default_judge_endpoint_id'),
+            field=models.BigIntegerField(blank=True, null=True, db_column='default_judge_endpoint_id', db_index=True),
         ),
         migrations.AddField(
             model_name='dataset',

@@ -90,7 +90,7 @@ class Migration(migrations.Migration):
                 # later app (#26.2): the column alone now, until judges 0020 copies it into
                 # JudgeRun and runs 0023 drops it (an older database keeps its constraint
                 # until then).
-                ('judge', models.BigIntegerField(blank=True, null=True, db_column='judge_id')),
+                ('judge', models.BigIntegerField(blank=True, null=True, db_column='judge_id', db_index=True)),
                 ('source_run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='judge_runs', to='runs.run')),
                 ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='datasets.task')),
                 ('template', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='runs.prompttemplate')),
