@@ -34,39 +34,6 @@ from scipy import stats as scipy_stats
 
 from apps.leaderboards.ppi import LEVEL, Estimate
 
-# Share of each item's probability spread evenly over all items: a floor that keeps every
-# π_i well above 0 (a tiny π_i would make one review weigh as much as thousands of items, and
-# an uncertainty measure that is wrong about an item must not leave it out).
-UNIFORM_SHARE = 0.2
-
-
-def inclusion_probabilities(
-    uncertainty: np.ndarray, budget: float, uniform_share: float = UNIFORM_SHARE
-) -> np.ndarray:
-    """Each item's probability of being drawn, proportional to its uncertainty (≥ 0) mixed
-    with a uniform share, averaging to `budget` (the expected share of items reviewed, 0–1).
-    A probability that would pass 1 is held at 1 and the rest scaled up to keep the budget."""
-    u = np.nan_to_num(np.asarray(uncertainty, dtype=float), nan=0.0).clip(min=0.0)
-    size = len(u)
-    if size == 0:
-        return u
-    budget = float(np.clip(budget, 0.0, 1.0))
-    weight = u / u.mean() if u.sum() > 0 else np.ones(size)
-    weight = (1 - uniform_share) * weight + uniform_share
-    pi = np.zeros(size)
-    fixed = np.zeros(size, dtype=bool)
-    target = budget * size
-    for _ in range(size):  # each pass fixes at least one item at 1, or ends
-        left = target - fixed.sum()
-        free = weight[~fixed]
-        pi[~fixed] = free * left / free.sum() if free.sum() > 0 else 0.0
-        over = ~fixed & (pi >= 1.0)
-        if not over.any():
-            break
-        pi[over] = 1.0
-        fixed |= over
-    return pi.clip(0.0, 1.0)
-
 
 def tuned_lambda(y: np.ndarray, yhat: np.ndarray, weight: np.ndarray) -> float:
     """The λ that minimises the variance of λ·yhat + (y − λ·yhat)·weight over all items
@@ -133,6 +100,7 @@ def reviews_for_width(
     shape: np.ndarray,
     target_width: float,
     level: float = LEVEL,
+    se: float | None = None,
 ) -> int | None:
     """How many reviews in all (expected) bring the interval to at most `target_width`, if
     items are drawn with probabilities min(1, k·shape_i) (shape all ones: uniform; the
@@ -143,6 +111,9 @@ def reviews_for_width(
     The sum over all items is estimated from the reviews so far, each weighted by 1/π_i (its
     recorded probability), which is unbiased for it; the smallest k that meets the target is
     found by bisection (the variance falls as k grows), and the reviews are Σ min(1, k·shape_i).
+    With `se`, the estimate's own standard error now, the first part is what is left of se²
+    after the second at the current probabilities, so the curve passes through the width the
+    estimate has (the people's spread from a few reviews drawn unevenly is a poor guess).
     """
     y, yhat = np.asarray(y, dtype=float), np.asarray(yhat, dtype=float)
     labelled, pi = np.asarray(labelled, dtype=bool), np.asarray(pi, dtype=float)
@@ -156,9 +127,15 @@ def reviews_for_width(
     z = float(scipy_stats.norm.ppf(0.5 + level / 2))
     allowed = (target_width / (2 * z)) ** 2
 
+    def cost(drawn: np.ndarray) -> float:
+        return float((r2_weighted * (1 - drawn) / drawn).sum()) / size**2
+
+    base = human_var / size
+    if se is not None:
+        base = max(0.0, se**2 - cost(pi[labelled]))
+
     def variance(k: float) -> float:
-        drawn = np.minimum(1.0, k * shape_labelled)
-        return human_var / size + float((r2_weighted * (1 - drawn) / drawn).sum()) / size**2
+        return base + cost(np.minimum(1.0, k * shape_labelled))
 
     low, high = 0.0, 1.0 / float(shape.min())  # at `high` every item is drawn
     if variance(high) > allowed:

@@ -10,6 +10,12 @@ judge's own values) would bias it, so they stay out: such an item counts with it
 like any unlabelled one. An item of the sample that nobody has reviewed yet is unlabelled too;
 the queue serves the sample in random order, so a half-reviewed sample is a random half.
 
+With the policy's active design (#31.2) the items were drawn with recorded probabilities π_i,
+larger where the judge is less sure, and each review counts with weight 1/π_i
+(apps.leaderboards.active), which keeps the estimate unbiased. The queue serves that sample in
+the order of draw / π_i; the labelled items are those before the first sampled item in play
+not yet reviewed (at ratio c), which are an active sample with probabilities min(1, c·π_i).
+
 Items are scored the board's way (strict or answered, its tag, its epochs' reduction); the
 ranking key is the board's (overall or the subject it is sorted by).
 """
@@ -21,7 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db.models import Q
 
+from apps.datasets.models import Dataset
 from apps.judges.models import Score
+from apps.leaderboards.active import active_mean, reviews_for_width
 from apps.leaderboards.boards import (
     Board,
     Row,
@@ -35,12 +43,13 @@ from apps.leaderboards.memo import Memo, run_state
 from apps.leaderboards.pairs import ALPHA, holm
 from apps.leaderboards.ppi import Estimate, ppi_mean
 from apps.review.models import ReviewPolicy
-from apps.review.sample import sample_mask
+from apps.review.sample import active_sample, sample_mask
 from apps.runs.models import Run
 
-# Per item of a model: the judge's value, the people's value and whether it counts as
-# labelled (in the random sample, reviewed), each scored the board's way; NaN: not in play.
-Columns = tuple[np.ndarray, np.ndarray, np.ndarray]
+# Per item of a model: the judge's value, the people's value, whether it counts as labelled
+# (in the random sample, reviewed), each scored the board's way (NaN: not in play), and the
+# probability the item was labelled with under the active design (NaN: the uniform sample).
+Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 _samples: Memo[np.ndarray] = Memo("random review samples")
 _reviewed: Memo[dict[str, np.ndarray]] = Memo("reviewed items")
@@ -65,6 +74,7 @@ class CorrectedRow:
     sampled: int  # items of this model's dataset in the random sample (and in play)
     judge_mean: float | None  # judge-only value of the ranking key, on the same items
     entries: list[Entry] = field(default_factory=list)  # the overall (if any), then subjects
+    reviews_needed: int | None = None  # more, for the ranking key's interval to reach the target
 
     def value(self, key: str) -> Estimate | None:
         return self.overall if key == "overall" else self.cells.get(key)
@@ -88,6 +98,7 @@ class Corrected:
     pairs: list[CorrectedPair] = field(default_factory=list)
     ranks: dict[int, int] = field(default_factory=dict)  # run id → corrected tied rank
     judge_order: list[CorrectedRow] = field(default_factory=list)  # by the judge-only means
+    target: float | None = None  # an interval width asked for: the reviews it needs
 
     @property
     def sample_label(self) -> str:
@@ -155,6 +166,33 @@ def reviewed_items(run: Run, found: DatasetItems, last_event: int) -> dict[str, 
     return _reviewed.get_or_compute((run.pk, run_state(run), last_event), compute)
 
 
+def active_arrays(
+    found: DatasetItems, dataset: Dataset, policy: ReviewPolicy
+) -> tuple[np.ndarray, np.ndarray]:
+    """The recorded probabilities and serving ratios (draw / probability) of the dataset's
+    active sample, in the dataset's item order."""
+    drawn = active_sample(policy, dataset)
+    probability = np.full(len(found.keys), np.nan)
+    ratio = np.full(len(found.keys), np.inf)
+    for item_id, at in found.index.items():
+        if item_id in drawn.probability:
+            probability[at] = drawn.probability[item_id]
+            ratio[at] = drawn.ratio(item_id)
+    return probability, ratio
+
+
+def active_labels(
+    probability: np.ndarray, ratio: np.ndarray, reviewed: np.ndarray, in_play: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Labelled items and their probabilities under the active design: the items served
+    before the first sampled one in play that is not reviewed yet (ratio c; 1 when all are),
+    each drawn with probability min(1, c·π)."""
+    waiting = (ratio < 1) & in_play & ~reviewed
+    c = float(ratio[waiting].min()) if waiting.any() else 1.0
+    labelled = (ratio < c) & reviewed & in_play
+    return labelled, np.minimum(1.0, c * probability)
+
+
 def model_columns(board: Board, row: Row, policy: ReviewPolicy) -> dict[str, Columns]:
     """subject (and "overall") → the judge's values, the people's values and the labelled
     mask of one model, on its dataset's items as the board scores them."""
@@ -167,32 +205,66 @@ def model_columns(board: Board, row: Row, policy: ReviewPolicy) -> dict[str, Col
     sampled = sampled_items(found, (run.dataset.pk, run.dataset.created_at), policy)
     tag = board.params.tag if board.params.tag in board.tags else None
     in_tag = tag_mask(found.tags, tag)
+    design = active_arrays(found, run.dataset, policy) if policy.is_active else None
+
+    def columns(yhat: np.ndarray, y: np.ndarray, reviewed_here: np.ndarray) -> Columns:
+        seen = reviewed_here & ~np.isnan(y)
+        if design is None:
+            return yhat, y, sampled & seen & ~np.isnan(yhat), nothing
+        labelled, probability = active_labels(*design, seen, ~np.isnan(yhat))
+        return yhat, y, labelled, probability
+
     out: dict[str, Columns] = {}
+    reviewed_on: dict[str, np.ndarray] = {}
     for info in board.subjects:
         yhat = np.where(in_tag, as_scored(board, info, judge.get(info.name, nothing)), np.nan)
         y = as_scored(board, info, human.get(info.name, nothing))
-        labelled = (
-            sampled
-            & reviewed.get(info.name, np.zeros(size, dtype=bool))
-            & ~np.isnan(yhat)
-            & ~np.isnan(y)
-        )
-        out[info.name] = (yhat, y, labelled)
+        reviewed_on[info.name] = reviewed.get(info.name, np.zeros(size, dtype=bool))
+        out[info.name] = columns(yhat, y, reviewed_on[info.name])
     active = active_subjects(board)
     yhat_all = per_item_overall(board, {s.name: out[s.name][0] for s in active})
     y_all = per_item_overall(board, {s.name: out[s.name][1] for s in active})
     if yhat_all is not None and y_all is not None:
-        labelled = np.logical_and.reduce([out[s.name][2] for s in active])
-        out["overall"] = (yhat_all, y_all, labelled & ~np.isnan(yhat_all) & ~np.isnan(y_all))
+        every = np.logical_and.reduce([reviewed_on[s.name] for s in active])
+        out["overall"] = columns(yhat_all, y_all, every)
     return out
 
 
 def estimate(columns: Columns) -> Estimate | None:
-    """PPI++ on the items in play (a judge value): labelled ones with the person's value."""
-    yhat, y, labelled = columns
+    """PPI++ on the items in play (a judge value): labelled ones with the person's value;
+    under the active design, each weighted by its probability (apps.leaderboards.active)."""
+    yhat, y, labelled, probability = columns
     in_play = ~np.isnan(yhat)
+    if not np.isnan(probability).all():
+        return active_mean(y[in_play], yhat[in_play], labelled[in_play], probability[in_play])
     unlabelled = in_play & ~labelled
     return ppi_mean(y[labelled], yhat[labelled], yhat[unlabelled])
+
+
+def reviews_needed(columns: Columns, found: Estimate | None, target: float) -> int | None:
+    """How many more reviews bring this estimate's interval to at most `target` wide, drawing
+    more items the sample's way (every item alike, or by the recorded active probabilities);
+    0: it is there already; None: not even reviewing every item would do it."""
+    if found is None:
+        return None
+    yhat, y, labelled, probability = columns
+    in_play = ~np.isnan(yhat)
+    if np.isnan(probability).all():  # uniform: n of N, every item alike
+        probability = np.full(len(yhat), labelled[in_play].sum() / max(in_play.sum(), 1))
+        shape = np.ones(int(in_play.sum()))
+    else:
+        shape = probability[in_play]
+    needed = reviews_for_width(
+        y[in_play],
+        yhat[in_play],
+        labelled[in_play],
+        probability[in_play],
+        found.lam,
+        shape,
+        target,
+        se=found.se,
+    )
+    return None if needed is None else max(0, needed - found.n)
 
 
 # ---- the board ------------------------------------------------------------------------------
@@ -203,8 +275,9 @@ def ranking_key(board: Board) -> str:
     return key
 
 
-def build(board: Board) -> Corrected | None:
-    """The corrected board, or None when the task's review policy draws no random sample."""
+def build(board: Board, target: float | None = None) -> Corrected | None:
+    """The corrected board, or None when the task's review policy draws no random sample.
+    `target`: an interval width, for the reviews each model's ranking key needs to reach it."""
     if board.judge is None or not board.rows:
         return None
     policy = ReviewPolicy.of(board.task.pk)
@@ -213,16 +286,20 @@ def build(board: Board) -> Corrected | None:
     key = ranking_key(board)
     info = board.subject(key)
     found = Corrected(
-        policy=policy, key=key, higher_is_better=info.higher_is_better if info else True
+        policy=policy,
+        key=key,
+        higher_is_better=info.higher_is_better if info else True,
+        target=target,
     )
     columns: dict[int, dict[str, Columns]] = {}
     for row in board.rows:
         own = columns[row.run.pk] = model_columns(board, row, policy)
         at_key = own.get(key)
-        sampled = sampled_items(
-            dataset_items(row.run.dataset),
-            (row.run.dataset.pk, row.run.dataset.created_at),
-            policy,
+        items_of = dataset_items(row.run.dataset)
+        sampled = (
+            active_arrays(items_of, row.run.dataset, policy)[1] < 1
+            if policy.is_active
+            else sampled_items(items_of, (row.run.dataset.pk, row.run.dataset.created_at), policy)
         )
         in_play = ~np.isnan(at_key[0]) if at_key is not None else np.zeros(len(sampled), bool)
         cells = {s.name: estimate(own[s.name]) for s in board.subjects}
@@ -247,6 +324,11 @@ def build(board: Board) -> Corrected | None:
                 sampled=int((sampled & in_play).sum()),
                 judge_mean=float(at_key[0][in_play].mean()) if in_play.any() else None,  # type: ignore[index]
                 entries=entries,
+                reviews_needed=(
+                    reviews_needed(at_key, overall if key == "overall" else cells.get(key), target)
+                    if target and at_key is not None
+                    else None
+                ),
             )
         )
     sign = 1 if found.higher_is_better else -1
@@ -279,7 +361,9 @@ def pair_columns(
     yhat = columns_a[0] - columns_b[0]
     y = columns_a[1] - columns_b[1]
     labelled = columns_a[2] & columns_b[2] & ~np.isnan(yhat) & ~np.isnan(y)
-    return yhat, y, labelled
+    # Active design: each model's labelled items are those served before its ratio c, so both
+    # are labelled before the smaller c: probability min(1, min(c)·π) = the smaller of the two.
+    return yhat, y, labelled, np.fmin(columns_a[3], columns_b[3])
 
 
 def _compare(found: Corrected, columns: dict[int, dict[str, Columns]]) -> None:

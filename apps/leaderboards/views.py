@@ -86,7 +86,7 @@ def board(request: AppRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
     built = boards.build(task, boards.Params.from_query(request.GET))
     matrix = pairs.build(built, request.GET.get("correction", "holm"))
-    built.corrected = corrected.build(built)
+    built.corrected = corrected.build(built, _difference(request.GET.get("target", "")))
     context = {
         "task": task,
         "board": built,

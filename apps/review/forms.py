@@ -6,6 +6,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.http import QueryDict
 
+from apps.review.models import ReviewPolicy
+
 
 class FiniteFloatField(forms.FloatField):
     def validate(self, value: float | None) -> None:
@@ -77,6 +79,14 @@ class PolicyForm(forms.Form):
         "“The policy's random sample”. Only reviews on it correct the judge on the board "
         "(corrected scores); reviews of items chosen for being doubtful never do. Blank: no "
         "sample. Changing it or the seed draws another sample.",
+    )
+    sample_design = forms.ChoiceField(
+        required=False,
+        choices=ReviewPolicy.Design.choices,
+        label="How the sample is drawn",
+        help_text="Every item alike, or items the judges are least sure of (rounds that "
+        "disagree, a value near the middle of the scale) likelier, each with a recorded "
+        "probability the board weights its review by: the same width with fewer reviews.",
     )
     sample_seed = forms.IntegerField(
         required=False,

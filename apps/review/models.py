@@ -142,6 +142,14 @@ class ReviewPolicy(models.Model):
     sample_percent = models.PositiveSmallIntegerField(null=True, blank=True)
     sample_seed = models.PositiveIntegerField(default=0)
     sample_set_at = models.DateTimeField(null=True, blank=True)
+
+    class Design(models.TextChoices):
+        UNIFORM = "uniform", "Every item alike"
+        # Active inference (#31.2): items the judge is least sure of are likelier drawn, each
+        # with a recorded probability the board weights its review by (apps/review/sample.py).
+        ACTIVE = "active", "Likelier where the judge is least sure (active)"
+
+    sample_design = models.CharField(max_length=8, choices=Design.choices, default=Design.UNIFORM)
     MAX_REVIEWS = 10
 
     def __str__(self) -> str:
@@ -161,10 +169,19 @@ class ReviewPolicy(models.Model):
         return bool(self.sample_percent)
 
     @property
+    def is_active(self) -> bool:
+        return self.has_sample and self.sample_design == self.Design.ACTIVE
+
+    @property
     def sample_label(self) -> str:
         """How the board and the queue name the sample, seed included."""
         if not self.has_sample:
             return ""
+        if self.is_active:
+            return (
+                f"active sample of {self.sample_percent} % of items, likelier where the judge "
+                f"is least sure (seed {self.sample_seed})"
+            )
         return f"random {self.sample_percent} % of items (seed {self.sample_seed})"
 
     def threshold(self, subject: str) -> float:
@@ -184,6 +201,29 @@ class ReviewPolicy(models.Model):
 
     def may_adjudicate(self, user: Any) -> bool:
         return bool(user.is_authenticated and (user.is_admin or user.pk == self.adjudicator_id))
+
+
+class SampleInclusion(models.Model):
+    """An item's probability of being in an active sample and its draw, recorded when the
+    sample is drawn (#31.2): the board weights the item's review by 1/probability, so the
+    probability must be the one it was drawn with, not one recomputed from the judge's values
+    after they changed. The item is in the sample when draw < probability."""
+
+    dataset = models.ForeignKey("datasets.Dataset", on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    percent = models.PositiveSmallIntegerField()
+    seed = models.PositiveIntegerField()
+    probability = models.FloatField()
+    draw = models.FloatField()
+    uncertainty = models.FloatField()  # what the probability was drawn from (judge's values)
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "percent", "seed", "item"], name="one_inclusion_per_draw"
+            )
+        ]
 
 
 class ReviewClaim(models.Model):

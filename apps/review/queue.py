@@ -35,7 +35,7 @@ from django.db.models.functions import Coalesce
 from apps.datasets.models import Item
 from apps.judges.models import RunItemQuerySet, Score, ScoreEvent, TaskJudging, judge_of
 from apps.review.models import Review, ReviewAssignment, ReviewClaim, ReviewLock, ReviewPolicy
-from apps.review.sample import sample_order
+from apps.review.sample import active_sample, sample_order
 from apps.runs.models import Run
 
 ORDERS = {
@@ -313,6 +313,7 @@ class Queue:
         )
         if self.order == "random":
             key += f":{self.policy.sample_percent}:{self.policy.sample_seed}"
+            key += f":{self.policy.sample_design}"
         ids = cache.get(key)
         if ids is None:
             if self.order == "random":
@@ -327,6 +328,11 @@ class Queue:
         their draws (apps/review/sample.py); none when the policy draws no sample."""
         if not self.policy.has_sample:
             return []
+        judged = set(RunItemQuerySet.of(self.run).judged().values_list("pk", flat=True))
+        if self.policy.is_active:  # in the order of draw / probability (apps/review/sample.py)
+            return [
+                pk for pk in active_sample(self.policy, self.run.dataset).order() if pk in judged
+            ]
         rows = list(
             Item.objects.filter(dataset_id=self.run.dataset_id)
             .order_by("position")
@@ -338,7 +344,6 @@ class Queue:
                 [key for _, key in rows], self.policy.sample_percent or 0, self.policy.sample_seed
             )
         ]
-        judged = set(RunItemQuerySet.of(self.run).judged().values_list("pk", flat=True))
         return [pk for pk in picked if pk in judged]
 
     def _sample_ids(self) -> list[int]:

@@ -102,12 +102,23 @@ def sample_fields(current: ReviewPolicy, data: dict[str, Any]) -> dict[str, Any]
     """The random sample's percent and seed as saved: a blank seed is drawn, and the time is
     recorded whenever the sample changes."""
     percent, seed = data.get("sample_percent"), data.get("sample_seed")
+    design = data.get("sample_design") or ReviewPolicy.Design.UNIFORM
     if not percent:
-        return {"sample_percent": None, "sample_seed": 0, "sample_set_at": None}
+        return {
+            "sample_percent": None,
+            "sample_seed": 0,
+            "sample_set_at": None,
+            "sample_design": ReviewPolicy.Design.UNIFORM,
+        }
     if seed is None:
         seed = secrets.randbelow(2**31)
-    changed = (percent, seed) != (current.sample_percent, current.sample_seed)
+    changed = (percent, seed, design) != (
+        current.sample_percent,
+        current.sample_seed,
+        current.sample_design,
+    )
     return {
+        "sample_design": design,
         "sample_percent": percent,
         "sample_seed": seed,
         "sample_set_at": timezone.now() if changed else current.sample_set_at,
@@ -126,6 +137,7 @@ def policy(request: AppRequest, slug: str) -> HttpResponse:
         "adjudicator": current.adjudicator_id,
         "sample_percent": current.sample_percent,
         "sample_seed": current.sample_seed if current.has_sample else None,
+        "sample_design": current.sample_design,
         "doubt_spread": judging.doubt_spread,
         "doubt_repaired": judging.doubt_repaired,
         "doubt_confidence": judging.doubt_confidence,

@@ -7,15 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from apps.leaderboards.active import (
-    UNIFORM_SHARE,
-    active_mean,
-    active_terms,
-    inclusion_probabilities,
-    reviews_for_width,
-    tuned_lambda,
-)
+from apps.leaderboards.active import active_mean, active_terms, reviews_for_width, tuned_lambda
 from apps.leaderboards.ppi import ppi_mean
+from apps.review.sample import UNIFORM_SHARE, inclusion_probabilities
 
 
 def test_estimate_pinned_to_hand_computed_values() -> None:
