@@ -70,12 +70,13 @@ class RequestBodyLimitMiddleware:
             multipart = request.content_type == "multipart/form-data"
             limit = _body_limit(multipart)
             if limit is not None and length > limit:
-                return _too_large(request, length, limit, multipart)
+                return _too_large(request, length, limit, _advice(multipart))
             if multipart and not _signed_in(request):
                 if not _open_to_anyone(request):
                     return _not_signed_in(request)
                 if length > ANONYMOUS_MULTIPART_BYTES:
-                    return _too_large(request, length, ANONYMOUS_MULTIPART_BYTES, multipart)
+                    advice = "Sign in first to send a file."
+                    return _too_large(request, length, ANONYMOUS_MULTIPART_BYTES, advice)
         return self.get_response(request)
 
 
@@ -112,12 +113,14 @@ def _open_to_anyone(request: HttpRequest) -> bool:
     return not getattr(match.func, "login_required", True)
 
 
-def _too_large(request: HttpRequest, length: int, limit: int, multipart: bool) -> HttpResponse:
-    shown, most = sizes_apart(length, limit)
+def _advice(multipart: bool) -> str:
     if multipart:
-        advice = "Split the file, or ask an admin to raise DATASET_MAX_UPLOAD_BYTES."
-    else:
-        advice = "Send a dataset as a multipart file field (files count against a larger limit)."
+        return "Split the file, or ask an admin to raise DATASET_MAX_UPLOAD_BYTES."
+    return "Send a dataset as a multipart file field (files count against a larger limit)."
+
+
+def _too_large(request: HttpRequest, length: int, limit: int, advice: str) -> HttpResponse:
+    shown, most = sizes_apart(length, limit)
     detail = f"The request body is {shown}; the limit is {most}. {advice}"
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": detail}, status=413, content_type=JSON)

@@ -102,7 +102,10 @@ def test_the_login_page_takes_a_small_multipart_form_and_no_file(db):
     assert Client().post("/accounts/login/", form).status_code == 200  # the form, re-shown
     response = send(Client(), "/accounts/login/", 65 * 1024)
     assert response.status_code == 413
-    assert "The request body is 65.0 KB; the limit is 64.0 KB." in response.content.decode()
+    page = response.content.decode()
+    assert (
+        "The request body is 65.0 KB; the limit is 64.0 KB. Sign in first to send a file." in page
+    )
 
 
 def test_a_wrong_token_does_not_make_a_multipart_body_welcome(task, settings):
