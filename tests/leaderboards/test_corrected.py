@@ -181,3 +181,23 @@ def test_page_exports_api_and_cli_carry_it(inverted, client):
     out = io.StringIO()
     call_command("leaderboard", task.slug, "--corrected-pairs", stdout=out)
     assert out.getvalue().count("\n") >= 4
+
+
+def test_a_sample_drawn_and_not_reviewed_yet_shows_the_board(db, client):
+    """Before anyone reviews the sample, each estimate is missing: the page says so (it once
+    failed with a 500 formatting the missing means)."""
+    task = f.make_task("fresh")
+    dataset = f.make_items(task, 10)
+    judge = f.make_judge(task, name="grader", subjects=[{"name": "accuracy", "min": 1, "max": 5}])
+    for label in ("one", "two"):
+        texts = {f"k{i}": f"{label} {i}" for i in range(10)}
+        generation = f.make_generation_run(dataset, texts, label=label)
+        run = f.make_judge_run(dataset, judge, source_run=generation)
+        f.add_scores(run, {f"k{i}": {"accuracy": 1 + i % 5} for i in range(10)})
+    ReviewPolicy.objects.create(task=task, sample_percent=20, sample_seed=1)
+    client.force_login(make_user("viewer"))
+    client.raise_request_exception = True
+    response = client.get(reverse("leaderboards:task", args=[task.slug]))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert 'id="corrected-table"' in page and "No item of the sample has been reviewed" in page

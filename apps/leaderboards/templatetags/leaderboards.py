@@ -36,7 +36,8 @@ def sort_link(context: dict[str, Any], key: str) -> str:
 
 @register.filter
 def num(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
+    # A missing estimate's attribute reaches here as "" (the template's invalid value).
+    return "—" if value is None or value == "" else f"{value:.2f}"
 
 
 @register.filter
@@ -46,7 +47,7 @@ def interval(ci: Any) -> str:
 
 @register.filter
 def pvalue(value: float | None) -> str:
-    if value is None:
+    if value is None or value == "":  # "": a missing estimate's attribute (see num)
         return "—"
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
