@@ -19,6 +19,8 @@ should be told. Their values become text as a person saw them; see `cell_text` a
 `parquet_texts` for the rules.
 """
 
+from __future__ import annotations
+
 import csv
 import datetime
 import decimal
@@ -30,15 +32,19 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree
 
 import numpy
-import pyarrow
-import pyarrow.parquet
 import python_calamine
 from django.conf import settings
-from openpyxl.styles.numbers import BUILTIN_FORMATS
+
+if TYPE_CHECKING:
+    # pyarrow (Parquet) and openpyxl (Excel's built-in number formats) are imported by the
+    # functions that read those files, not at start-up: every process imports this module
+    # (run kinds → importing) and they cost ~0.15 s of CPU together (#26.7).
+    import pyarrow
+    import pyarrow.parquet
 
 from evalsite.sizes import human_size, sizes_apart
 
@@ -905,6 +911,8 @@ def _json_stream(handle: Any, columns: list[str]) -> Iterator[tuple[int, dict[st
 def _parquet_rows(
     parquet: pyarrow.parquet.ParquetFile, columns: list[str]
 ) -> Iterator[tuple[int, dict[str, Any], int]]:
+    import pyarrow
+
     number = 0
     try:
         # Batches of rows, or of fewer when rows are long (the file says how long, per group).
@@ -1196,6 +1204,8 @@ def read_parquet(source: Path | bytes, limit: int | None = None) -> Table:
 
     Rows are numbered from 1, the first record being row 1 (a Parquet file has no header row).
     """
+    import pyarrow
+
     parquet, columns, total = _open_parquet(source)
     rows: list[dict[str, Any]] = []
     try:
@@ -1231,6 +1241,9 @@ def _parquet_batches(
 
 def _open_parquet(source: Path | bytes) -> tuple[pyarrow.parquet.ParquetFile, list[str], int]:
     """The file opened, its columns and its number of rows, or DatasetError saying why not."""
+    import pyarrow
+    import pyarrow.parquet
+
     head = source[:4] if isinstance(source, bytes) else _head(source, 4)
     if not head:
         raise DatasetError("The file is empty.")
@@ -1283,6 +1296,8 @@ def parquet_texts(kind: pyarrow.DataType) -> Callable[[pyarrow.Array], list[str]
     their shortest form (a float32 0.1 is "0.1"), decimals with their scale ("1.50"),
     timestamps, dates and times in ISO 8601 (a time zone as its offset), true / false,
     lists, structs and maps as JSON text; a null is empty."""
+    import pyarrow
+
     if pyarrow.types.is_dictionary(kind):
         kind = kind.value_type  # to_pylist() gives the values, not their codes
     convert: Callable[[Any], str]
@@ -1474,6 +1489,8 @@ def _display_styles(book: zipfile.ZipFile) -> dict[int, str]:
     differently from General."""
     # ElementTree never fetches external entities, and expat >= 2.4 (Python 3.12 ships 2.5+)
     # refuses entity amplification; the parts' unpacked size was checked on opening.
+    from openpyxl.styles.numbers import BUILTIN_FORMATS
+
     root = ElementTree.fromstring(book.read("xl/styles.xml"))  # noqa: S314
     codes: dict[int, str] = dict(BUILTIN_FORMATS)
     for number_format in root.iter(f"{MAIN_NS}numFmt"):

@@ -22,10 +22,15 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sacrebleu.metrics import BLEU
+
+if TYPE_CHECKING:
+    # Imported where a BLEU judge scores (_bleu_scorer), not at start-up: every process
+    # imports this module (through the run kinds), sacrebleu costs ~0.15 s of CPU to import
+    # and few judges are BLEU (#26.7).
+    from sacrebleu.metrics import BLEU
 
 from apps.judges.parsing import JudgeReplyError, parse_mcq_choice
 
@@ -421,6 +426,8 @@ def describe_bleu_tokenizer(options: Mapping[str, Any] | None) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _bleu_scorer(lowercase: bool, max_n: int, smooth: str, tokenize: str) -> BLEU:
+    from sacrebleu.metrics import BLEU
+
     return BLEU(
         lowercase=lowercase,
         max_ngram_order=max_n,
@@ -637,6 +644,8 @@ class BleuTable(CorpusTable):
         self.n = len(rows)
 
     def value(self, counts: np.ndarray) -> float:
+        from sacrebleu.metrics import BLEU
+
         total = counts @ self.stats
         n = self.max_n
         return float(

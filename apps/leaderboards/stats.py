@@ -30,7 +30,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as scipy_stats
+
+# scipy.stats is imported where it is used, not here: it costs ~0.5 s of CPU to import, and this
+# module is imported at start-up by every process (leaderboards' ready() → jobs → summaries),
+# while only a board's intervals and tests call it; summaries, all a work horse builds here,
+# need numpy alone. Each `manage.py` command and worker started paid it (#26.7).
 
 SEED = 20240607
 RESAMPLES = 1000
@@ -196,6 +200,8 @@ def clipped(ci: Interval, low: float | None, high: float | None) -> Interval:
 
 def clopper_pearson(successes: int, n: int) -> tuple[float, float]:
     """The exact binomial 95 % interval of a proportion (Clopper & Pearson, 1934)."""
+    from scipy import stats as scipy_stats
+
     tail = (1 - LEVEL) / 2
     low = 0.0 if successes == 0 else scipy_stats.beta.ppf(tail, successes, n - successes + 1)
     high = 1.0 if successes == n else scipy_stats.beta.ppf(1 - tail, successes + 1, n - successes)
@@ -357,6 +363,8 @@ POWER = 0.80
 
 
 def _z_sum(alpha: float, power: float) -> float:
+    from scipy import stats as scipy_stats
+
     return float(scipy_stats.norm.ppf(1 - alpha / 2) + scipy_stats.norm.ppf(power))
 
 
@@ -418,6 +426,8 @@ def paired(
 def wilcoxon_p(diff: np.ndarray) -> float:
     """Two-sided Wilcoxon signed-rank p-value; ties (zero differences) are dropped (Wilcoxon's
     own rule). No non-zero difference at all means no evidence of a difference: p = 1."""
+    from scipy import stats as scipy_stats
+
     nonzero = diff[diff != 0]
     if nonzero.size == 0:
         return 1.0
@@ -426,6 +436,8 @@ def wilcoxon_p(diff: np.ndarray) -> float:
 
 def sign_test_p(wins: int, losses: int) -> float:
     """Two-sided exact sign test over the items that are not ties."""
+    from scipy import stats as scipy_stats
+
     if wins + losses == 0:
         return 1.0
     return float(scipy_stats.binomtest(wins, wins + losses, 0.5).pvalue)
@@ -452,6 +464,8 @@ def paired_p(diff: np.ndarray) -> tuple[float | None, str | None]:
     - fewer than SMALL_N items: the sign-flip permutation test of the mean difference (all
       2ⁿ patterns when there are at most PERMUTATIONS of them, else that many seeded draws);
     - otherwise the paired t-test. None below two items."""
+    from scipy import stats as scipy_stats
+
     diff = np.asarray(diff, dtype=float)
     n = int(diff.size)
     if n < 2:
