@@ -67,16 +67,22 @@ def worker_queues() -> list[str]:
     return list(settings.RQ_QUEUES)
 
 
+def worker_command() -> list[str]:
+    """`manage.py rqworker` of every queue, without Django's system checks: they import every
+    view and URL (0.6 s of CPU, a quarter of a worker's start, paid by each of the hundreds of
+    workers a database stage starts), what a test asks of a worker is its jobs, and the checks
+    run in the suite anyway (`check --deploy` in tests/accounts/test_security.py, and every
+    other command a test starts) (#26.7)."""
+    return [sys.executable, "manage.py", "rqworker", *worker_queues(), "--skip-checks"]
+
+
 def run_burst_worker(
     timeout: float = 120, options: tuple[str, ...] = (), **extra_env: str
 ) -> subprocess.CompletedProcess:
     """Run a real RQ worker process in burst mode: it works the queues empty and exits (or
     stops where `options` such as ("--max-jobs", "1") say)."""
     return subprocess.run(
-        [
-            *(sys.executable, "manage.py", "rqworker", *worker_queues()),
-            *("--burst", "--with-scheduler", *options),
-        ],
+        [*worker_command(), "--burst", "--with-scheduler", *options],
         cwd=ROOT,
         env=subprocess_env(**extra_env),
         capture_output=True,
@@ -89,7 +95,7 @@ def run_burst_worker(
 def start_worker(**extra_env: str) -> subprocess.Popen:
     """Start a long-running real RQ worker process; the caller stops (or kills) it."""
     return subprocess.Popen(
-        [sys.executable, "manage.py", "rqworker", *worker_queues()],
+        worker_command(),
         cwd=ROOT,
         env=subprocess_env(**extra_env),
         stdout=subprocess.PIPE,
