@@ -1,7 +1,7 @@
 """Doubtful items go to people (#14.4): with the task's rule, items whose rounds disagree
 beyond a spread or whose reply was read only by tolerant parsing are "needs a person": served
 first in that queue order, listed by the results filter, counted on the board until reviewed.
-The judging is real (worker, SDK, loopback server), so the repaired flag comes from parsing."""
+The judging is real (RQ jobs, SDK, loopback server), so the repaired flag comes from parsing."""
 
 import re
 
@@ -15,7 +15,7 @@ from apps.judges.launching import create_judge_run
 from apps.judges.models import Judge, JudgeRound, RunItemQuerySet, TaskJudging
 from apps.judges.parsing import parse_rubric_reply, response_format_for
 from apps.review.queue import Queue, orders_for
-from tests.base import make_user, work
+from tests.base import make_user, work_here
 from tests.factories import (
     SUBJECTS,
     make_answers_dataset,
@@ -59,7 +59,7 @@ def judged(task, endpoint, llm_server):
     )
     with transaction.atomic():
         run = create_judge_run(judge, endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     return run
 
 
@@ -156,7 +156,7 @@ def test_a_low_stated_confidence_sends_the_item_to_people(task, endpoint, llm_se
     )
     with transaction.atomic():
         run = create_judge_run(judge, endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     asked = llm_server.stats()["log"][0]["messages"][0]["content"]
     assert '"confidence": <number from 0 to 1' in asked
     stated = dict(JudgeRound.objects.filter(run=run).values_list("item__position", "confidence"))

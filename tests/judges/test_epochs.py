@@ -12,7 +12,7 @@ from apps.judges.launching import create_judge_run
 from apps.judges.models import Judge, JudgeRound, RunItemQuerySet, Score
 from apps.runs.engine.launch import launch
 from apps.runs.models import AttemptLog, ErrorKind, Response, Run
-from tests.base import work
+from tests.base import work_here
 from tests.factories import make_generation_run, make_judge, make_qa_dataset, rubric_reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -31,7 +31,7 @@ def test_an_exact_match_judge_scores_every_epoch(task) -> None:
     judge = make_judge(task, Judge.Kind.METRIC)
     with transaction.atomic():
         run = create_judge_run(judge, source_run=generation)
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.done, run.failed) == (3, 1)
     # A round per item and epoch; the epoch without a response is a failed round, not asked.
@@ -62,7 +62,7 @@ def test_an_exact_match_judge_scores_every_epoch(task) -> None:
     }
     with transaction.atomic():
         assert launch(run, Run.Mode.RETRY_FAILED) == 1
-    work()
+    work_here()
     fixed = score_of(run, 3)
     assert fixed.status == Score.Status.OK and fixed.epoch_values == [100, 100, 100]
     rounds = JudgeRound.objects.filter(run=run, item__position=3).order_by("epoch")
@@ -80,7 +80,7 @@ def test_an_llm_judge_asks_each_epoch_its_rounds_and_logs_which(task, endpoint, 
     )
     with transaction.atomic():
         run = create_judge_run(judge, source_run=generation, endpoint=endpoint, logging_mode="all")
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.status, run.done) == (Run.Status.COMPLETED, 3)
     assert llm_server.stats()["requests"] == 3 * 2 * 2  # items × epochs × rounds

@@ -1,5 +1,6 @@
-"""Judge runs end to end: real Redis, real `rqworker` processes, the real openai SDK against the
-loopback LLM server with replies scripted per item (and per round, with `times`)."""
+"""Judge runs end to end: real Redis, RQ's jobs run in this process (tests.base.work_here: these
+tests are about what the jobs do; tests/runs has the worker processes), the real openai SDK
+against the loopback LLM server with replies scripted per item (and per round, with `times`)."""
 
 import json
 
@@ -18,7 +19,7 @@ from apps.judges.models import (
 )
 from apps.runs.engine.launch import launch
 from apps.runs.models import AttemptLog, ErrorKind, LoggingMode, Response, Run
-from tests.base import work
+from tests.base import work_here
 from tests.factories import (
     SUBJECTS,
     make_answers_dataset,
@@ -61,7 +62,7 @@ def test_rubric_rounds_are_kept_and_aggregated(task, endpoint, llm_server):
         ],
     )
     run = start(judge, endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED, run.error
     assert (run.done, run.failed, run.total) == (5, 0, 5)
@@ -113,7 +114,7 @@ def test_every_aggregation_over_real_rounds(task, endpoint, llm_server, method, 
         ]
     )
     run = start(judge, endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED, run.error
     for position, value in enumerate(expected):
@@ -135,7 +136,7 @@ def test_mode_ties_go_to_the_smallest_value(task, endpoint, llm_server):
         ]
     )
     run = start(judge, endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     assert scores_of(run, 0)["accuracy"].judge_value == 3
     assert scores_of(run, 1)["accuracy"].judge_value == 2
 
@@ -170,7 +171,7 @@ def test_every_failure_kind_ends_as_a_failed_item_with_its_log(task, endpoint, l
     run = start(
         judge, endpoint=endpoint, dataset=dataset, source_column="response", logging_mode="failed"
     )
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED_WITH_FAILURES, run.error
     assert (run.done, run.failed) == (1, 7)
@@ -226,7 +227,7 @@ def test_logging_mode_all_keeps_good_attempts_too(task, endpoint, llm_server):
         source_column="response",
         logging_mode=LoggingMode.ALL,
     )
-    work()
+    work_here()
     logs = AttemptLog.objects.filter(run=run)
     assert logs.count() == 4 and all(log.ok for log in logs)
     assert sorted(logs.values_list("round", flat=True)) == [0, 0, 1, 1]
@@ -236,7 +237,7 @@ def test_a_refused_key_stops_the_run_with_a_plain_message(task, endpoint, llm_se
     dataset = make_answers_dataset(task, 6)
     llm_server.configure(require_key="sk-another-key", default_reply=rubric_reply(3, 3))
     run = start(make_judge(task), endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.status == Run.Status.FAILED
     assert run.error.startswith("Stopped: the API key was refused (401)")
@@ -256,7 +257,7 @@ def test_logging_mode_none_keeps_rounds_but_no_attempts(task):
         source_column="response",
         logging_mode=LoggingMode.NONE,
     )
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.done, run.failed) == (2, 1)
     assert not AttemptLog.objects.filter(run=run).exists()
@@ -273,7 +274,7 @@ def test_structured_output_is_asked_for_only_where_supported(task, endpoint, llm
     endpoint.supports_structured_output = True
     endpoint.save()
     run = start(judge, endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     log = llm_server.stats()["log"]
     assert len(log) == 2
     for entry in log:
@@ -289,7 +290,7 @@ def test_structured_output_is_asked_for_only_where_supported(task, endpoint, llm
     endpoint.supports_structured_output = False
     endpoint.save()
     run = start(judge, endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     assert all("response_format" not in e["params"] for e in llm_server.stats()["log"])
     assert set(Score.objects.filter(run=run).values_list("judge_value", flat=True)) == {2, 3}
 
@@ -301,7 +302,7 @@ def test_structured_output_is_asked_for_only_where_supported(task, endpoint, llm
     judge.use_structured_output = False
     judge = judge.save_as_new_version(None)  # the judge's v1 was used: edits make v2
     start(judge, endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     assert all("response_format" not in e["params"] for e in llm_server.stats()["log"])
 
 
@@ -332,7 +333,7 @@ def test_llm_multiple_choice_judge_reads_every_reply_form(task, endpoint, llm_se
         ]
     )
     run = start(judge, endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED, run.error
     for position, (reply, _, expected) in enumerate(MCQ_CASES):
@@ -380,7 +381,7 @@ def test_rule_based_judges_make_no_request(task, llm_server):
         dataset=words,
         source_column="response",
     )
-    work()
+    work_here()
     assert llm_server.stats()["requests"] == 0
     for run in (mcq, exact, f1):
         run.refresh_from_db()
@@ -408,7 +409,7 @@ def test_generation_run_responses_are_judged_and_missing_ones_fail(task, endpoin
     )
     llm_server.configure(default_reply=rubric_reply(5, 4))
     run = start(make_judge(task), endpoint=endpoint, source_run=source)
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.dataset_id == dataset.pk and run.source_run_id == source.pk
     assert (run.done, run.failed) == (2, 2)
@@ -430,7 +431,7 @@ def test_retry_failed_leaves_items_without_a_response_until_the_generation_answe
     source = make_generation_run(dataset, {0: "answer number 0", 1: None, 2: None})
     llm_server.configure(default_reply=rubric_reply(5, 4))
     run = start(make_judge(task), endpoint=endpoint, source_run=source)
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.done, run.failed) == (1, 3)
     # Judging them again cannot help: "retry failed" has nothing to do and counts them failed.
@@ -444,7 +445,7 @@ def test_retry_failed_leaves_items_without_a_response_until_the_generation_answe
     )
     assert Score.objects.filter(run=run, subject="accuracy").retryable(run).count() == 1
     assert retry_all_failed(run) == 1
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.done, run.failed) == (2, 2)
     assert scores_of(run, 1)["accuracy"].judge_value == 5
@@ -480,7 +481,7 @@ def test_retry_failed_redoes_only_the_failed_rounds(task, endpoint, llm_server):
         ],
     )
     run = start(judge, endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.done, run.failed) == (2, 2)
     before = {
@@ -495,7 +496,7 @@ def test_retry_failed_redoes_only_the_failed_rounds(task, endpoint, llm_server):
     llm_server.configure(default_reply=rubric_reply(2, 2))
     with transaction.atomic():
         assert launch(run, Run.Mode.RETRY_FAILED) == 2
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED and (run.done, run.failed) == (4, 0)
     assert llm_server.stats()["requests"] == 2  # one failed round for each failed item
@@ -518,14 +519,14 @@ def test_retry_one_item_leaves_other_failures_alone(task, endpoint, llm_server):
     dataset = make_answers_dataset(task, 3)
     llm_server.configure(default_reply="garbage")
     run = start(make_judge(task), endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.failed == 3
     llm_server.configure(default_reply=rubric_reply(3, 3))
     item = dataset.items.get(position=1)
     assert retry_items(run, [item.pk]) == 1
     assert RetryScope.objects.get(run=run, launch=run.launch).item_ids == [item.pk]
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED_WITH_FAILURES
     assert (run.done, run.failed) == (1, 2)
@@ -537,7 +538,7 @@ def test_overrides_survive_a_rejudge(task, endpoint, llm_server, reviewer_user):
     dataset = make_answers_dataset(task, 2)
     llm_server.configure(default_reply=rubric_reply(4, 4))
     run = start(make_judge(task), endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     score = scores_of(run, 0)["accuracy"]
     score.override(1, reviewer_user, "The answer is wrong.")
     confirmed = scores_of(run, 0)["clarity"]
@@ -546,7 +547,7 @@ def test_overrides_survive_a_rejudge(task, endpoint, llm_server, reviewer_user):
     llm_server.configure(default_reply=rubric_reply(2, 5))
     with transaction.atomic():
         assert launch(run, Run.Mode.OVERWRITE) == 2
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED
     score.refresh_from_db()
@@ -571,10 +572,10 @@ def test_a_finished_judge_run_builds_its_leaderboard_summary_in_the_worker(
     llm_server.configure(default_reply=rubric_reply(4, 3))
     run = start(make_judge(task), endpoint=endpoint, dataset=dataset, source_column="response")
     assert not RunSummary.objects.filter(run=run).exists()
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED
-    assert RunSummary.objects.filter(run=run).exists()  # built by the worker, not by a page view
+    assert RunSummary.objects.filter(run=run).exists()  # built by a job, not by a page view
 
 
 def test_a_rejudge_withdraws_confirmations_of_changed_values_and_stales_open_pages(
@@ -583,7 +584,7 @@ def test_a_rejudge_withdraws_confirmations_of_changed_values_and_stales_open_pag
     dataset = make_answers_dataset(task, 1)
     llm_server.configure(default_reply=rubric_reply(4, 4))
     run = start(make_judge(task), endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     accuracy, clarity = scores_of(run, 0)["accuracy"], scores_of(run, 0)["clarity"]
     accuracy.confirm(reviewer_user)
     clarity.confirm(reviewer_user)
@@ -592,7 +593,7 @@ def test_a_rejudge_withdraws_confirmations_of_changed_values_and_stales_open_pag
     llm_server.configure(default_reply=rubric_reply(2, 4))  # accuracy changes, clarity does not
     with transaction.atomic():
         assert launch(run, Run.Mode.OVERWRITE) == 1
-    work()
+    work_here()
     accuracy.refresh_from_db()
     clarity.refresh_from_db()
     assert accuracy.judge_value == 2 and accuracy.confirmed_at is None
@@ -615,7 +616,7 @@ def test_leaderboard_reads_the_scores(task, reviewer_user):
     )
     judge = make_judge(task, Judge.Kind.METRIC, name="em")
     runs = [start(judge, source_run=source) for source in (good, half)]
-    work()
+    work_here()
     Score.objects.get(run=runs[1], item__position=2).override(100, reviewer_user, "Close enough.")
     board = boards.build(task, boards.Params.from_query({}))
     assert board.judge == judge and [s.name for s in board.subjects] == ["exact_match"]

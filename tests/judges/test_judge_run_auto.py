@@ -11,7 +11,7 @@ from apps.judges.models import Judge, Score, judge_of
 from apps.runs.engine.launch import launch
 from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import PromptTemplate, Run
-from tests.base import work
+from tests.base import work_here
 from tests.factories import make_answers_dataset, make_judge, rubric_reply, set_judging
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -43,7 +43,7 @@ def test_a_finished_generation_run_is_judged_by_itself(task, endpoint, llm_serve
         ],
     )
     generation = create_generation_run(dataset, endpoint, template, label="model-g")
-    work()  # the burst worker runs the generation run, then the judge run it started
+    work_here()  # the generation run, then the judge run it started
     generation.refresh_from_db()
     assert generation.status == Run.Status.COMPLETED_WITH_FAILURES
     judge_run = Run.objects.judging().get(source_run=generation)
@@ -61,7 +61,7 @@ def test_a_finished_generation_run_is_judged_by_itself(task, endpoint, llm_serve
     llm_server.reset(stats_only=True)
     with transaction.atomic():
         launch(generation, Run.Mode.RETRY_FAILED)
-    work()
+    work_here()
     judge_run.refresh_from_db()
     assert Run.objects.judging().filter(source_run=generation).count() == 1
     assert judge_run.status == Run.Status.COMPLETED, judge_run.error
@@ -89,7 +89,7 @@ def test_a_finished_memory_script_run_is_judged_by_itself(task, endpoint, llm_se
         run = create_script_run(
             dataset, endpoint, statements_column="fact", question_column="q", gap_tokens=20
         )
-    work()
+    work_here()
     judge_run = Run.objects.judging().get(source_run=run)
     assert judge_run.status == Run.Status.COMPLETED and judge_of(judge_run) == judge
     values = dict(Score.objects.filter(run=judge_run).values_list("item__key", "judge_value"))
@@ -102,7 +102,7 @@ def test_uploaded_response_columns_are_judged_by_themselves(task, llm_server):
     dataset = import_dataset(task, "uploaded", UPLOAD.encode(), MAPPING, fmt="csv")
     runs = {run.source_column: run for run in Run.objects.judging().filter(dataset=dataset)}
     assert set(runs) == {"model_a", "model_b"}
-    work()
+    work_here()
     values = {}
     for column, run in runs.items():
         run.refresh_from_db()

@@ -17,7 +17,7 @@ from apps.judges.launching import create_judge_run
 from apps.judges.models import JudgeCheck, Score
 from apps.leaderboards import alignment
 from apps.runs.models import Run
-from tests.base import make_user, work
+from tests.base import make_user, work_here
 from tests.factories import make_answers_dataset, make_judge, score
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -47,7 +47,7 @@ def judged(task, endpoint, llm_server):
     llm_server.configure(default_reply=FIVE, script=[LEARNED])
     with transaction.atomic():
         run = create_judge_run(judge, endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     reviewer = make_user("reviewer")
     for i in range(N):
         accuracy = score(run, f"q{i}", "accuracy")
@@ -74,7 +74,7 @@ def test_examples_from_reviews_raise_held_out_agreement_and_the_check_says_so(
     check = JudgeCheck.objects.get(run=check_run)
     assert check.reviewed_run == reviewed_run and set(check.items) == held
     assert check_run.kind == Run.Kind.CHECK and check_run.total == len(held)
-    work()
+    work_here()
     assert llm_server.stats(log=False)["requests"] == len(held)  # only the held-out items
     report = alignment.report(v2)
     (accuracy,) = report.subjects
@@ -88,7 +88,7 @@ def test_examples_from_reviews_raise_held_out_agreement_and_the_check_says_so(
     with transaction.atomic():
         (plain_run,) = learning.start_check(v1, endpoint, reviewer)
     assert set(JudgeCheck.objects.get(run=plain_run).items) == held
-    work()
+    work_here()
     (plain,) = alignment.report(v1).subjects
     assert plain.checked.mad == plain.before.mad and plain.verdict == "not shown better"
 
@@ -137,7 +137,7 @@ def test_start_run_has_no_check_subcommand_but_resumes_a_check(judged, endpoint)
     v2 = learning.save_version(v1, draft.examples, draft, reviewer)
     with transaction.atomic():
         (run,) = learning.start_check(v2, endpoint, reviewer)
-    work()
+    work_here()
     call_command("start_run", "resume", str(run.pk))  # nothing left: a launch of 0 items
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED and run.launch == 2

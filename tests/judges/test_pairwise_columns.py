@@ -17,7 +17,7 @@ from apps.judges.pairwise import outcomes
 from apps.leaderboards import pairwise_board
 from apps.runs.engine.launch import LaunchError, launch
 from apps.runs.models import Response, Run, set_names
-from tests.base import make_user, work
+from tests.base import make_user, work_here
 from tests.factories import make_dataset, make_generation_run, make_judge
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -72,7 +72,7 @@ def test_response_columns_and_a_generation_run_compared_from_the_command_line(
     assert (llama.status, llama.done, llama.failed) == ("completed_with_failures", N - 1, 1)
     assert Response.objects.get(run=gpt, item__key="q2").text == "GOOD answer 2"
     assert run.total == N * 3
-    work()
+    work_here()
     run.refresh_from_db()
     # The one empty cell fails its two pairs (llama vs gpt, llama vs mistral), before asking.
     assert (run.done, run.failed) == (N * 3 - 2, 2)
@@ -180,7 +180,7 @@ def test_the_start_form_offers_response_columns_and_the_run_page_shows_them(
     rows = list(csv.DictReader(io.StringIO(body.lstrip("\ufeff"))))
     assert len(rows) == N and rows[4]["response"] == "GOOD answer 4"
     assert "read as a response set" in html
-    work()
+    work_here()
     listing = client.get(reverse("runs:list")).content.decode()
     assert "Response column" in listing and "answers" in listing
 

@@ -1,7 +1,8 @@
-"""Pairwise runs (#13.1–2) end to end: real workers, the real SDK against the loopback server.
-Every (item, pair) is judged in both orders exactly once; a judge that always picks the first
-position gets no winner (flips are ties, consistency near 0); a judge with a real preference
-gives it; a missing answer fails the unit before any request; retry failed redoes just it."""
+"""Pairwise runs (#13.1–2) end to end: the jobs run in this process (tests.base.work_here), the
+real SDK against the loopback server. Every (item, pair) is judged in both orders exactly once;
+a judge that always picks the first position gets no winner (flips are ties, consistency near
+0); a judge with a real preference gives it; a missing answer fails the unit before any
+request; retry failed redoes just it."""
 
 import csv
 import io
@@ -19,7 +20,7 @@ from apps.judges.pairwise import consistency, create_pairwise_run, outcomes
 from apps.leaderboards import pairwise_board
 from apps.runs.engine.launch import launch
 from apps.runs.models import ErrorKind, Run
-from tests.base import make_user, work
+from tests.base import make_user, work_here
 from tests.factories import make_generation_run, make_judge, make_qa_dataset
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -55,7 +56,7 @@ def test_a_judge_that_always_picks_the_first_position_finds_no_winner(
     llm_server.configure(default_reply='{"verdict": "A", "reason": "first is best"}')
     run = start(judge, list(runs.values()), endpoint, logging_mode="all")
     assert run.total == N * 3
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, N * 3, 0)
     assert llm_server.stats()["requests"] == N * 3 * 2  # items × pairs × orders
@@ -98,7 +99,7 @@ def test_a_true_preference_wins_in_both_orders(three_models, endpoint, llm_serve
         ],
     )
     run = start(judge, [runs["bad"], runs["good"], runs["meh"]], endpoint)
-    work()
+    work_here()
     found = outcomes(run)
     assert all(o.consistent for o in found)
     good, bad, meh = runs["good"].pk, runs["bad"].pk, runs["meh"].pk
@@ -124,7 +125,7 @@ def test_a_missing_answer_fails_before_asking_and_retry_redoes_only_it(
     judge = make_judge(task, Judge.Kind.PAIRWISE, name="which", subjects=[])
     llm_server.configure(default_reply='{"verdict": "tie"}')
     run = start(judge, [a, b], endpoint)
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.done, run.failed) == (2, 1)
     assert llm_server.stats()["requests"] == 4
@@ -135,7 +136,7 @@ def test_a_missing_answer_fails_before_asking_and_retry_redoes_only_it(
     llm_server.configure(default_reply='{"verdict": "tie"}')
     with transaction.atomic():
         assert launch(run, Run.Mode.RETRY_FAILED) == 1
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.done, run.failed, run.launch) == (3, 0, 2) and llm_server.stats()["requests"] == 2
 
@@ -201,7 +202,7 @@ def test_the_pairwise_board_ranks_a_true_preference_and_not_a_position(
         ],
     )
     start(judge, list(runs.values()), endpoint)
-    work()
+    work_here()
     call_command("leaderboard", dataset.task.slug, "--pairwise")
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out.lstrip("\ufeff"))))
     assert (rows[0]["model"], rows[0]["rank"]) == ("good", "1")
@@ -267,7 +268,7 @@ def test_a_pairwise_judge_is_made_and_started_in_the_browser_forms(
     )
     run = Run.objects.get(kind=Run.Kind.PAIRWISE)
     assert started.status_code == 302 and run.total == N
-    work()
+    work_here()
     page = client.get(reverse("judges:detail", args=[judge.pk])).content.decode()
     assert f"Over {N} pairs judged in both orders" in page and "0 times (0%)" in page
 
@@ -278,7 +279,7 @@ def test_a_pairwise_runs_export_has_a_row_per_comparison(
     _, runs, judge = three_models
     llm_server.configure(default_reply='{"verdict": "A", "reason": "=cmd|first"}')
     run = start(judge, [runs["good"], runs["bad"]], endpoint)
-    work()
+    work_here()
     client = Client()
     client.force_login(make_user("viewer"))
     url = reverse("leaderboards:run-export", args=[run.pk])

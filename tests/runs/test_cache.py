@@ -1,10 +1,9 @@
 """The response cache (#16.4): an identical request already answered is reused instead of sent.
 
-Real Redis, real RQ workers and the real openai SDK against the loopback LLM server, whose
-request counter says what was really sent. Prices: test-model at $2 / $8 per million tokens;
-the loopback server counts a token per word."""
-
-import json
+Real Redis, RQ's jobs run in this process (tests.base.work_here: the cache is about what jobs
+send, not about worker processes) and the real openai SDK against the loopback LLM server,
+whose request counter says what was really sent. Prices: test-model at $2 / $8 per million
+tokens; the loopback server counts a token per word."""
 
 import pytest
 from django.db import transaction
@@ -14,13 +13,12 @@ from apps.judges.models import JudgeRound, Score
 from apps.runs.engine.launch import launch
 from apps.runs.engine.llm import cache_key, chat_body
 from apps.runs.models import AttemptLog, CachedReply, Response, Run
-from tests.base import work
+from tests.base import work_here
 from tests.factories import make_answers_dataset, make_judge, rubric_reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 PRICE = (2.0, 8.0)
-PRICES = json.dumps({"test-model": list(PRICE)})  # for the worker processes
 # A generation request of the qa template: "Answer briefly." + "Q: What is i + i?" = 8 words
 # in, "echo: Q: What is i + i?" = 7 words out.
 PER_REQUEST = (8 * 2.0 + 7 * 8.0) / 1_000_000
@@ -34,7 +32,7 @@ def prices(settings):
 def generate(start, **kwargs) -> Run:
     with transaction.atomic():
         run = start(**kwargs)
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     run.refresh_from_db()
     return run
 
@@ -44,7 +42,7 @@ def judge_run(judge, endpoint, dataset, **kwargs) -> Run:
         run = create_judge_run(
             judge, endpoint=endpoint, dataset=dataset, source_column="response", **kwargs
         )
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     run.refresh_from_db()
     return run
 
@@ -180,7 +178,7 @@ def test_failures_are_never_cached(start, task, endpoint, llm_server):
     llm_server.reset(stats_only=True)
     with transaction.atomic():
         launch(bad, Run.Mode.RETRY_FAILED)
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     bad.refresh_from_db()
     assert llm_server.stats()["requests"] == 3 and bad.done == 3
 
@@ -191,7 +189,7 @@ def test_overwrite_asks_again_and_replaces_the_stored_reply(start, llm_server):
     llm_server.reset(stats_only=True)
     with transaction.atomic():
         launch(run, Run.Mode.OVERWRITE)
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     assert llm_server.stats()["requests"] == 30
     assert CachedReply.objects.count() == 30
     assert all(
