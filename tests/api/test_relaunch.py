@@ -1,20 +1,17 @@
 """Cancel and resume from a script (#16.5 "resume continues", driven as #16.1 drives the rest):
-the run page's buttons as API calls, with their refusals, against a real worker process.
+the run page's buttons as API calls, with their refusals; the jobs run in this process
+(tests.base.work_here).
 
 Prices as in tests/runs/test_budget.py: a request is $0.000072 at the loopback server and
 reserves $0.000120 before it is sent, so a $0.001 budget lets 13 of 30 items through."""
 
-import json
-
 import pytest
 
 from apps.runs.models import PromptTemplate, Response, Run
-from tests.base import work
+from tests.base import work_here
 from tests.factories import make_qa_dataset, make_task
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-PRICES = json.dumps({"test-model": [2.0, 8.0]})
 
 
 @pytest.fixture
@@ -42,7 +39,7 @@ def start(settings, endpoint, token_client):
 def test_a_run_its_budget_stopped_resumes_with_a_raised_budget(start, llm_server):
     reviewer, begin = start
     pk = begin(budget_usd=0.001)
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     stopped = reviewer.get(f"/runs/{pk}/").json()
     assert (stopped["status"], stopped["done"], stopped["total"]) == ("cancelled", 13, 30)
     assert stopped["budget_usd"] == 0.001
@@ -65,7 +62,7 @@ def test_a_run_its_budget_stopped_resumes_with_a_raised_budget(start, llm_server
     assert resumed.status_code == 200, resumed.content
     assert (resumed.json()["status"], resumed.json()["budget_usd"]) == ("queued", 0.01)
     llm_server.reset(stats_only=True)
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     finished = reviewer.get(f"/runs/{pk}/").json()
     assert (finished["status"], finished["done"], finished["failed"]) == ("completed", 30, 0)
     assert llm_server.stats()["requests"] == 17  # exactly the rest
@@ -82,7 +79,7 @@ def test_cancel_then_resume_with_no_body_finishes_the_run(start, token_client, l
 
     cancelled = reviewer.post(f"/runs/{pk}/cancel/")
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     assert Run.objects.get(pk=pk).done == 0 and llm_server.stats()["requests"] == 0
     # A script's bare POST (no JSON at all) resumes, as the page's button does.
     resumed = reviewer.client.generic(
@@ -90,7 +87,7 @@ def test_cancel_then_resume_with_no_body_finishes_the_run(start, token_client, l
     )
     assert resumed.status_code == 200, resumed.content
     assert resumed.json()["status"] == "queued"
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     run = Run.objects.get(pk=pk)
     assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, 30, 0)
     assert Response.objects.filter(run=run).count() == 30

@@ -9,7 +9,6 @@ reserves the estimate: "Answer briefly." (15 characters: ceil(15/4) + 4 = 8 toke
 tokens, and the reply at its max_tokens of 10: (20 × 2 + 10 × 8) / 1e6 = $0.000120."""
 
 import io
-import json
 
 import pytest
 from django.core.management import call_command
@@ -19,11 +18,10 @@ from django.urls import reverse
 
 from apps.runs.engine.launch import LaunchError, launch
 from apps.runs.models import Response, Run
-from tests.base import make_user, work
+from tests.base import make_user, work_here
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-PRICES = json.dumps({"test-model": [2.0, 8.0]})
 PER_REQUEST = 72e-6
 RESERVED = 120e-6
 
@@ -39,7 +37,7 @@ def prices(settings, endpoint):
 def test_the_budget_stops_the_run_and_resume_finishes_exactly_the_rest(start, llm_server):
     with transaction.atomic():
         run = start(budget_usd="0.001", use_cache=False)
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     run.refresh_from_db()
     # Request k+1 goes while k × 72 + 120 ≤ 1000 (micro-dollars): k = 0 … 12, 13 requests.
     assert llm_server.stats()["requests"] == 13
@@ -62,14 +60,14 @@ def test_the_budget_stops_the_run_and_resume_finishes_exactly_the_rest(start, ll
     # Resuming at the same budget cannot afford one more request: it stops again at once.
     llm_server.reset(stats_only=True)
     launch(run, Run.Mode.RESUME)
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     run.refresh_from_db()
     assert llm_server.stats()["requests"] == 0
     assert (run.status, run.done, run.remaining) == (Run.Status.CANCELLED, 13, 17)
     assert run.stop_reason.startswith("budget of $0.0010 reached")
     response = page.post(reverse("runs:resume", args=[run.pk]), {"budget_usd": "0.01"})
     assert response.status_code == 302
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     run.refresh_from_db()
     assert llm_server.stats()["requests"] == 17
     assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, 30, 0)
@@ -87,7 +85,7 @@ def test_requests_in_flight_wait_their_turn_and_the_cost_never_passes_the_budget
     llm_server.configure(latency=0.05)
     with transaction.atomic():
         run = start(budget_usd="0.001", use_cache=False)
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     run.refresh_from_db()
     # A request that does not fit beside those in flight waits for them; the run stops only
     # once spent + one request would pass the budget: 13 requests, as one at a time.
@@ -115,12 +113,12 @@ def test_the_command_line_sets_and_raises_a_budget(dataset, template, llm_server
     )  # fmt: skip
     run = Run.objects.get()
     assert float(run.budget_usd) == 0.0005 and not run.use_cache
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     run.refresh_from_db()
     # k × 72 + 120 ≤ 500: k = 0 … 5, six requests.
     assert (run.status, run.done, llm_server.stats()["requests"]) == ("cancelled", 6, 6)
     call_command("start_run", "resume", str(run.pk), "--budget", "1", stdout=out)
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     run.refresh_from_db()
     assert (run.status, run.done, llm_server.stats()["requests"]) == ("completed", 30, 30)
 

@@ -5,8 +5,6 @@ The qa template sends "Answer briefly." (15 characters: ceil(15 / 4) + 4 = 8 tok
 prompt tokens a request. With no max_tokens a reply counts 256 tokens. test-model costs $2 / $8
 per million tokens."""
 
-import json
-
 import pytest
 from django.db import transaction
 from django.urls import reverse
@@ -16,10 +14,8 @@ from apps.judges.models import Judge, JudgeRun
 from apps.runs.engine.llm import cache_key, chat_body, estimate_prompt_tokens
 from apps.runs.estimate import estimate, evenly_spaced
 from apps.runs.models import CachedReply, Run
-from tests.base import work
+from tests.base import work_here
 from tests.factories import make_answers_dataset, make_judge, make_qa_dataset, rubric_reply
-
-PRICES = json.dumps({"test-model": [2.0, 8.0]})
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +126,7 @@ def test_after_a_run_the_estimate_finds_every_request_in_the_cache(
 ):
     with transaction.atomic():
         start()
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     found = estimate(unsaved(dataset, endpoint, template, use_cache=True))
     assert (found.requests, found.cached_requests) == (30, 30)
     assert found.price(cached=True) == 0
@@ -140,7 +136,7 @@ def test_after_a_run_the_estimate_finds_every_request_in_the_cache(
     llm_server.configure(default_reply=rubric_reply(4, 4))
     with transaction.atomic():
         create_judge_run(judge, endpoint=endpoint, dataset=answers, source_column="response")
-    work(EVALSITE_PRICE_TABLE=PRICES)
+    work_here()
     judged = Run(
         task=answers.task,
         kind=Run.Kind.JUDGE,

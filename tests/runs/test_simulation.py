@@ -1,7 +1,8 @@
 """Simulated-user conversations (#27.5): another endpoint plays the user with its own prompt
 and goal, converses with the model up to K turns or until it says it is done; the transcript is
-the response and judges score it. Real RQ workers, Redis and the loopback LLM server (the
-simulator is the same server under another model name, so scripted replies tell them apart)."""
+the response and judges score it. RQ jobs run in this process (tests.base.work_here), real
+Redis and the loopback LLM server (the simulator is the same server under another model name,
+so scripted replies tell them apart)."""
 
 import itertools
 
@@ -15,7 +16,7 @@ from apps.judges.models import Score
 from apps.runs.engine.chunk import run_chunk
 from apps.runs.kinds.simulation import OPEN, create_simulation_run
 from apps.runs.models import Endpoint, Response, Run, Turn
-from tests.base import work
+from tests.base import work_here
 from tests.factories import make_dataset, make_judge, make_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -92,7 +93,7 @@ def test_a_four_turn_simulated_conversation_runs_and_is_judged(
         ],
     )
     run = start(goals, endpoint, simulator, system_message="You help {{ persona }}s.")
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, 2, 0)
     refund = Response.objects.get(run=run, item__key="refund")
@@ -157,7 +158,7 @@ def test_a_four_turn_simulated_conversation_runs_and_is_judged(
     )
     with transaction.atomic():
         judged = create_judge_run(judge, endpoint=judge_endpoint, source_run=run)
-    work()
+    work_here()
     judged.refresh_from_db()
     assert (judged.status, judged.done) == (Run.Status.COMPLETED, 2)
     values = {(s.item.key, s.subject): s.judge_value for s in Score.objects.filter(run=judged)}
@@ -180,7 +181,7 @@ def test_a_failed_simulator_fails_the_item_naming_the_turn(goals, endpoint, simu
         ],
     )
     run = start(goals, endpoint, simulator, max_turns=3)
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.done, run.failed) == (0, 2)
     response = Response.objects.get(run=run, item__key="refund")
