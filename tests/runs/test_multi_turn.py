@@ -1,7 +1,9 @@
-"""Multi-turn generation through the engine (#27.3): real RQ workers, real Redis, the loopback
-LLM server. Each user turn is asked in order with the model's own earlier answers in context;
-each turn is kept as it finishes; a failed turn fails the item naming it; resume, retry failed,
-overwrite, epochs, the cache and a killed worker all leave each (item, turn) answered once."""
+"""Multi-turn generation through the engine (#27.3): real Redis, the loopback LLM server, RQ's
+jobs in this process (tests.base.work_here) but for the tests of a worker kept busy, a killed
+worker and the command line, which start real ones. Each user turn is asked in order with the
+model's own earlier answers in context; each turn is kept as it finishes; a failed turn fails
+the item naming it; resume, retry failed, overwrite, epochs, the cache and a killed worker all
+leave each (item, turn) answered once."""
 
 from collections import Counter
 from typing import Any
@@ -12,7 +14,7 @@ from django.db import transaction
 from apps.runs.engine.launch import LaunchError, launch
 from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import PromptTemplate, Response, Run, Turn
-from tests.base import wait_for, work
+from tests.base import wait_for, work_here
 from tests.factories import make_conversation_dataset, make_qa_dataset
 from tests.runs.conftest import kill_hard
 from tests.runs.test_cli import start_run
@@ -62,7 +64,7 @@ def test_each_turn_is_asked_in_order_with_the_models_own_answers(
 ):
     llm_server.configure(default_reply="A{n}: {last_user}")
     run = multi_turn(dialogues, endpoint, chat_template, logging_mode="all")
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.status, run.done, run.failed, run.total) == (Run.Status.COMPLETED, 3, 0, 3)
     assert Turn.objects.filter(run=run).count() == 7
@@ -121,7 +123,7 @@ def test_a_failed_turn_fails_the_item_naming_it_and_later_turns_are_not_asked(
 ):
     llm_server.configure(script=[{"match": "Now a fruit", "status": 400}])
     run = multi_turn(dialogues, endpoint, chat_template, logging_mode="all")
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED_WITH_FAILURES, 2, 1)
     failed = Response.objects.get(run=run, item__key="d0")
@@ -137,7 +139,7 @@ def test_a_failed_turn_fails_the_item_naming_it_and_later_turns_are_not_asked(
     llm_server.reset(stats_only=True)
     with transaction.atomic():
         launch(run, Run.Mode.RETRY_FAILED)
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, 3, 0)
     asked = [m[-1]["content"] for m in requests(llm_server)]
@@ -155,7 +157,7 @@ def test_resume_asks_from_the_first_turn_without_an_answer(
     d0 = dialogues.items.get(key="d0")
     # A worker died after committing d0's first turn (and before its Response).
     Turn.objects.create(run=run, item=d0, number=1, asked=DIALOGUES[0][0], text="Blue.", launch=1)
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED
     d0_requests = [m for m in requests(llm_server) if m[-1]["content"] in DIALOGUES[0]]
@@ -169,7 +171,7 @@ def test_epochs_and_the_cache_work_per_turn(dialogues, endpoint, chat_template, 
     endpoint.save()
     llm_server.configure(default_reply="seed {seed}: {last_user}")
     run = multi_turn(dialogues, endpoint, chat_template, epochs=2)
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.status, run.done, run.total) == (Run.Status.COMPLETED, 6, 6)
     rows = Turn.objects.filter(run=run)
@@ -180,7 +182,7 @@ def test_epochs_and_the_cache_work_per_turn(dialogues, endpoint, chat_template, 
     # (each turn's request carries the same earlier answers, so it is the same request).
     again = multi_turn(dialogues, endpoint, chat_template, epochs=2)
     assert again.use_cache
-    work()
+    work_here()
     again.refresh_from_db()
     assert (again.status, again.cached_count, again.sent_count) == (Run.Status.COMPLETED, 14, 0)
     assert sorted(Turn.objects.filter(run=again).values_list("text", flat=True)) == sorted(
@@ -193,11 +195,11 @@ def test_overwrite_asks_every_turn_again_without_mixing_launches(
 ):
     llm_server.configure(default_reply="first: {last_user}")
     run = multi_turn(dialogues, endpoint, chat_template, use_cache=False)
-    work()
+    work_here()
     llm_server.configure(default_reply="second: {last_user}")
     with transaction.atomic():
         launch(run, Run.Mode.OVERWRITE)
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.status, run.done) == (Run.Status.COMPLETED, 3)
     turns = Turn.objects.filter(run=run)
@@ -290,13 +292,12 @@ def test_start_run_generation_multi_turn_on_the_command_line(
 def test_a_budget_stops_between_turns_and_resume_asks_exactly_the_rest(
     settings, dialogues, endpoint, chat_template, llm_server
 ):
-    prices = '{"test-model": [2.0, 8.0]}'
     settings.PRICE_TABLE = {"test-model": [2.0, 8.0]}
     endpoint.max_tokens = 10
     endpoint.concurrency_limit = 1  # one request at a time: the stopping point is exact
     endpoint.save()
     run = multi_turn(dialogues, endpoint, chat_template, budget_usd="0.0004", use_cache=False)
-    work(EVALSITE_PRICE_TABLE=prices)
+    work_here()
     run.refresh_from_db()
     asked = llm_server.stats()["requests"]
     assert run.status == Run.Status.CANCELLED and run.stop_reason.startswith("budget of")
@@ -307,7 +308,7 @@ def test_a_budget_stops_between_turns_and_resume_asks_exactly_the_rest(
     run.set_budget("0.01")
     with transaction.atomic():
         launch(run, Run.Mode.RESUME)
-    work(EVALSITE_PRICE_TABLE=prices)
+    work_here()
     run.refresh_from_db()
     assert (run.status, run.done) == (Run.Status.COMPLETED, 3)
     assert llm_server.stats()["requests"] == 7 - asked  # nothing asked twice
