@@ -12,7 +12,7 @@ from django.urls import reverse
 from apps.runs.engine.launch import launch
 from apps.runs.kinds.generation import GenerationPlugin, parse_unit_key, unit_key
 from apps.runs.models import AttemptLog, Response, Run
-from tests.base import make_user, work
+from tests.base import make_user, work_here
 from tests.runs.test_cli import generate_and_wait, start_run
 
 
@@ -72,7 +72,7 @@ def test_three_epochs_answer_every_item_three_times_each_with_its_own_seed(
     with transaction.atomic():
         run = start(epochs=3, logging_mode="all")
     assert run.total == 90
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.status, run.done, run.failed, run.total) == (Run.Status.COMPLETED, 90, 0, 90)
     rows = list(Response.objects.filter(run=run).values_list("item_id", "epoch", "text"))
@@ -96,7 +96,7 @@ def test_retry_failed_asks_again_only_the_epoch_that_failed(start, llm_server) -
     llm_server.configure(script=[{"match": "What is 4 + 4?", "status": 400, "times": 1}])
     with transaction.atomic():
         run = start(epochs=3)
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED_WITH_FAILURES, 89, 1)
     broken = Response.objects.get(run=run, status=Response.Status.FAILED)
@@ -104,7 +104,7 @@ def test_retry_failed_asks_again_only_the_epoch_that_failed(start, llm_server) -
     llm_server.reset()
     with transaction.atomic():
         assert launch(run, Run.Mode.RETRY_FAILED) == 1
-    work()
+    work_here()
     run.refresh_from_db()
     assert (run.status, run.done, run.failed, run.launch) == (Run.Status.COMPLETED, 90, 0, 2)
     assert llm_server.stats()["requests"] == 1
