@@ -12,7 +12,9 @@ Fails on
   an import of its module,
 - a function-local import of our own code, or an importlib lookup of it: wiring hidden in a
   function body is how the cycles were kept out of sight (a lookup in the registry of run
-  kinds, settings.RUN_KINDS, is the one exception: its entries are written out there).
+  kinds, settings.RUN_KINDS, is one exception: its entries are written out there; the other is
+  apps.judges.plugins, which imports an admin's plug-in modules named in
+  settings.EVALSITE_PLUGINS and refuses any module of ours).
 
 The schema follows the flow too, so these count as imports:
 - a model named by string in a ForeignKey, OneToOneField or ManyToManyField ("judges.Judge"
@@ -51,6 +53,8 @@ FLOW = (
 # live in later apps too, so the list is configuration (like MIDDLEWARE), not an import; the
 # tests check that every entry resolves and that no engine module imports a kind's.
 REGISTRY = "RUN_KINDS"
+# Imports modules an admin lists (settings.EVALSITE_PLUGINS), never ours (it refuses them).
+PLUGIN_LOADER = "apps.judges.plugins"
 # Functions that enqueue a job (evalsite.enqueue); a dotted path given to one is read as an import.
 JOB_QUEUERS = ("enqueue", "enqueue_now")
 # Fields that name a model, and the keyword that may name it instead of the first argument.
@@ -198,6 +202,8 @@ class Imports(ast.NodeVisitor):
                 self._add(first.value, node.lineno, dynamic=True)
             elif REGISTRY in {getattr(n, "attr", getattr(n, "id", "")) for n in ast.walk(first)}:
                 pass  # a lookup in the registry of run kinds: a written list, not a computed name
+            elif self.module == PLUGIN_LOADER:
+                pass  # an admin's plug-in module, not our code
             else:
                 # A lookup by a computed name: cannot be followed, so it is reported.
                 self.edges.append(Edge(self.module, "?", node.lineno, True, True))

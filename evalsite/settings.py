@@ -342,6 +342,11 @@ BATCH_POLL_SECONDS = env_float("EVALSITE_BATCH_POLL_SECONDS", 30.0)
 BATCH_MAX_REQUESTS = env_int("EVALSITE_BATCH_MAX_REQUESTS", 50_000)
 BATCH_MAX_BYTES = env_int("EVALSITE_BATCH_MAX_BYTES", 200_000_000)
 
+# Python plug-ins (apps/judges/plugins.py, docs/judges.md): modules to import for metrics,
+# dataset metrics, post-processors and field converters, besides installed packages' entry
+# points. Every web and worker process must see the same code.
+EVALSITE_PLUGINS = env_list("EVALSITE_PLUGINS")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -7,6 +7,7 @@ from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
 from apps.datasets.models import Dataset, Task
+from apps.judges import plugins
 from apps.judges.judge_prompts import PromptError, check_template, placeholders
 from apps.judges.metrics import METRICS, POSTPROCESSORS, get_metric
 from apps.judges.models import CHOICE_SUBJECTS, Judge, JudgeRun, TaskJudging
@@ -96,6 +97,24 @@ def subjects_text(subjects: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _plain(number: float) -> int | float:
+    return int(number) if float(number).is_integer() else number
+
+
+def plugin_subjects(metric: plugins.Plugin, subjects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A plug-in metric's subjects: those typed (one per value of the dict it returns), else
+    one named after it; a subject typed without a range takes the plug-in's declared one, and
+    each its direction and unit, so boards sort and label them right."""
+    low, high = (_plain(bound) for bound in metric.range) if metric.range else (None, None)
+    declared = {"min": low, "max": high} if metric.range else {}
+    extra = {
+        "higher_is_better": metric.higher_is_better,
+        **({"unit": metric.unit} if metric.unit else {}),
+    }
+    typed = subjects or [{"name": metric.name}]
+    return [{**declared, **subject, **extra} for subject in typed]
+
+
 class JudgeForm(forms.ModelForm):
     """Create a judge, or edit one (saved as its next version; the name stays)."""
 
@@ -106,7 +125,8 @@ class JudgeForm(forms.ModelForm):
         help_text=(
             "One per line: name, lowest and highest score (“accuracy 1 5”). A rubric judge "
             "must give every one. Multiple-choice and metric judges give one value: leave this "
-            "blank, or name it on one line."
+            "blank, or name it on one line. A Python plug-in metric that returns a dict gives "
+            "one value per subject listed here."
         ),
     )
     metric = forms.ChoiceField(required=False)
@@ -125,7 +145,11 @@ class JudgeForm(forms.ModelForm):
         # carried over to the versions edited here.
         fields = [
             "name",
-            *(name for name in Judge.CONTENT_FIELDS if name not in ("subjects", "examples")),
+            *(
+                name
+                for name in Judge.CONTENT_FIELDS
+                if name not in ("subjects", "examples", "plugin_code")
+            ),
         ]
         labels = {
             "n_iter": "Rounds per item",
@@ -177,16 +201,33 @@ class JudgeForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.task = task
         self.editing = editing
-        cast(forms.ChoiceField, self.fields["metric"]).choices = [("", "—")] + [
+        installed = plugins.registry()
+        metric_choices: list[Any] = [("", "—")] + [
             (
                 m.name,
                 f"{m.display_name} ({m.unit}, {'higher' if m.higher_is_better else 'lower'} is better)",
             )
             for m in METRICS.values()
         ]
-        cast(forms.ChoiceField, self.fields["postprocess"]).choices = [("", "none")] + [
+        post_choices: list[Any] = [("", "none")] + [
             (p.name, p.display_name) for p in POSTPROCESSORS.values()
         ]
+        if found := installed.of_kind(plugins.METRIC):
+            metric_choices.append(("Python plug-ins", [(p.name, p.label) for p in found]))
+        if found := installed.of_kind(plugins.POSTPROCESSOR):
+            post_choices.append(("Python plug-ins", [(p.name, p.label) for p in found]))
+        cast(forms.ChoiceField, self.fields["metric"]).choices = metric_choices
+        cast(forms.ChoiceField, self.fields["postprocess"]).choices = post_choices
+        for name, group in (
+            ("converter", plugins.CONVERTER),
+            ("dataset_metric", plugins.DATASET_METRIC),
+        ):
+            self.fields[name] = forms.ChoiceField(
+                required=False,
+                label=self.fields[name].label,
+                help_text=self.fields[name].help_text,
+                choices=[("", "none")] + [(p.name, p.label) for p in installed.of_kind(group)],
+            )
         self.fields["n_iter"].validators += [MinValueValidator(1), MaxValueValidator(20)]
         self.fields["label_count"].validators.append(MinValueValidator(1))
         # Imported scores come with their import (apps/interop), never from this form.
@@ -256,6 +297,7 @@ class JudgeForm(forms.ModelForm):
         if kind != Judge.Kind.METRIC:
             data["metric"], data["metric_options"], data["postprocess"] = "", {}, ""
             data["postprocess_reference"] = False
+            data["converter"], data["dataset_metric"] = "", ""
         if kind not in (Judge.Kind.MCQ, Judge.Kind.MCQ_RULE):
             data["label_type"], data["label_count"] = Judge.LabelType.UPPER, 4
         if kind not in (Judge.Kind.RUBRIC, Judge.Kind.MCQ):
@@ -304,6 +346,7 @@ class JudgeForm(forms.ModelForm):
                 metric_options=data.get("metric_options") or {},
                 postprocess=data.get("postprocess") or "",
                 postprocess_reference=bool(data.get("postprocess_reference")),
+                converter=data.get("converter") or "",
             )
             spec.check()
         except ValueError as exc:
@@ -323,6 +366,8 @@ class JudgeForm(forms.ModelForm):
             return subjects
         if kind == Judge.Kind.CHOICE:
             return [dict(subject) for subject in CHOICE_SUBJECTS]
+        if kind == Judge.Kind.METRIC and data.get("metric") and data["metric"] not in METRICS:
+            return plugin_subjects(plugins.registry().get(plugins.METRIC, data["metric"]), subjects)
         if len(subjects) > 1:
             raise ValueError("This kind of judge gives one value: list at most one subject.")
         if kind == Judge.Kind.METRIC:
@@ -333,6 +378,14 @@ class JudgeForm(forms.ModelForm):
             return [{"name": name, "min": metric.range[0], "max": metric.range[1]}]
         name = subjects[0]["name"] if subjects else "score"
         return [{"name": name, "min": 0, "max": 100}]
+
+    def plugin_list(self) -> list[dict[str, Any]]:
+        """The installed plug-ins with their docstrings, shown with the metric settings."""
+        return plugins.installed_summary()
+
+    def plugin_problems(self) -> list[str]:
+        """Plug-ins that could not be loaded, and why (a missing module, a name taken)."""
+        return list(plugins.registry().problems)
 
     def _check_prompts(self, kind: str, data: dict[str, Any]) -> None:
         known = PROMPT_NAMES.get(kind)
@@ -378,10 +431,16 @@ class JudgeForm(forms.ModelForm):
             "metric_options",
             "postprocess",
             "postprocess_reference",
+            "converter",
+            "dataset_metric",
             "label_type",
             "label_count",
         ):
             setattr(judge, name, self.cleaned_data[name])
+        # The plug-ins' code as it is now: the version scores with this code only.
+        judge.plugin_code = (
+            plugins.code_record(self.cleaned_data) if judge.kind == Judge.Kind.METRIC else {}
+        )
         for name in ("n_iter", "system_prompt", "user_prompt"):
             setattr(judge, name, self.cleaned_data[name])
         return judge

@@ -54,6 +54,7 @@ from apps.judges.judge_prompts import (
 )
 from apps.judges.launching import JudgeRunError, create_judge_run, find_judge, parse_responses
 from apps.judges.metrics import (
+    METRICS,
     MetricError,
     get_metric,
     processed_references,
@@ -76,6 +77,7 @@ from apps.judges.parsing import (
     parse_answer_key,
     response_format_for,
 )
+from apps.judges.plugins import PluginRaised
 from apps.judges.scoring import JudgeSpec, score_text
 from apps.runs.engine.contract import (
     Call,
@@ -143,6 +145,8 @@ class JudgeUnit:
     error: str = ""
     # Epochs that cannot be judged (no response, a prompt that cannot be built): kind, why.
     epoch_errors: dict[int, tuple[str, str]] = field(default_factory=dict)
+    # The item's fields, for a metric judge with Python plug-ins (they get the item).
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -163,6 +167,7 @@ class RoundOutcome:
     repaired: bool = False
     confidence: float | None = None
     reading: str = ""
+    traceback: str = ""  # a plug-in's that raised: for the attempt log (admins only)
 
 
 @dataclass(slots=True)
@@ -356,7 +361,10 @@ class JudgePlugin(RunPlugin):
             input_columns=dataset.input_columns or None,
             hidden_columns={c for c in hidden if c},
             metric_needs_reference=(
-                get_metric(spec.metric).needs_reference if spec.kind == Judge.Kind.METRIC else True
+                # Plug-ins read the item themselves (a converter, a plug-in metric).
+                get_metric(spec.metric).needs_reference
+                if spec.kind == Judge.Kind.METRIC and spec.metric in METRICS and not spec.converter
+                else spec.kind != Judge.Kind.METRIC
             ),
             limit=endpoint.concurrency_limit if endpoint is not None else 1,
             examples=list(judge.examples or []),
@@ -514,10 +522,13 @@ class JudgePlugin(RunPlugin):
                     raise AnswerKeyError(
                         f"The item has no reference answer, which {spec.metric} needs."
                     )
+                if spec.kind == Judge.Kind.METRIC and spec.uses_plugins:
+                    unit.fields = dict(row["fields"] or {})
                 if spec.kind == Judge.Kind.METRIC and ctx.metric_needs_reference:
                     try:
                         unit.references = usable_references(unit.references)
-                        if spec.postprocess_reference:  # checked here, applied when scored
+                        # checked here, applied when scored (a plug-in's, only when scored)
+                        if spec.postprocess_reference and not spec.uses_plugins:
                             processed_references(spec.postprocess or None, unit.references)
                     except MetricError as exc:
                         raise AnswerKeyError(str(exc)) from None
@@ -740,8 +751,11 @@ class JudgePlugin(RunPlugin):
         started = time.perf_counter()
         outcome = RoundOutcome(number, True, epoch)
         try:
-            result = score_text(ctx.spec, text, unit.references)
+            result = score_text(ctx.spec, text, unit.references, unit.fields)
             outcome.values, outcome.reason = dict(result.values), result.reason
+        except PluginRaised as exc:  # a plug-in's bug fails its item, never the run
+            outcome.ok, outcome.error_kind, outcome.error = False, ErrorKind.INTERNAL, exc.message
+            outcome.traceback = exc.trace
         except JudgeReplyError as exc:
             outcome.ok, outcome.error_kind, outcome.error = False, exc.kind, exc.message
         except ValueError as exc:  # a metric refusing the item's data
@@ -760,6 +774,7 @@ class JudgePlugin(RunPlugin):
                 raw_reply=outcome.raw_reply,
                 error_kind=outcome.error_kind,
                 error=outcome.error,
+                traceback=outcome.traceback,
                 latency_ms=outcome.latency_ms,
             )
         )

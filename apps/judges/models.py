@@ -67,7 +67,7 @@ class Judge(Versioned):
     metric_options = models.JSONField(default=dict, blank=True)
     postprocess = models.CharField(
         max_length=50, blank=True
-    )  # a key of the post-processor registry
+    )  # a key of the post-processor registry, or a plug-in post-processor's name
     # Post-process the references the same way (UltraEval's processed_output: gsm8k's worked
     # answer "… #### 72" compared as "72").
     postprocess_reference = models.BooleanField(
@@ -77,6 +77,25 @@ class Judge(Versioned):
             "“… #### 72” becomes “72” with Last number)."
         ),
     )
+    # Python plug-ins (apps/judges/plugins.py): a field converter that gives the item's
+    # references from its fields (instead of the reference column), and a dataset metric the
+    # board shows beside the mean. `metric` and `postprocess` may name plug-ins too.
+    converter = models.CharField(
+        max_length=50,
+        blank=True,
+        verbose_name="Field converter (plug-in)",
+        help_text="A plug-in that reads the item's reference answers from its fields.",
+    )
+    dataset_metric = models.CharField(
+        max_length=50,
+        blank=True,
+        verbose_name="Dataset metric (plug-in)",
+        help_text="A plug-in that scores the whole run; the board shows it beside the mean.",
+    )
+    # The plug-ins this version scores with, recorded when it is saved: kind → {"name", "hash"
+    # (of the plug-in's module source), "origin"}. A run refuses to start once the installed
+    # code differs (apps.judges.plugins.changed): runs of a version score with one code.
+    plugin_code = models.JSONField(default=dict, blank=True)
     n_iter = models.PositiveIntegerField(default=1)
     aggregation = models.CharField(
         max_length=8, choices=Aggregation.choices, default=Aggregation.MEAN
@@ -140,7 +159,17 @@ class Judge(Versioned):
             ),
         ),
         ((Kind.MCQ, Kind.MCQ_RULE), ("label_type", "label_count")),
-        ((Kind.METRIC,), ("metric", "metric_options", "postprocess", "postprocess_reference")),
+        (
+            (Kind.METRIC,),
+            (
+                "metric",
+                "metric_options",
+                "postprocess",
+                "postprocess_reference",
+                "converter",
+                "dataset_metric",
+            ),
+        ),
     )
 
     CONTENT_FIELDS = (
@@ -155,6 +184,9 @@ class Judge(Versioned):
         "metric_options",
         "postprocess",
         "postprocess_reference",
+        "converter",
+        "dataset_metric",
+        "plugin_code",
         "n_iter",
         "aggregation",
         "use_structured_output",

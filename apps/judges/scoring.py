@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.judges.metrics import evaluate, get_metric, validate_options
+from apps.judges import plugins
+from apps.judges.metrics import METRICS, POSTPROCESSORS, evaluate, get_metric, validate_options
 from apps.judges.parsing import (
     SINGLE_VALUE_FORMATS,
     RubricResult,
@@ -46,6 +47,8 @@ class JudgeSpec:
     metric_options: Mapping[str, Any] = field(default_factory=dict)
     postprocess: str = ""
     postprocess_reference: bool = False
+    converter: str = ""  # a field converter plug-in
+    plugin_code: Mapping[str, Any] = field(default_factory=dict)  # Judge.plugin_code
     ask_confidence: bool = False
     reply_format: str = "json"
     reply_pattern: str = ""
@@ -61,6 +64,8 @@ class JudgeSpec:
             metric_options=dict(judge.metric_options or {}),
             postprocess=judge.postprocess or "",
             postprocess_reference=bool(getattr(judge, "postprocess_reference", False)),
+            converter=str(getattr(judge, "converter", "") or ""),
+            plugin_code=dict(getattr(judge, "plugin_code", None) or {}),
             ask_confidence=bool(getattr(judge, "ask_confidence", False)),
             reply_format=str(getattr(judge, "reply_format", "") or "json"),
             reply_pattern=str(getattr(judge, "reply_pattern", "") or ""),
@@ -69,6 +74,16 @@ class JudgeSpec:
     @property
     def uses_llm(self) -> bool:
         return self.kind in ("rubric", "mcq")
+
+    @property
+    def uses_plugins(self) -> bool:
+        """A metric judge that scores with Python plug-ins: a plug-in metric, post-processor or
+        field converter (apps/judges/plugins.py)."""
+        return self.kind == "metric" and (
+            self.metric not in METRICS
+            or bool(self.converter)
+            or bool(self.postprocess and self.postprocess not in POSTPROCESSORS)
+        )
 
     @property
     def subject_names(self) -> list[str]:
@@ -101,6 +116,9 @@ class JudgeSpec:
                     "subjects."
                 )
             return
+        if self.kind == "metric" and self.uses_plugins:
+            plugins.check(self)
+            return
         if len(self.subjects) > 1:
             raise ValueError(f"A {self.kind} judge gives one value; list at most one subject.")
         if self.subjects:
@@ -112,14 +130,20 @@ class JudgeSpec:
             labels_for(self.label_type, self.label_count)
 
 
-def score_text(spec: JudgeSpec, text: str, references: Sequence[str] = ()) -> RubricResult:
+def score_text(
+    spec: JudgeSpec,
+    text: str,
+    references: Sequence[str] = (),
+    item: Mapping[str, Any] | None = None,
+) -> RubricResult:
     """The values of one round.
 
     rubric: `text` is the judge's reply, parsed with `parse_rubric_reply`.
     mcq / mcq_rule: `text` is the judge's reply / the response; the labels it chose are
     compared with the answer key, `references[0]` (100 when equal, else 0).
     metric: `text` is the response, scored against `references` after post-processing (of the
-    references too when the judge says so).
+    references too when the judge says so). With plug-ins, `item` is the item's fields; a
+    plug-in that raises raises `plugins.PluginRaised`.
     """
     if spec.kind == "rubric":
         return parse_rubric_reply(
@@ -139,6 +163,8 @@ def score_text(spec: JudgeSpec, text: str, references: Sequence[str] = ()) -> Ru
         return RubricResult({name: score_mcq(chosen, answer)}, reason)
     if spec.kind == "choice":
         return score_choice(spec, text, references)
+    if spec.kind == "metric" and spec.uses_plugins:
+        return plugins.score_item(spec, text, list(references), item)
     if spec.kind == "metric":
         value = evaluate(
             spec.metric,

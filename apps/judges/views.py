@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.access import AppRequest, reviewer_required
 from apps.datasets.models import Item, Task
-from apps.judges import learning, pairwise, results
+from apps.judges import learning, pairwise, plugins, results
 from apps.judges.forms import DefaultJudgeForm, JudgeForm, JudgeRunForm, PairwiseRunForm
 from apps.judges.judge_prompts import (
     DEFAULT_MCQ_SYSTEM,
@@ -140,6 +140,8 @@ def _judge_page(
         "consistency": consistency(judge) if judge.kind == Judge.Kind.PAIRWISE else None,
         "split": learning.split_of(judge) if judge.kind == Judge.Kind.RUBRIC else {},
         "endpoints": Endpoint.objects.order_by("name"),
+        # Its plug-ins as installed now, against the code the version recorded.
+        "plugin_changes": plugins.changed(judge.plugin_code) if judge.plugin_code else [],
     }
     if request.user.can_edit:
         context["estimate"] = _estimate_of(form)

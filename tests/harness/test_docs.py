@@ -16,6 +16,7 @@ from django.urls import Resolver404, resolve
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from apps.judges import plugins
 from evalsite.help import slugify_heading
 from tests.base import ROOT
 
@@ -46,6 +47,8 @@ VALUES = {"HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO", "UTC", "INFO", "TRUE
 # Variables read by others: gunicorn reads WEB_CONCURRENCY, the shell PATH; the API examples
 # set EVALSITE and TOKEN for their curl lines.
 OTHERS = {"WEB_CONCURRENCY", "PATH", "EVALSITE", "TOKEN"}
+# Not variables: the dicts a plug-in module listed in EVALSITE_PLUGINS defines (docs/judges.md).
+PLUGIN_DICTS = set(plugins.MODULE_DICTS.values())
 # Files of the machine, not pages of the site.
 SYSTEM_PATHS = ("/usr/", "/etc/", "/tmp/", "/var/", "/dev/", "/proc/")
 TREE = (
@@ -273,7 +276,7 @@ def test_every_variable_the_docs_name_is_read_or_is_a_setting():
     problems = [
         f"{mention}: {name} is neither read from the environment nor a Django setting"
         for mention, name in named_variables()
-        if name not in known | VALUES | OTHERS and not hasattr(settings, name)
+        if name not in known | VALUES | OTHERS | PLUGIN_DICTS and not hasattr(settings, name)
     ]
     assert not problems, "\n".join(problems)
 

@@ -58,7 +58,14 @@ def test_without_javascript_every_group_says_which_kinds_it_is_for(task, reviewe
         ),
         "metric": (
             "For metric (rule-based) judges only",
-            ["metric", "metric_options", "postprocess", "postprocess_reference"],
+            [
+                "metric",
+                "metric_options",
+                "postprocess",
+                "postprocess_reference",
+                "converter",
+                "dataset_metric",
+            ],
         ),
     }
     # The kinds are explained above the fields; the settings every kind has come first.
