@@ -102,7 +102,8 @@ def sample_fields(current: ReviewPolicy, data: dict[str, Any]) -> dict[str, Any]
     """The random sample's percent and seed as saved: a blank seed is drawn, and the time is
     recorded whenever the sample changes."""
     percent, seed = data.get("sample_percent"), data.get("sample_seed")
-    design = data.get("sample_design") or ReviewPolicy.Design.UNIFORM
+    # Blank (a task file, which does not name the design): the design stays as it was.
+    design = data.get("sample_design") or current.sample_design
     if not percent:
         return {
             "sample_percent": None,
