@@ -14,7 +14,7 @@ from apps.judges.judge_prompts import build_rubric_messages
 from apps.judges.launching import create_judge_run
 from apps.judges.models import Judge
 from apps.judges.parsing import parse_rubric_reply
-from tests.base import work
+from tests.base import work_here
 from tests.factories import (
     add_scores,
     make_answers_dataset,
@@ -209,7 +209,7 @@ def test_a_run_of_the_new_version_sends_the_examples_before_the_item(
     llm_server.configure(default_reply=rubric_reply(4, 4))
     with transaction.atomic():
         run = create_judge_run(new, endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.done == N
     first = llm_server.stats()["log"][0]["messages"]

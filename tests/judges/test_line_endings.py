@@ -8,7 +8,7 @@ from django.urls import reverse
 from apps.judges.launching import create_judge_run
 from apps.judges.models import Judge
 from apps.runs.models import Run
-from tests.base import work
+from tests.base import work_here
 from tests.factories import make_answers_dataset, make_judge, rubric_reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -43,7 +43,7 @@ def test_a_judge_typed_in_a_browser_is_stored_and_sent_with_lf(
     llm_server.configure(default_reply=rubric_reply(4, 4))
     with transaction.atomic():
         run = create_judge_run(v2, endpoint=endpoint, dataset=dataset, source_column="response")
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED, run.error
     sent = [m["content"] for entry in llm_server.stats()["log"] for m in entry["messages"]]

@@ -205,7 +205,7 @@ def test_a_judge_run_fails_an_item_whose_references_are_all_blank(task):
     from apps.judges.launching import create_judge_run
     from apps.judges.models import Judge, Score
     from apps.runs.models import ErrorKind
-    from tests.base import work
+    from tests.base import work_here
     from tests.factories import make_answers_dataset, make_judge
 
     references = ['["Paris", ""]', '["", null]', "Paris"]
@@ -215,7 +215,7 @@ def test_a_judge_run_fails_an_item_whose_references_are_all_blank(task):
     judge = make_judge(task, Judge.Kind.METRIC, name="em")
     with transaction.atomic():
         run = create_judge_run(judge, dataset=dataset, source_column="response")
-    work()
+    work_here()
     scores = {s.item.position: s for s in Score.objects.filter(run=run).select_related("item")}
     assert scores[0].judge_value == 0  # the empty answer no longer matches the blank one
     assert scores[2].judge_value == 100

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from apps.runs.kinds.generation import create_generation_run
 from apps.runs.models import PromptTemplate, Run
-from tests.base import work
+from tests.base import work_here
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -39,7 +39,7 @@ def test_a_template_typed_in_a_browser_is_stored_and_sent_with_lf(
     assert (v1.system_message, v1.user_message) == ("Be brief.\r\nBe kind.", recorded)
 
     run = create_generation_run(dataset, endpoint, v2)
-    work()
+    work_here()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED, run.error
     sent = [m["content"] for entry in llm_server.stats()["log"] for m in entry["messages"]]
