@@ -21,12 +21,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def make_user(role: str, username: str | None = None):
-    from apps.accounts.models import User
+def make_user(role: str, username: str | None = None, project=None):
+    """A user with `role`, a member with that role of `project` (default: the default project,
+    where tasks made with no project named go)."""
+    from apps.accounts.models import Project, User
 
-    return User.objects.create_user(
+    user = User.objects.create_user(
         username=username or role, password=PASSWORD, role=role, is_staff=role == "admin"
     )
+    (project or Project.default()).add_member(user, role)
+    return user
 
 
 def database_url() -> str:

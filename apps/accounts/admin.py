@@ -3,13 +3,14 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from apps.accounts.models import ApiToken, User
+from apps.accounts.models import ApiToken, Membership, Project, User
 
 
 @admin.register(User)
 class UserAdmin(BaseUserAdmin):
     list_display = ("username", "email", "role", "is_staff", "is_active")
     list_filter = ("role", "is_staff", "is_active")
+    search_fields = ("username", "email")
     fieldsets = (*(BaseUserAdmin.fieldsets or ()), ("evalsite", {"fields": ("role",)}))
     add_fieldsets = (*(BaseUserAdmin.add_fieldsets or ()), ("evalsite", {"fields": ("role",)}))
 
@@ -33,3 +34,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         for token in queryset.filter(revoked_at=None):
             token.revoke()
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 1
+    autocomplete_fields = ("user",)
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    """Projects and their members: who sees which tasks, with which role there."""
+
+    list_display = ("slug", "name", "created_at")
+    search_fields = ("slug", "name")
+    prepopulated_fields = {"slug": ("name",)}
+    inlines = [MembershipInline]

@@ -1,6 +1,7 @@
 import hashlib
 import secrets
 from datetime import timedelta
+from typing import Any
 
 from django.contrib.auth.models import AbstractUser
 from django.db import models
@@ -49,6 +50,106 @@ class User(AbstractUser):
         return (self.is_active and self.role == self.Role.ADMIN) or super().has_module_perms(
             app_label
         )
+
+    def project_roles(self) -> dict[int, str]:
+        """{project id: this user's role there} for the projects they are a member of, each
+        capped at their own role (a viewer stays a viewer whatever a membership says), read
+        once per user object (a request's user)."""
+        cached: dict[int, str] | None = getattr(self, "_project_roles", None)
+        if cached is None:
+            cached = {}
+            if self.pk is not None and self.is_active:
+                for project_id, role in Membership.objects.filter(user=self).values_list(
+                    "project_id", "role"
+                ):
+                    cached[project_id] = min(role, self.effective_role, key=self.RANK.__getitem__)
+            self._project_roles = cached
+        return cached
+
+    def role_in(self, project: "Project | int") -> str | None:
+        """This user's role in `project`: admin for an instance admin, the membership's role
+        (capped at the user's own) for a member, None for anyone else."""
+        if not self.is_active:
+            return None
+        if self.is_admin:
+            return self.Role.ADMIN
+        project_id = project if isinstance(project, int) else project.pk
+        return self.project_roles().get(project_id)
+
+    def has_role_in(self, project: "Project | int", role: str) -> bool:
+        held = self.role_in(project)
+        return held is not None and self.RANK[held] >= self.RANK[role]
+
+
+class ProjectQuerySet(models.QuerySet["Project"]):
+    def for_user(self, user: "User | Any", role: str = User.Role.VIEWER) -> "ProjectQuerySet":
+        """The projects `user` may see (`role`: may act in with at least that role); an
+        instance admin gets every project, an anonymous or inactive user none."""
+        if not getattr(user, "is_authenticated", False) or not user.is_active:
+            return self.none()
+        if user.is_admin:
+            return self.all()
+        ids = [
+            pid for pid, held in user.project_roles().items() if User.RANK[held] >= User.RANK[role]
+        ]
+        return self.filter(pk__in=ids)
+
+
+class Project(models.Model):
+    """A group's own tasks (with their datasets, runs, judges, reviews and boards) and the
+    people who may see them: its members, each with a role there. An instance admin (the
+    admin role) sees every project."""
+
+    DEFAULT_SLUG = "default"
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    members = models.ManyToManyField(User, through="Membership", related_name="projects")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ProjectQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @classmethod
+    def default(cls) -> "Project":
+        """The project of an install's tasks before projects existed, and of tasks made with
+        none named (made on first use: a fresh install and a flushed test database have none)."""
+        project, _ = cls.objects.get_or_create(
+            slug=cls.DEFAULT_SLUG, defaults={"name": "Default project"}
+        )
+        return project
+
+    def add_member(self, user: User, role: str) -> "Membership":
+        """Make `user` a member with `role`, or change their role here."""
+        membership, _ = Membership.objects.update_or_create(
+            project=self, user=user, defaults={"role": role}
+        )
+        user.__dict__.pop("_project_roles", None)
+        return membership
+
+
+class Membership(models.Model):
+    """A user's role in one project: what they may do with its tasks (capped at their own
+    role, so that the read-only net for viewers holds everywhere)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=User.Role.choices, default=User.Role.VIEWER)
+
+    class Meta:
+        ordering = ["project__slug", "user__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="one_membership_per_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project} ({self.role})"
 
 
 class ApiTokenQuerySet(models.QuerySet["ApiToken"]):

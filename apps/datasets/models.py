@@ -8,12 +8,21 @@ from django.core.validators import RegexValidator
 from django.db import models, transaction
 from django.urls import reverse
 
+from apps.accounts.models import Project
 from apps.datasets.conversations import conversation_text
 
 slug_validator = RegexValidator(
     r"^[a-z0-9]+(?:-[a-z0-9]+)*$",
     "Use lowercase letters, digits and single dashes (for example support-qa).",
 )
+
+
+class TaskQuerySet(models.QuerySet["Task"]):
+    def for_user(self, user: Any, role: str = "viewer") -> "TaskQuerySet":
+        """The tasks of the projects `user` may see (or act in with at least `role`)."""
+        if getattr(user, "is_admin", False) and user.is_active:
+            return self
+        return self.filter(project__in=Project.objects.for_user(user, role))
 
 
 class Task(models.Model):
@@ -33,12 +42,23 @@ class Task(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Who may see the task and everything under it: the project's members (accounts.Project).
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="tasks")
+
+    objects = TaskQuerySet.as_manager()
 
     class Meta:
         ordering = ["slug"]
 
     def __str__(self) -> str:
         return self.slug
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # A task made with no project named (a script, a task file of a one-project install)
+        # goes to the default project.
+        if self.project_id is None:
+            self.project = Project.default()
+        super().save(*args, **kwargs)
 
     def get_absolute_url(self) -> str:
         return reverse("datasets:task-detail", args=[self.slug])

@@ -11,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from apps.accounts.models import User
+from apps.accounts.models import Project, User
 from apps.datasets.importing import import_dataset
 from apps.datasets.models import Dataset, Task
 from apps.judges.models import Judge, TaskJudging
@@ -100,6 +100,8 @@ def ensure_users() -> list[tuple[str, str | None, str]]:
             user = User(username=username, role=role, is_staff=role == User.Role.ADMIN)
             user.set_password(password)
             user.save()
+            # The demo task is in the default project: each demo user is a member there.
+            Project.default().add_member(user, role)
         shown = password if user.check_password(password) else None
         logins.append((username, shown, user.role))
     return logins

@@ -1,0 +1,115 @@
+"""Projects (#32.2): who sees which project, with which role, and how an existing install
+moves into one default project with today's roles."""
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+from django.core.management import CommandError, call_command
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from apps.accounts.models import Membership, Project, User
+from apps.datasets.models import Task
+from tests.base import make_user
+
+
+@pytest.mark.django_db
+def test_members_see_their_projects_with_their_role_and_an_admin_sees_all():
+    a = Project.objects.create(slug="a", name="A")
+    b = Project.objects.create(slug="b", name="B")
+    ann = make_user("reviewer", "ann", project=a)
+    b.add_member(ann, "viewer")
+    bob = make_user("reviewer", "bob", project=b)
+    root = make_user("admin", "root", project=a)
+
+    assert list(Project.objects.for_user(ann)) == [a, b]
+    assert list(Project.objects.for_user(ann, "reviewer")) == [a]
+    assert list(Project.objects.for_user(bob)) == [b]
+    assert (ann.role_in(a), ann.role_in(b), bob.role_in(a)) == ("reviewer", "viewer", None)
+    assert ann.has_role_in(a, "reviewer") and not ann.has_role_in(b, "reviewer")
+    # An instance admin is admin everywhere, member or not.
+    assert list(Project.objects.for_user(root)) == list(Project.objects.all())
+    assert root.role_in(b) == "admin"
+
+    task_a = Task.objects.create(slug="qa-a", name="QA", project=a)
+    task_b = Task.objects.create(slug="qa-b", name="QA", project=b)
+    assert list(Task.objects.for_user(ann)) == [task_a, task_b]
+    assert list(Task.objects.for_user(ann, "reviewer")) == [task_a]
+    assert list(Task.objects.for_user(bob)) == [task_b]
+    assert list(Task.objects.for_user(AnonymousUser())) == []
+
+
+@pytest.mark.django_db
+def test_a_membership_never_lifts_a_user_above_their_own_role():
+    project = Project.objects.create(slug="a", name="A")
+    viewer = make_user("viewer", "vic", project=project)
+    project.add_member(viewer, "admin")
+    viewer = User.objects.get(pk=viewer.pk)
+    assert viewer.role_in(project) == "viewer"
+    assert list(Project.objects.for_user(viewer, "reviewer")) == []
+
+
+@pytest.mark.django_db
+def test_an_inactive_member_sees_nothing():
+    project = Project.objects.create(slug="a", name="A")
+    user = make_user("reviewer", "gone", project=project)
+    user.is_active = False
+    assert user.role_in(project) is None
+    assert list(Project.objects.for_user(user)) == []
+
+
+@pytest.mark.django_db
+def test_a_task_made_with_no_project_goes_to_the_default_one():
+    task = Task.objects.create(slug="plain", name="Plain")
+    assert task.project == Project.objects.get(slug=Project.DEFAULT_SLUG)
+
+
+@pytest.mark.django_db
+def test_create_user_makes_a_member_of_the_projects_named():
+    call_command(
+        "create_user", "ann", "--role", "reviewer", "--project", "team-a", "--project", "team-b"
+    )
+    call_command("create_user", "dan", "--role", "viewer")
+    assert set(Membership.objects.values_list("user__username", "project__slug", "role")) == {
+        ("ann", "team-a", "reviewer"),
+        ("ann", "team-b", "reviewer"),
+        ("dan", "default", "viewer"),
+    }
+    with pytest.raises(CommandError, match="--project 'Team A'"):
+        call_command("create_user", "eve", "--project", "Team A")
+    assert not User.objects.filter(username="eve").exists()
+
+
+def _migrate(targets: list[tuple[str, str]]):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_existing_install_moves_into_one_default_project_with_todays_roles():
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes()
+    old = _migrate([("accounts", "0003_text_view"), ("datasets", "0015_doubt_rule_moved")])
+    OldUser = old.get_model("accounts", "User")
+    OldTask = old.get_model("datasets", "Task")
+    for name, role in [("amy", "admin"), ("rex", "reviewer"), ("val", "viewer")]:
+        OldUser.objects.create(username=name, role=role)
+    OldTask.objects.create(slug="one", name="One")
+    OldTask.objects.create(slug="two", name="Two")
+
+    _migrate(latest)
+    default = Project.objects.get()
+    assert default.slug == "default"
+    assert set(Task.objects.values_list("slug", "project__slug")) == {
+        ("one", "default"),
+        ("two", "default"),
+    }
+    assert set(Membership.objects.values_list("user__username", "role")) == {
+        ("amy", "admin"),
+        ("rex", "reviewer"),
+        ("val", "viewer"),
+    }
+    rex, val = User.objects.get(username="rex"), User.objects.get(username="val")
+    assert (rex.role_in(default), val.role_in(default)) == ("reviewer", "viewer")
+    assert Task.objects.for_user(val).count() == 2
