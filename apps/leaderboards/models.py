@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.db import models
 
 from apps.datasets.models import Dataset, Task
@@ -79,3 +80,35 @@ class StoredArrays(models.Model):
 
     def __str__(self) -> str:
         return f"arrays of run #{self.run_id}" if self.run_id else f"arrays of {self.dataset}"
+
+
+class StopRule(models.Model):
+    """A judge run set to stop itself once its comparison with a baseline run on the same items
+    has decided (#31.4): the anytime-valid confidence sequence of run − baseline on `subject`
+    (apps.leaderboards.sequential), checked as results arrive (apps.leaderboards.stopping).
+    It stops the run once: a resume after it goes on to the end. The last check is kept."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="stop_rule")
+    baseline = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    subject = models.CharField(max_length=200)
+    # "No difference larger than δ" decides too when > 0; 0: only "run better / baseline better".
+    delta = models.FloatField(default=0.0)
+    # The last check: its decision (apps.leaderboards.sequential states), the paired items it
+    # saw, the sequence then, and the paired item at which it decided.
+    state = models.CharField(max_length=16, default="going")
+    checked_n = models.PositiveIntegerField(default=0)
+    # The slower run's finished items at the last check (when the next one is due).
+    checked_mark = models.PositiveIntegerField(default=0)
+    mean = models.FloatField(null=True, blank=True)
+    low = models.FloatField(null=True, blank=True)
+    high = models.FloatField(null=True, blank=True)
+    decided_at = models.PositiveIntegerField(null=True, blank=True)
+    checked_at = models.DateTimeField(null=True, blank=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)  # when it stopped the run
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"stop run #{self.run_id} when decided against run #{self.baseline_id}"

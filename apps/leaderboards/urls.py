@@ -19,6 +19,7 @@ urlpatterns = [
     path("<slug:slug>/", views.board, name="task"),
     path("<slug:slug>/export/", views.board_export, name="task-export"),
     path("<slug:slug>/compare/", views.compare, name="compare"),
+    path("<slug:slug>/compare/stop/", views.stop_rule, name="stop-rule"),
     path("<slug:slug>/regressions/", views.regressions, name="regressions"),
     path("<slug:slug>/grid/", views.grid, name="grid"),
     path("<slug:slug>/robustness/", views.robustness, name="robustness"),

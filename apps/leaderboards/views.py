@@ -34,8 +34,9 @@ from apps.leaderboards import regressions as regressions_mod
 from apps.leaderboards import robustness as robustness_mod
 from apps.leaderboards.compare import compare as compare_runs
 from apps.leaderboards.forms import ThresholdForm
-from apps.leaderboards.models import BoardSettings
+from apps.leaderboards.models import BoardSettings, StopRule
 from apps.leaderboards.people import people_agreement
+from apps.leaderboards.stopping import RuleError, set_rule
 from apps.runs.models import Run
 
 VALUE_VIEWS = [("both", "Side by side"), ("human", "Human-corrected"), ("judge", "Judge only")]
@@ -193,8 +194,38 @@ def compare(request: AppRequest, slug: str) -> HttpResponse:
         "label_b": boards.model_label(b) if b else "",
         "detect": request.GET.get("detect", ""),
         "wanted": wanted,
+        "stop_rule": StopRule.objects.filter(run=a).first() if a else None,
+        # A run still going (or stopped with items left) may be set to stop when decided.
+        "may_stop": bool(
+            request.user.can_edit and a and b and a != b and (a.is_active or a.can_resume)
+        ),
     }
     return render(request, "leaderboards/compare.html", context)
+
+
+@reviewer_required
+@require_POST
+def stop_rule(request: AppRequest, slug: str) -> HttpResponse:
+    """Set run A to stop itself once its comparison with run B on a subject decides (#31.4)."""
+    task = get_object_or_404(Task, slug=slug)
+    runs = task.runs.judging()
+    a = get_object_or_404(runs, pk=request.POST.get("a") or 0)
+    b = get_object_or_404(runs, pk=request.POST.get("b") or 0)
+    delta = _difference(request.POST.get("delta", "")) or 0.0
+    try:
+        rule = set_rule(a, b, request.POST.get("subject", ""), delta, request.user)
+    except RuleError as exc:
+        messages.error(request, str(exc))
+    else:
+        if rule.stopped_at is not None:
+            messages.success(request, f"Run #{a.pk} has decided already and is stopping.")
+        else:
+            messages.success(
+                request,
+                f"Run #{a.pk} will stop itself once its comparison on {rule.subject} decides.",
+            )
+    url = reverse("leaderboards:compare", args=[task.slug])
+    return redirect(f"{url}?a={a.pk}&b={b.pk}" + (f"&detect={delta:g}" if delta else ""))
 
 
 def _judge_runs(task: Task) -> list[Run]:

@@ -782,22 +782,33 @@ class Run(models.Model):
         """The budget is reached: end like a cancel (finished results stay, resume does the
         rest), with the reason in `error`. False when the run had already been stopped."""
         budget = float(self.budget_usd or 0)
+        return self.stop_by_itself(
+            f"budget of {usd(budget)} reached: {usd(spent)} spent, and the next "
+            f"request could cost more than the {usd(max(budget - spent, 0.0))} left"
+        )
+
+    def stop_by_itself(self, reason: str) -> bool:
+        """End like a cancel (finished results stay, resume does the rest) for `reason`, one
+        line in plain words (its budget, a comparison that has decided). False when the run
+        was not going or had already been stopped. The engine's chunks see it at their next
+        check (apps.runs.engine.lifecycle.stop_itself tells them at once)."""
         changed = Run.objects.filter(
             pk=self.pk, status__in=self.ACTIVE_STATUSES, cancel_requested=False
-        ).update(
-            cancel_requested=True,
-            error=f"{STOPPED}budget of {usd(budget)} reached: {usd(spent)} spent, and the next "
-            f"request could cost more than the {usd(max(budget - spent, 0.0))} left",
-        )
+        ).update(cancel_requested=True, error=f"{STOPPED}{reason}")
         self.refresh_from_db()
         return bool(changed)
 
     @property
     def stop_reason(self) -> str:
-        """Why a cancelled run stopped by itself (its budget), in one line; blank otherwise."""
+        """Why a cancelled run stopped by itself (its budget, a comparison that decided), in
+        one line; blank otherwise."""
         if self.status != self.Status.CANCELLED or not self.error.startswith(STOPPED):
             return ""
         return self.error[len(STOPPED) :]
+
+    @property
+    def stopped_by_budget(self) -> bool:
+        return self.stop_reason.startswith("budget of ")
 
     @property
     def cache_text(self) -> str:

@@ -7,3 +7,10 @@ from django.dispatch import Signal
 # process that settled it (usually a worker), with `run=` the Run. Receivers must be quick and
 # must not assume a request; one that raises is logged and does not fail the run.
 run_finished = Signal()
+
+# Sent after each commit of a run's results (a chunk's flush, a batch poll's answers), in the
+# process and thread that wrote them, with `run=` the Run and `progress=` what the commit added
+# (apps.runs.engine.contract.Progress). For rules that watch results as they arrive (a
+# comparison that stops a run once it has decided: apps.leaderboards.stopping). Receivers must
+# be quick (they delay the run's next commit); one that raises is logged and does not fail it.
+results_written = Signal()

@@ -43,6 +43,24 @@ def cancel(run: Run) -> None:
     run.refresh_from_db()
 
 
+def stop_itself(run: Run, reason: str) -> bool:
+    """End the run like a cancel, for `reason` (`Run.stop_by_itself`), from any process: its
+    chunks stop within a second and take no more work; in batch mode the next poll cancels
+    the batches. False when it was not going or already stopping. For rules of later apps
+    that watch a run's results (`results_written`)."""
+    if not run.stop_by_itself(reason):
+        return False
+    if run.batch:
+        return True  # the poll that sees cancel_requested cancels the batches and settles
+    conn = redis_connection()
+    conn.set(stop_key(run.pk), "stopped", ex=KEY_TTL)
+    conn.delete(todo_key(run.pk, run.launch), again_key(run.pk, run.launch))
+    if run.status == Run.Status.RUNNING and live_jobs(run.pk, run.launch) == 0:
+        finalize(run.pk, run.launch)
+    run.refresh_from_db()
+    return True
+
+
 def fail(run_id: int, message: str) -> None:
     """The run itself broke: every chunk stops at its next check."""
     with contextlib.suppress(Exception):

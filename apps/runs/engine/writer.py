@@ -1,6 +1,7 @@
 """Committing results: a kind's rows, the attempt logs and the run's counters in one
 transaction (chunks and batch mode both write here)."""
 
+import logging
 from typing import Any
 
 from django.db import transaction
@@ -9,6 +10,9 @@ from apps.runs.engine import cache
 from apps.runs.engine.contract import Progress, Result, RunExecutor
 from apps.runs.engine.llm import Attempt
 from apps.runs.models import AttemptLog, LoggingMode, Run
+from apps.runs.signals import results_written
+
+logger = logging.getLogger(__name__)
 
 
 # ---- writing results ----------------------------------------------------------------------------
@@ -38,7 +42,18 @@ def write_results(
             sent=sum(a.sent for a in logs),
             saved=sum(a.saved for a in logs),
         )
+    if results:
+        # Once committed, later apps may look at the results (and stop the run: see the signal).
+        transaction.on_commit(lambda: announce(run, progress))
     return progress
+
+
+def announce(run: Run, progress: Progress) -> None:
+    for receiver, error in results_written.send_robust(sender=Run, run=run, progress=progress):
+        if isinstance(error, Exception):
+            logger.error(
+                "results_written receiver %s failed on run #%s: %r", receiver, run.pk, error
+            )
 
 
 def write_logs(run: Run, attempts: list[Attempt]) -> None:
