@@ -15,6 +15,7 @@ from apps.runs.models import (
     LoggingMode,
     PromptTemplate,
     Run,
+    ScriptSetup,
     SimulatorSetup,
 )
 from apps.runs.prompts import (
@@ -601,6 +602,26 @@ class DialogueRunForm(CostFields):
         self.check_budget(data.get("endpoint"))
         return data
 
+    def unsaved_run(self) -> Run:
+        """The run these choices make, unsaved, with its kind's setup attached (for the cost
+        estimate: the kind's `prepare` reads an unsaved run's setup from it)."""
+        raise NotImplementedError
+
+    def _unsaved(self, kind: str) -> Run:
+        data = self.cleaned_data
+        use_cache = self.cache_choice()
+        return Run(
+            task=self.task,
+            kind=kind,
+            dataset=data["dataset"],
+            endpoint=data["endpoint"],
+            epochs=data.get("epochs") or 1,
+            multi_turn=True,
+            use_cache=Run.default_use_cache(Run.Kind.GENERATION, data["endpoint"])
+            if use_cache is None
+            else use_cache,
+        )
+
     def options(self) -> dict[str, Any]:
         """The keyword arguments both creators take."""
         data = self.cleaned_data
@@ -658,6 +679,11 @@ class ScriptRunForm(DialogueRunForm):
     def script(self) -> dict[str, Any]:
         return {name: self.cleaned_data[name] for name in self.kind_fields}
 
+    def unsaved_run(self) -> Run:
+        run = self._unsaved(Run.Kind.SCRIPT)
+        run.script_setup = ScriptSetup(**self.script())
+        return run
+
 
 class SimulationRunForm(DialogueRunForm):
     """A simulated user (another endpoint, told who it is and what it wants) converses with
@@ -703,3 +729,10 @@ class SimulationRunForm(DialogueRunForm):
 
     def simulation(self) -> dict[str, Any]:
         return {name: self.cleaned_data[name] for name in self.kind_fields if name != "simulator"}
+
+    def unsaved_run(self) -> Run:
+        run = self._unsaved(Run.Kind.SIMULATION)
+        run.simulator_setup = SimulatorSetup(
+            simulator=self.cleaned_data["simulator"], **self.simulation()
+        )
+        return run

@@ -261,7 +261,19 @@ def dialogue_new(request: AppRequest, kind: str) -> HttpResponse:
         return _pick_task(request, f"runs:{kind}-new")
     defaults = _generation_defaults(task, dataset, request.GET)
     form = DIALOGUE_FORMS[kind](task=task, initial=defaults)
-    return render(request, "runs/dialogue_new.html", {"form": form, "task": task, "kind": kind})
+    context = {"form": form, "task": task, "kind": kind, "estimate": None}
+    return render(request, "runs/dialogue_new.html", context)
+
+
+def _dialogue_estimate(form: DialogueRunForm) -> Estimate | None:
+    """The cost estimate of the form's choices; None until they make a run (templates that
+    do not compile are said when it starts)."""
+    if not form.is_valid():
+        return None
+    try:
+        return estimate(form.unsaved_run())
+    except (PromptError, ValueError):
+        return None
 
 
 @require_POST
@@ -269,6 +281,11 @@ def dialogue_new(request: AppRequest, kind: str) -> HttpResponse:
 def dialogue_start(request: AppRequest, kind: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=request.POST.get("task", ""))
     form = DIALOGUE_FORMS[kind](request.POST, task=task)
+    if request.POST.get("estimate") or (request.htmx and request.htmx.target == "cost-estimate"):
+        # As on the generation form: the estimate's partial (HTMX), or the form with it.
+        context = {"form": form, "task": task, "kind": kind, "estimate": _dialogue_estimate(form)}
+        partial = "#estimate" if request.htmx else ""
+        return render(request, f"runs/dialogue_new.html{partial}", context)
     if form.is_valid():
         data, options = form.cleaned_data, form.options()
         try:
@@ -288,7 +305,8 @@ def dialogue_start(request: AppRequest, kind: str) -> HttpResponse:
         else:
             messages.success(request, f"Started run #{run.pk}: {run.size_text}.")
             return redirect(run)
-    return render(request, "runs/dialogue_new.html", {"form": form, "task": task, "kind": kind})
+    context = {"form": form, "task": task, "kind": kind, "estimate": None}
+    return render(request, "runs/dialogue_new.html", context)
 
 
 def _pick_task(request: AppRequest, url_name: str) -> HttpResponse:

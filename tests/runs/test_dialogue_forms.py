@@ -83,3 +83,58 @@ def test_the_forms_are_for_reviewers_and_linked_from_the_dataset_and_task(client
     assert 'id="task-run-scripts"' in task_page and 'id="task-simulate-user"' in task_page
     picked = client.get(reverse("runs:script-new")).content.decode()  # no task: pick one
     assert f"{reverse('runs:script-new')}?task={task.slug}" in picked
+
+
+def test_both_forms_show_the_cost_estimate_and_start_nothing(reviewer_client, world, settings):
+    """As the generation form: changing a choice returns the estimate's partial (HTMX), the
+    "Estimate cost" button the form with it, and no run is made. Memory scripts pinned by
+    hand (gap 0: per item its statement, then the question after the statement and an answer
+    as long as a reply is counted); the simulation's estimate equals the one of the run the
+    same choices start (tests/runs/test_simulation.py pins that one by hand)."""
+    from apps.runs.engine.llm import estimate_prompt_tokens
+    from apps.runs.estimate import estimate
+    from apps.runs.models import usd
+
+    settings.PRICE_TABLE = {"m": [1.0, 2.0], "s": [10.0, 20.0]}
+    answer = {"role": "assistant", "content": "x" * 1024}  # 256 tokens, the allowance
+    prompt = 0
+    for row in ROWS:
+        told = {"role": "user", "content": row["fields"]["facts"][0]}
+        asked = {"role": "user", "content": row["fields"]["question"]}
+        prompt += estimate_prompt_tokens([told]) + estimate_prompt_tokens([told, answer, asked])
+    script = {"statements_column": "facts", "question_column": "question", "gap_tokens": 0}
+    script |= {"filler_seed": 0, "estimate": "1"}
+    full = post(reviewer_client, "script", world, **script).content.decode()
+    assert 'id="script-form"' in full and 'id="estimate-table"' in full
+    assert usd((prompt * 1.0 + 4 * 256 * 2.0) / 1e6) in full
+
+    simulation = {"instructions": "You want {{ question }}", "max_turns": 2}
+    simulation |= {"done_marker": "[DONE]"}
+    part = reviewer_client.post(
+        reverse("runs:simulation-start"),
+        {**post_data(world), **simulation},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="cost-estimate",
+    ).content.decode()
+    assert part.lstrip().startswith('<section id="cost-estimate"') and "<html" not in part
+    assert "Includes 4 requests to sim, at its own price." in part
+    assert not Run.objects.exists()
+    post(reviewer_client, "simulation", world, **simulation)
+    started = estimate(Run.objects.get())
+    assert started.requests == 8 and usd(started.price()) in part
+
+    # Choices that make no run yet (no instructions): the form says to choose, nothing fails.
+    empty = post(reviewer_client, "simulation", world, estimate="1").content.decode()
+    assert "Choose what to run to see its tokens and price." in empty
+
+
+def post_data(world) -> dict:
+    task, dataset, endpoint, simulator = world
+    return {
+        "task": task.slug,
+        "dataset": dataset.pk,
+        "endpoint": endpoint.pk,
+        "epochs": 1,
+        "logging_mode": "failed",
+        "simulator": simulator.pk,
+    }

@@ -172,6 +172,8 @@ class ScriptPlugin(RunPlugin):
         return counts["done"], counts["failed"]
 
     def prepare(self, run: Run) -> ScriptSetup:
+        if run.pk is None:  # the start form's estimate: the unsaved setup it attached
+            return run.script_setup
         return ScriptSetup.objects.get(run=run)
 
     def load_units(self, run: Run, ctx: ScriptSetup, keys: list[str]) -> list[ScriptUnit]:

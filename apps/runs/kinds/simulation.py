@@ -79,7 +79,10 @@ class SimulationPlugin(ScriptPlugin):
     emits_turns = False
 
     def prepare(self, run: Run) -> Setup:  # type: ignore[override]
-        row = SimulatorSetup.objects.select_related("simulator").get(run=run)
+        if run.pk is None:  # the start form's estimate: the unsaved setup it attached
+            row = run.simulator_setup
+        else:
+            row = SimulatorSetup.objects.select_related("simulator").get(run=run)
         system = row.system_message
         return Setup(
             row,
