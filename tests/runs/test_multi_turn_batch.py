@@ -267,3 +267,20 @@ def test_turns_the_cache_answers_never_go_into_a_batch(
         "echo: Now a vegetable of that colour.",
         "echo: And its price?",
     ]
+
+
+def test_a_real_worker_finishes_a_multi_turn_batch_run_by_itself(
+    dialogues, batch_endpoint, chat_template, llm_server, workers
+):
+    """The other tests here run the submit and poll jobs in this process; here one real worker
+    process does everything after the start: submit, the watchdog's polls, each turn's batch."""
+    llm_server.batches(lines_per_second=200)
+    run = start(dialogues, batch_endpoint, chat_template)
+    workers(EVALSITE_BATCH_POLL_SECONDS="0.2")
+    wait_for(lambda: Run.objects.get(pk=run.pk).is_terminal, 120, f"run #{run.pk} to end")
+    run.refresh_from_db()
+    assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, 3, 0), run.error
+    answered_once(run)
+    assert [b["request_counts"]["total"] for b in llm_server.batches()["batches"]] == [3, 3, 1]
+    assert list(RunBatch.objects.filter(run=run).order_by("part").values_list("requests", flat=True)) == [3, 3, 1]  # fmt: skip
+    assert Response.objects.get(run=run, item__key="d2").text == "echo: Times three?"
