@@ -313,6 +313,37 @@ class CorpusOut(Open):
     n: int
 
 
+class RunCostOut(Schema):
+    run_id: int
+    prompt_tokens: int
+    completion_tokens: int
+    usd: float | None  # null: the endpoint's model has no price
+    batch: bool  # sent through the provider's Batch API
+    batch_saved_usd: float | None  # against the request-by-request price
+    cached: int  # requests answered from the response cache
+    sent: int
+    cache_saved_usd: float | None  # what the cached replies would have cost
+
+
+class CostOut(Schema):
+    """What a model on the board cost (#32.4): its generation run (null for a response column)
+    and the judge run that scored it, their sum, per item answered, and the generation's
+    latency over the requests that went to the model."""
+
+    generation: RunCostOut | None
+    judging: RunCostOut
+    tokens: int
+    usd: float | None
+    batch_saved_usd: float | None
+    cache_saved_usd: float | None
+    items: int
+    usd_per_item: float | None
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    latency_n: int
+    pareto_front: bool  # no other model scores as high for less (the board's overall)
+
+
 class BoardRow(Open):
     rank: int
     tied_rank: int | None
@@ -331,6 +362,7 @@ class BoardRow(Open):
     corpus: CorpusOut | None
     turns: list[float | None] | None
     corrected: dict[str, Any] | None = None  # the row's PPI++ scores (#31.1)
+    cost: CostOut | None = None  # generation and judge cost, latency (#32.4)
 
 
 class Scale(Schema):

@@ -17,8 +17,9 @@ import numpy as np
 
 from apps.datasets.models import Dataset, Task
 from apps.judges.models import Judge, TaskJudging
-from apps.leaderboards import corpus, gaps, items, summaries, turns
+from apps.leaderboards import corpus, costs, gaps, items, summaries, turns
 from apps.leaderboards.corpus import CorpusCell
+from apps.leaderboards.costs import ModelCost
 from apps.leaderboards.epochs import Reduction
 from apps.leaderboards.items import doubtful_count, flaky_count
 from apps.leaderboards.memo import Memo, review_state
@@ -94,7 +95,7 @@ def board_runs(task: Task, judge: Judge, dataset_id: int | None = None) -> list[
         Run.objects.judging()
         .filter(task=task, judged_with__judge=judge)
         .exclude(status=Run.Status.QUEUED)
-        .select_related("dataset", "judged_with__judge", "source_run__endpoint")
+        .select_related("dataset", "endpoint", "judged_with__judge", "source_run__endpoint")
         .order_by("-pk")
     )
     if dataset_id is not None:
@@ -280,6 +281,8 @@ class Board:
     # Judge-corrected scores (PPI++ from the review policy's random sample; set by
     # apps.leaderboards.corrected.build, None without a sample)
     corrected: "Corrected | None" = None
+    # run id → what the model cost: generation and judge, savings, per item, latency (#32.4)
+    costs: dict[int, ModelCost] = field(default_factory=dict)
 
     @property
     def mode(self) -> str:
@@ -435,6 +438,7 @@ def build(task: Task, params: Params) -> Board:
                 overall_ci=overall_ci,
             )
         )
+    board.costs = costs.model_costs(board.rows)
     board.epochs = max((row.run.judged_epochs for row in board.rows), default=1)
     board.fewest_epochs = min((row.run.judged_epochs for row in board.rows), default=1)
     board.reduction = params.epochs.capped(board.epochs)

@@ -36,6 +36,7 @@ from django.db.models.functions import Cast, Concat
 from apps.datasets.csvsafe import cell, neutralise
 from apps.datasets.models import Item
 from apps.judges.models import Comparison, JudgeRound, judge_of
+from apps.leaderboards import costs
 from apps.leaderboards.boards import Board, Row
 from apps.leaderboards.corpus import CorpusCell
 from apps.leaderboards.corrected import Corrected, CorrectedRow
@@ -735,6 +736,7 @@ def board_header(board: Board) -> list[str]:
         header += ["corrected.rank", "corrected.tied_rank", "corrected.sampled"]
         for name in ["overall", *(info.name for info in board.subjects)]:
             header += [f"{name}.corrected.{stat}" for stat in CORRECTED_COLUMNS]
+    header += [f"cost.{column}" for column in costs.CSV_COLUMNS]  # #32.4
     header += ["judge", "scoring", "epoch_reduction", "items", "clustered_by", "tag", "sort"]
     header.append("overall.formula")
     for info in board.subjects:
@@ -843,6 +845,7 @@ def board_records(board: Board) -> Iterator[dict[str, Any]]:
     corrected_rows = (
         {r.run.pk: r for r in board.corrected.rows} if board.corrected is not None else {}
     )
+    front = costs.pareto_front(costs.board_points(board))
     by_turn = (
         {r.run_id: [c.mean for c in r.turns] for r in board.turn_table.rows}
         if board.turn_table is not None
@@ -896,6 +899,8 @@ def board_records(board: Board) -> Iterator[dict[str, Any]]:
             "corrected": corrected_record(board.corrected, corrected_rows[row.run.pk])
             if board.corrected is not None
             else None,
+            # Generation and judge cost, savings, per item, latency, Pareto front (#32.4).
+            "cost": costs.cost_record(board.costs.get(row.run.pk), front, row.run.pk),
         }
 
 
@@ -997,6 +1002,7 @@ def board_csv(board: Board) -> Iterable[str]:
                 row += [
                     _corrected_cell(found, stat) if found else None for stat in CORRECTED_COLUMNS
                 ]
+        row += [_cost_cell(value) for value in costs.csv_cells(record["cost"])]
         extra = []
         if board.corrected is not None:
             extra = [
@@ -1006,6 +1012,11 @@ def board_csv(board: Board) -> Iterable[str]:
             ]
         writer.writerow(row + [cell(value) for value in built_with + extra])
     return [buffer.getvalue()]
+
+
+def _cost_cell(value: Any) -> Any:
+    """Dollars (and latencies) to 6 decimals: a ten-thousandth of a cent."""
+    return round(value, 6) if isinstance(value, float) else value
 
 
 def _corrected_cell(found: dict[str, Any], stat: str) -> Any:

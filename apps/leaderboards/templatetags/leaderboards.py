@@ -41,6 +41,32 @@ def num(value: float | None) -> str:
 
 
 @register.filter
+def dollars(value: float | None) -> str:
+    """Dollars, "—" when unknown (no price: never shown as free); small sums keep their digits."""
+    if value is None or value == "":
+        return "—"
+    if value == 0:
+        return "$0"
+    if abs(value) >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.4f}" if abs(value) >= 0.0001 else f"${value:.6f}"
+
+
+@register.filter
+def saved(found: Any, kind: str) -> float | None:
+    """A model's batch or cache saving (`ModelCost.saved`)."""
+    return found.saved(kind) if found else None
+
+
+@register.filter
+def millis(value: float | None) -> str:
+    """A latency: "850 ms", "12.3 s"; "—" without one."""
+    if value is None or value == "":
+        return "—"
+    return f"{value:.0f} ms" if value < 10_000 else f"{value / 1000:.1f} s"
+
+
+@register.filter
 def interval(ci: Any) -> str:
     return formatting.interval(ci)
 

@@ -19,6 +19,7 @@ from .board_row_subjects import BoardRowSubjects
 from .board_stats import BoardStats
 from .board_subject import BoardSubject
 from .corpus_out import CorpusOut
+from .cost_out import CostOut
 from .dataset_out import DatasetOut
 from .dataset_out_mapping import DatasetOutMapping
 from .decision_in import DecisionIn
@@ -77,6 +78,7 @@ from .pairwise_row import PairwiseRow
 from .problem import Problem
 from .resume_run_relaunch_in import ResumeRunRelaunchIn
 from .resume_run_relaunch_in_mode import ResumeRunRelaunchInMode
+from .run_cost_out import RunCostOut
 from .run_export_format import RunExportFormat
 from .run_out import RunOut
 from .saved_out import SavedOut
@@ -118,6 +120,7 @@ __all__ = (
     "BoardStats",
     "BoardSubject",
     "CorpusOut",
+    "CostOut",
     "DatasetOut",
     "DatasetOutMapping",
     "DecisionIn",
@@ -176,6 +179,7 @@ __all__ = (
     "Problem",
     "ResumeRunRelaunchIn",
     "ResumeRunRelaunchInMode",
+    "RunCostOut",
     "RunExportFormat",
     "RunOut",
     "SavedOut",

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..models.board_row_overall_ci import BoardRowOverallCi
     from ..models.board_row_subjects import BoardRowSubjects
     from ..models.corpus_out import CorpusOut
+    from ..models.cost_out import CostOut
 
 
 T = TypeVar("T", bound="BoardRow")
@@ -40,6 +41,7 @@ class BoardRow:
         corpus (CorpusOut | None):
         turns (list[float | None] | None):
         corrected (BoardRowCorrectedType0 | None | Unset):
+        cost (CostOut | None | Unset):
     """
 
     rank: int
@@ -59,11 +61,13 @@ class BoardRow:
     corpus: CorpusOut | None
     turns: list[float | None] | None
     corrected: BoardRowCorrectedType0 | None | Unset = UNSET
+    cost: CostOut | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.board_row_corrected_type_0 import BoardRowCorrectedType0
         from ..models.corpus_out import CorpusOut
+        from ..models.cost_out import CostOut
 
         rank = self.rank
 
@@ -122,6 +126,14 @@ class BoardRow:
         else:
             corrected = self.corrected
 
+        cost: dict[str, Any] | None | Unset
+        if isinstance(self.cost, Unset):
+            cost = UNSET
+        elif isinstance(self.cost, CostOut):
+            cost = self.cost.to_dict()
+        else:
+            cost = self.cost
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -146,6 +158,8 @@ class BoardRow:
         )
         if corrected is not UNSET:
             field_dict["corrected"] = corrected
+        if cost is not UNSET:
+            field_dict["cost"] = cost
 
         return field_dict
 
@@ -156,6 +170,7 @@ class BoardRow:
         from ..models.board_row_overall_ci import BoardRowOverallCi
         from ..models.board_row_subjects import BoardRowSubjects
         from ..models.corpus_out import CorpusOut
+        from ..models.cost_out import CostOut
 
         d = dict(src_dict)
         rank = d.pop("rank")
@@ -264,6 +279,23 @@ class BoardRow:
 
         corrected = _parse_corrected(d.pop("corrected", UNSET))
 
+        def _parse_cost(data: object) -> CostOut | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                cost_type_0 = CostOut.from_dict(data)
+
+                return cost_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(CostOut | None | Unset, data)
+
+        cost = _parse_cost(d.pop("cost", UNSET))
+
         board_row = cls(
             rank=rank,
             tied_rank=tied_rank,
@@ -282,6 +314,7 @@ class BoardRow:
             corpus=corpus,
             turns=turns,
             corrected=corrected,
+            cost=cost,
         )
 
         board_row.additional_properties = d
