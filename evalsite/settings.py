@@ -171,6 +171,34 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 
+# ---- Single sign-on with OpenID Connect (apps/accounts/sso.py, mozilla-django-oidc; docs/accounts.md).
+# Set OIDC_ISSUER and OIDC_CLIENT_ID (and the secret) to show "Sign in with single sign-on" on the
+# login page. The endpoints come from the issuer's discovery document; the code flow always sends
+# a PKCE challenge (S256). Users are made on their first sign-in; the groups claim gives the role
+# at every sign-in (the highest of the groups listed below), and a user in none of them is refused
+# (and deactivated, API tokens included) unless OIDC_DEFAULT_ROLE names a role for them.
+OIDC_ISSUER = env("OIDC_ISSUER")
+OIDC_RP_CLIENT_ID = env("OIDC_CLIENT_ID")
+OIDC_RP_CLIENT_SECRET = env("OIDC_CLIENT_SECRET")
+OIDC_RP_SCOPES = env("OIDC_SCOPES", "openid email profile groups")
+OIDC_RP_SIGN_ALGO = env("OIDC_SIGN_ALGO", "RS256")
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10)
+OIDC_CLOCK_LEEWAY = env_int("OIDC_CLOCK_LEEWAY", 60)  # seconds of clock difference forgiven
+OIDC_AUTHENTICATION_CALLBACK_URL = "accounts:sso-callback"
+OIDC_GROUPS_CLAIM = env("OIDC_GROUPS_CLAIM", "groups")
+OIDC_ADMIN_GROUPS = env_list("OIDC_ADMIN_GROUPS")
+OIDC_REVIEWER_GROUPS = env_list("OIDC_REVIEWER_GROUPS")
+OIDC_VIEWER_GROUPS = env_list("OIDC_VIEWER_GROUPS")
+OIDC_DEFAULT_ROLE = env("OIDC_DEFAULT_ROLE")
+if OIDC_DEFAULT_ROLE not in ("", "admin", "reviewer", "viewer"):
+    raise ImproperlyConfigured("OIDC_DEFAULT_ROLE must be admin, reviewer, viewer or empty.")
+OIDC_LOGIN_LABEL = env("OIDC_LOGIN_LABEL", "Sign in with single sign-on")
+# Off: the login page offers single sign-on only and refuses passwords (API tokens still work).
+LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True)
+if not LOCAL_LOGIN and not OIDC_ISSUER:
+    raise ImproperlyConfigured("LOCAL_LOGIN=false needs OIDC_ISSUER: nobody could sign in.")
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -359,5 +387,6 @@ LOGGING = {
         "httpx2": {"level": "WARNING"},
         # Failed logins and lockouts are warnings; every success and clean-up would be INFO noise.
         "axes": {"level": "WARNING"},
+        "mozilla_django_oidc": {"level": "WARNING"},
     },
 }

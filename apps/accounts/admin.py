@@ -3,7 +3,7 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from apps.accounts.models import ApiToken, Membership, Project, User
+from apps.accounts.models import ApiToken, Membership, Project, SsoIdentity, User
 
 
 @admin.register(User)
@@ -50,3 +50,23 @@ class ProjectAdmin(admin.ModelAdmin):
     search_fields = ("slug", "name")
     prepopulated_fields = {"slug": ("name",)}
     inlines = [MembershipInline]
+
+
+@admin.register(SsoIdentity)
+class SsoIdentityAdmin(admin.ModelAdmin):
+    """Who each single sign-on user is at the identity provider and what their groups were at
+    their last sign-in; made and kept up to date by sign-ins, not by hand."""
+
+    list_display = ("user", "subject", "issuer", "groups", "last_sign_in", "deactivated_by_groups")
+    search_fields = ("user__username", "subject")
+    readonly_fields = (
+        "user",
+        "issuer",
+        "subject",
+        "groups",
+        "last_sign_in",
+        "deactivated_by_groups",
+    )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

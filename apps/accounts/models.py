@@ -217,3 +217,106 @@ class ApiToken(models.Model):
         if self.revoked_at is None:
             self.revoked_at = timezone.now()
             self.save(update_fields=["revoked_at"])
+
+
+class SignInRefused(Exception):
+    """A single sign-on the identity provider vouched for that evalsite still refuses; the
+    message is for the person signing in."""
+
+
+class SsoIdentity(models.Model):
+    """A user's account at the identity provider (OIDC): who they are there (issuer + `sub`,
+    which never changes, unlike an email address) and what their groups gave them last time.
+
+    The groups claim decides the role at every sign-in: the provider is where people are added
+    to and removed from groups, so a removed group takes the role away at the next sign-in.
+    """
+
+    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="sso_identity")
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    groups = models.JSONField(default=list, blank=True)
+    # True when the groups, not an admin, took this user's access away: then a group given back
+    # at the provider gives it back here too; a user an admin deactivated stays deactivated.
+    deactivated_by_groups = models.BooleanField(default=False)
+    last_sign_in = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"
+
+    @staticmethod
+    def role_for(groups: list[str], mapping: dict[str, list[str]], default: str) -> str:
+        """The highest role any of `groups` gives (mapping: role -> groups), else `default`
+        ("" when a user in none of them may not sign in)."""
+        for role in (User.Role.ADMIN, User.Role.REVIEWER, User.Role.VIEWER):
+            if set(groups) & set(mapping.get(role, [])):
+                return role
+        return default
+
+    @classmethod
+    def sign_in(
+        cls,
+        issuer: str,
+        claims: dict,
+        groups_claim: str,
+        mapping: dict[str, list[str]],
+        default: str,
+    ) -> User:
+        """The user these claims (ID token and userinfo) belong to, made on their first sign-in,
+        with the role their groups give now; SignInRefused when they give none."""
+        subject = str(claims["sub"])
+        groups = claims.get(groups_claim) or []
+        groups = [groups] if isinstance(groups, str) else [str(group) for group in groups]
+        role = cls.role_for(groups, mapping, default)
+        identity = cls.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
+        if identity is None:
+            if not role:
+                raise SignInRefused(_NO_GROUP)
+            user = User.objects.create_user(_free_username(claims, subject), role=role)
+            identity = cls.objects.create(user=user, issuer=issuer, subject=subject)
+        user = identity.user
+        identity.groups = groups
+        identity.last_sign_in = timezone.now()
+        if not role:
+            if user.is_active:
+                user.is_active = False
+                identity.deactivated_by_groups = True
+                user.save(update_fields=["is_active"])
+            identity.save()
+            raise SignInRefused(_NO_GROUP)
+        if not user.is_active:
+            if not identity.deactivated_by_groups:
+                identity.save()
+                raise SignInRefused("Your evalsite account is deactivated: ask an admin.")
+            user.is_active = True
+            identity.deactivated_by_groups = False
+        user.role = role
+        user.email = str(claims.get("email") or user.email)
+        user.first_name = str(claims.get("given_name") or user.first_name)[:150]
+        user.last_name = str(claims.get("family_name") or user.last_name)[:150]
+        user.save()
+        identity.save()
+        return user
+
+
+_NO_GROUP = (
+    "Your account at the identity provider is in none of the groups that give access to "
+    "evalsite: ask an admin to add you to one."
+)
+
+
+def _free_username(claims: dict, subject: str) -> str:
+    """A readable username not taken yet: preferred_username, else the email's local part,
+    else the subject; with -2, -3, ... when taken (a local user of that name stays theirs)."""
+    base = str(claims.get("preferred_username") or str(claims.get("email") or "").split("@")[0])
+    base = "".join(ch for ch in base if ch.isalnum() or ch in "@.+-_")[:140] or subject[:140]
+    name, n = base, 1
+    while User.objects.filter(username__iexact=name).exists():
+        n += 1
+        name = f"{base}-{n}"
+    return name

@@ -5,6 +5,8 @@ from apps.accounts import views
 app_name = "accounts"
 urlpatterns = [
     path("login/", views.login_view, name="login"),
+    path("sso/", views.sso_start, name="sso-start"),
+    path("sso/callback/", views.sso_callback, name="sso-callback"),
     path("logout/", views.logout_view, name="logout"),
     path("tokens/", views.api_tokens, name="api-tokens"),
     path("password/", views.password_change, name="password-change"),

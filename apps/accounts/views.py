@@ -1,24 +1,52 @@
+from typing import Any
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.forms import PasswordChangeForm
-from django.http import HttpResponse
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
+from apps.accounts import sso
 from apps.accounts.access import AppRequest, viewer_may_post
 from apps.accounts.forms import ApiTokenForm
 from apps.accounts.models import ApiToken
 
-login_view = login_not_required(
-    auth_views.LoginView.as_view(
-        template_name="accounts/login.html", redirect_authenticated_user=True
-    )
-)
+
+class LoginView(auth_views.LoginView):
+    template_name = "accounts/login.html"
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["sso"] = sso.enabled()
+        context["sso_label"] = settings.OIDC_LOGIN_LABEL
+        context["local_login"] = settings.LOCAL_LOGIN
+        return context
+
+
+_login = LoginView.as_view()
+
+
+@login_not_required
+def login_view(request: HttpRequest) -> HttpResponseBase:
+    """Username and password (django-axes counts the failures), and single sign-on when it is
+    set up; with LOCAL_LOGIN off, single sign-on only."""
+    if request.method == "POST" and not settings.LOCAL_LOGIN:
+        raise PermissionDenied("Passwords are turned off here: sign in with single sign-on.")
+    return _login(request)
+
+
+sso_start = login_not_required(require_GET(sso.start))
+sso_callback = login_not_required(never_cache(require_GET(sso.callback)))
 logout_view = viewer_may_post(auth_views.LogoutView.as_view())
 
 

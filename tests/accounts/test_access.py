@@ -12,6 +12,9 @@ from apps.api.auth import NO_CREDENTIALS
 
 # Pages an anonymous user must be able to reach: the login pages themselves.
 ANONYMOUS_OK = {"accounts:login"}
+# Single sign-on's start and callback (tests/accounts/test_sso.py): reached before login, and
+# not there (404) while no identity provider is set up, as here.
+SSO_PAGES = {"accounts:sso-start", "accounts:sso-callback"}
 # A load balancer's health checks: a word per check, nothing else (tests/harness/test_health.py).
 HEALTH_CHECKS = {"health-live", "health-ready"}
 # Public redirects to a static file, and where they go (nothing behind them is private).
@@ -111,6 +114,9 @@ def test_anonymous_is_sent_to_login(client, name, route):
         return
     if name in PUBLIC_REDIRECTS:
         assert (response.status_code, response["Location"]) == (301, PUBLIC_REDIRECTS[name])
+        return
+    if name in SSO_PAGES:
+        assert response.status_code == 404, url
         return
     if name in HEALTH_CHECKS:
         assert response.status_code in (200, 503), url
