@@ -314,3 +314,27 @@ def test_a_budget_stops_between_turns_and_resume_asks_exactly_the_rest(
     assert llm_server.stats()["requests"] == 7 - asked  # nothing asked twice
     pairs = Counter(Turn.objects.filter(run=run).values_list("item_id", "number"))
     assert len(pairs) == 7 and set(pairs.values()) == {1}
+
+
+def test_turns_keep_to_the_endpoints_requests_per_minute(task, endpoint, chat_template, llm_server):
+    """Rate limits hold as for single-turn runs: every turn's request waits for its place in the
+    endpoint's pace (300 a minute: 0.2 s apart, a burst of 2), whichever dialogue it is from.
+    Sixteen requests span at least fourteen intervals, less a late arrival's slack
+    (tests/runs/test_rate_limits_run.py); unpaced, four lanes send them within a fraction of
+    a second."""
+    dataset = make_conversation_dataset(
+        task, [[f"Dialogue {i}, turn 1.", f"Dialogue {i}, turn 2."] for i in range(8)]
+    )
+    endpoint.rpm_limit = 300
+    endpoint.save()
+    # No x-ratelimit headers: the pace is the endpoint's own limit, not what the server states.
+    llm_server.configure(rpm=300, rate_headers=False)
+    run = multi_turn(dataset, endpoint, chat_template)
+    work_here()
+    run.refresh_from_db()
+    assert (run.status, run.done, run.failed) == (Run.Status.COMPLETED, 8, 0), run.error
+    assert Turn.objects.filter(run=run).answered().count() == 16
+    stats = llm_server.stats()
+    assert stats["by_status"] == {"200": 16} and stats["rate_limited"] == 0
+    times = sorted(entry["time"] for entry in stats["log"])
+    assert times[-1] - times[0] >= 14 * 60 / 300 - 1.5
