@@ -240,8 +240,8 @@ def cost_chart(board: "Board") -> dict[str, Any] | None:
     writes the SVG, so every label stays escaped text."""
     mode = board.mode
     points = board_points(board)
-    if not points:
-        return None
+    if not any(cost > 0 for _, cost in points.values()):
+        return None  # nothing known to cost anything (rule-based judges on a file's answers)
     labels = {row.run.pk: row.label for row in board.rows}
     front = pareto_front(points)
     scores = [s for s, _ in points.values()]
@@ -251,7 +251,7 @@ def cost_chart(board: "Board") -> dict[str, Any] | None:
         low, high = min(scores), max(scores)
         if low == high:
             low, high = low - 1, high + 1
-    most = max(c for _, c in points.values()) or 1.0
+    most = max(c for _, c in points.values())
     inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def x(cost: float) -> float:

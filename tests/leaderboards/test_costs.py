@@ -176,3 +176,12 @@ def test_page_shows_the_table_and_the_chart_with_its_front(priced, viewer_client
     assert float(dot_b.group(1)) == costs.WIDTH - costs.RIGHT
     assert float(dot_a.group(1)) < float(dot_b.group(1))
     assert float(dot_a.group(2)) < float(dot_b.group(2))  # higher score: nearer the top
+
+
+def test_no_chart_when_nothing_cost_anything(board_data, viewer_client):
+    """Rule-based judges over answers nobody paid for: the table says $0, no empty chart."""
+    page = viewer_client.get(reverse("leaderboards:task", args=[board_data["task"].slug]))
+    html = page.content.decode()
+    assert 'id="cost-table"' in html and 'id="cost-chart-none"' in html
+    start = html.index('id="cost"')
+    assert "<svg" not in html[start : html.index("</section>", start)]
