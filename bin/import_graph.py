@@ -5,7 +5,7 @@
     .venv-test/bin/python bin/import_graph.py --modules # also print every module-to-module edge
 
 The flow is accounts → datasets → runs → drafting → judges → review → leaderboards → interop →
-configs → api: an app imports only from apps before it, and later apps react to lifecycle signals.
+configs → notifications → api: an app imports only from apps before it, and later apps react to lifecycle signals.
 Fails on
 - an import from an app to an app later in the flow,
 - an import cycle between modules (within an app too); a job enqueued by dotted path counts as
@@ -47,6 +47,7 @@ FLOW = (
     "leaderboards",
     "interop",
     "configs",
+    "notifications",
     "api",
 )
 # settings.RUN_KINDS, kind -> dotted path: the engine looks run kinds up there by name. Kinds

@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "apps.leaderboards",
     "apps.interop",
     "apps.configs",
+    "apps.notifications",
     "apps.api",
 ]
 
@@ -369,6 +370,28 @@ BATCH_PRICE_FACTOR = env_float("EVALSITE_BATCH_PRICE_FACTOR", 0.5)
 BATCH_POLL_SECONDS = env_float("EVALSITE_BATCH_POLL_SECONDS", 30.0)
 BATCH_MAX_REQUESTS = env_int("EVALSITE_BATCH_MAX_REQUESTS", 50_000)
 BATCH_MAX_BYTES = env_int("EVALSITE_BATCH_MAX_BYTES", 200_000_000)
+
+# Notifications (apps/notifications, docs/operations.md "Notifications"): the site's address for
+# links in webhooks and emails, a webhook's time to answer, and Django's mail settings.
+EVALSITE_URL = env("EVALSITE_URL", "http://127.0.0.1:8000").rstrip("/")
+NOTIFY_TIMEOUT = env_float("NOTIFY_TIMEOUT", 10.0)
+# Django 6.1's MAILERS (its EMAIL_HOST… settings are deprecated), read from the variables
+# people know: EMAIL_HOST and the rest.
+MAILERS = {
+    "default": {
+        "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "OPTIONS": {
+            "host": env("EMAIL_HOST", "localhost"),
+            "port": env_int("EMAIL_PORT", 25),
+            "username": env("EMAIL_HOST_USER"),
+            "password": env("EMAIL_HOST_PASSWORD"),
+            "use_tls": env_bool("EMAIL_USE_TLS", False),
+            "use_ssl": env_bool("EMAIL_USE_SSL", False),
+            "timeout": env_int("EMAIL_TIMEOUT", 10),
+        },
+    }
+}
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "evalsite@localhost")
 
 # Python plug-ins (apps/judges/plugins.py, docs/judges.md): modules to import for metrics,
 # dataset metrics, post-processors and field converters, besides installed packages' entry

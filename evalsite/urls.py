@@ -36,6 +36,7 @@ urlpatterns = [
     path("review/", include("apps.review.urls")),
     path("leaderboards/", include("apps.leaderboards.urls")),
     path("", include("apps.interop.urls")),
+    path("notifications/", include("apps.notifications.urls")),
     path("api/v1/", include("apps.api.urls")),
     path("admin/", admin.site.urls),
     path("django-rq/", include(rq_urls)),

@@ -21,6 +21,7 @@ Holm's step-down, as the board adjusts its pairs. Then for each subject:
 The gate's exit code: 1 when any subject regressed, else 2 when any had too few items, else 0.
 """
 
+import logging
 import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from apps.judges.models import Judge, TaskJudging, runs_of
 from apps.leaderboards.boards import Board, Params, Row, model_label
 from apps.leaderboards.items import common_positions, dataset_items
 from apps.leaderboards.pairs import board_values, holm
+from apps.leaderboards.signals import gate_decided
 from apps.leaderboards.stats import (
     POWER,
     TESTS,
@@ -47,6 +49,8 @@ from apps.runs.models import Run
 HOLDS, REGRESSED, TOO_FEW = "holds", "regressed", "not enough items"
 EXIT_CODES = {HOLDS: 0, REGRESSED: 1, TOO_FEW: 2}
 LISTED_ITEMS = 20  # regressed items listed per subject in the summary
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -259,6 +263,9 @@ def compare(
         gate.subjects[i].p_adjusted = p
     for verdict in gate.subjects:
         verdict.verdict = _verdict(verdict, margin, alpha)
+    for receiver, error in gate_decided.send_robust(sender=Gate, gate=gate):
+        if isinstance(error, Exception):
+            logger.error("gate_decided receiver %s failed: %r", receiver, error)
     return gate
 
 

@@ -1,3 +1,4 @@
+import logging
 import re
 from datetime import timedelta
 from typing import Any
@@ -12,6 +13,7 @@ from apps.datasets.models import Dataset, Item, Task, Versioned, slug_validator
 from apps.datasets.values import as_text
 from apps.runs import response_schema
 from apps.runs.prompts import ItemData, PromptError, PromptRenderer
+from apps.runs.signals import run_stopped
 from apps.runs.turns import dialogue
 
 
@@ -33,6 +35,7 @@ class ErrorKind(models.TextChoices):
 # How Run.error records a failure of the run as a whole: a fatal endpoint error is one plain
 # line after this prefix (engine.ChunkRunner.fatal); anything else is a crashed job's traceback.
 STOPPED = "Stopped: "
+logger = logging.getLogger(__name__)
 _FRAME = re.compile(r'^\s+File "')
 # "module.ExceptionName: message" (the message may be missing).
 _EXCEPTION_LINE = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(?::[ \t]?(?P<message>.*))?$")
@@ -833,17 +836,30 @@ class Run(models.Model):
 
     def request_cancel(self) -> None:
         Run.objects.filter(pk=self.pk).update(cancel_requested=True)
-        Run.objects.filter(pk=self.pk, status=self.Status.QUEUED).update(
+        ended = Run.objects.filter(pk=self.pk, status=self.Status.QUEUED).update(
             status=self.Status.CANCELLED, finished_at=timezone.now()
         )
         self.refresh_from_db()
+        if ended:
+            self._tell_stopped()
 
     def mark_failed(self, traceback_text: str) -> None:
         """The run itself broke (a crashed job, a refused API key): it stops where it is."""
-        Run.objects.filter(pk=self.pk, status__in=self.ACTIVE_STATUSES).update(
+        changed = Run.objects.filter(pk=self.pk, status__in=self.ACTIVE_STATUSES).update(
             status=self.Status.FAILED, error=traceback_text, finished_at=timezone.now()
         )
         self.refresh_from_db()
+        if changed:
+            self._tell_stopped()
+
+    def _tell_stopped(self) -> None:
+        """`run_stopped` for later apps (notifications); a receiver that breaks is logged and
+        never changes how the run ended."""
+        for receiver, error in run_stopped.send_robust(sender=Run, run=self):
+            if isinstance(error, Exception):
+                logger.error(
+                    "run_stopped receiver %s failed on run #%s: %r", receiver, self.pk, error
+                )
 
     def begin_launch(self, mode: str) -> int:
         """Start a new launch (start, resume, retry failed, overwrite) and return its launch.
@@ -872,6 +888,8 @@ class Run(models.Model):
             status=status, done=done, failed=failed, finished_at=timezone.now()
         )
         self.refresh_from_db()
+        if changed and status == self.Status.CANCELLED:
+            self._tell_stopped()
         return bool(changed)
 
     def mark_interrupted(self) -> None:

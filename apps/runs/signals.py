@@ -14,3 +14,10 @@ run_finished = Signal()
 # comparison that stops a run once it has decided: apps.leaderboards.stopping). Receivers must
 # be quick (they delay the run's next commit); one that raises is logged and does not fail it.
 results_written = Signal()
+
+# Sent once when a run ends without completing its work: it failed as a whole (`run.status`
+# failed, the cause in `run.failure_cause`) or was cancelled (by a person, or by itself:
+# `run.stop_reason`, e.g. `run.stopped_by_budget`), from the model method that ended it, with
+# `run=` the Run. Same
+# rules as run_finished: quick receivers, and one that raises is logged and ignored.
+run_stopped = Signal()

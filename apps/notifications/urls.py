@@ -1,0 +1,20 @@
+from django.urls import path
+
+from apps.notifications import views
+
+app_name = "notifications"
+
+urlpatterns = [
+    path("", views.index, name="index"),
+    path("<slug:slug>/", views.project_page, name="project"),
+    path("<slug:slug>/webhooks/new/", views.webhook_new, name="webhook-new"),
+    path("<slug:slug>/webhooks/<int:pk>/", views.webhook_edit, name="webhook-edit"),
+    path("<slug:slug>/emails/new/", views.email_edit, name="email-new"),
+    path("<slug:slug>/emails/<int:pk>/", views.email_edit, name="email-edit"),
+    path(
+        "<slug:slug>/<str:kind>/<int:pk>/delete/",
+        views.destination_delete,
+        name="destination-delete",
+    ),
+    path("<slug:slug>/deliveries/<int:pk>/send/", views.delivery_send, name="delivery-send"),
+]
