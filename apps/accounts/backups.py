@@ -240,6 +240,12 @@ def restore(path: Path, replace: bool = False, alias: str = DEFAULT_DB_ALIAS) ->
                 "Add --replace to go ahead."
             )
         members = {m.name: m for m in tar.getmembers()}
+        # Every file's place is checked before anything is touched: all or nothing.
+        media = [
+            (_safe_member(m.name), m)
+            for m in members.values()
+            if m.name.startswith(f"{MEDIA}/") and m.isfile()
+        ]
         name = SQLITE_FILE if engine == "sqlite" else PG_FILE
         if name not in members:
             raise BackupError(f"{path} has no {name}: the backup is incomplete.")
@@ -271,10 +277,8 @@ def restore(path: Path, replace: bool = False, alias: str = DEFAULT_DB_ALIAS) ->
                 _pg_env(conf),
             )
         media_root = Path(settings.MEDIA_ROOT)
-        for member in members.values():
-            if not member.name.startswith(f"{MEDIA}/") or not member.isfile():
-                continue
-            target_path = media_root / _safe_member(member.name)
+        for relative, member in media:
+            target_path = media_root / relative
             target_path.parent.mkdir(parents=True, exist_ok=True)
             source_file = tar.extractfile(member)
             assert source_file is not None  # a regular file

@@ -208,6 +208,22 @@ def test_restore_refuses_a_database_in_use_a_newer_backup_and_a_stranger(db, tmp
     assert apps.get_model("datasets", "Task").objects.get().slug == "in-use"
 
 
+def test_a_crafted_path_is_refused_before_the_database_is_touched(db, tmp_path, settings):
+    settings.DATA_DIR = tmp_path
+    settings.MEDIA_ROOT = tmp_path / "media"
+    call_command("backup")  # by default into backups/ in the data directory
+    (archive,) = (tmp_path / "backups").glob("evalsite-*.tar")
+    with tarfile.open(archive, "a") as tar:
+        info = tarfile.TarInfo("media/../../outside.txt")
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"bad"))
+    f.make_task("kept")
+    with pytest.raises(CommandError, match="unsafe path"):
+        call_command("restore", str(archive), replace=True)
+    assert not (tmp_path / "outside.txt").exists()
+    assert apps.get_model("datasets", "Task").objects.get().slug == "kept"
+
+
 def test_backup_never_overwrites(db, tmp_path, settings):
     settings.MEDIA_ROOT = tmp_path / "media"
     (tmp_path / "taken.tar").write_text("older")
