@@ -192,6 +192,9 @@ OIDC_ADMIN_GROUPS = env_list("OIDC_ADMIN_GROUPS")
 OIDC_REVIEWER_GROUPS = env_list("OIDC_REVIEWER_GROUPS")
 OIDC_VIEWER_GROUPS = env_list("OIDC_VIEWER_GROUPS")
 OIDC_DEFAULT_ROLE = env("OIDC_DEFAULT_ROLE")
+# Set (e.g. "evalsite:"): groups "evalsite:<project>[:<role>]" are the user's project memberships,
+# kept in step at every sign-in. Unset: single sign-on users are members of the default project.
+OIDC_PROJECT_GROUP_PREFIX = env("OIDC_PROJECT_GROUP_PREFIX")
 if OIDC_DEFAULT_ROLE not in ("", "admin", "reviewer", "viewer"):
     raise ImproperlyConfigured("OIDC_DEFAULT_ROLE must be admin, reviewer, viewer or empty.")
 OIDC_LOGIN_LABEL = env("OIDC_LOGIN_LABEL", "Sign in with single sign-on")

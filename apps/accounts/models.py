@@ -1,5 +1,6 @@
 import hashlib
 import secrets
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -249,30 +250,15 @@ class SsoIdentity(models.Model):
     def __str__(self) -> str:
         return f"{self.subject} at {self.issuer}"
 
-    @staticmethod
-    def role_for(groups: list[str], mapping: dict[str, list[str]], default: str) -> str:
-        """The highest role any of `groups` gives (mapping: role -> groups), else `default`
-        ("" when a user in none of them may not sign in)."""
-        for role in (User.Role.ADMIN, User.Role.REVIEWER, User.Role.VIEWER):
-            if set(groups) & set(mapping.get(role, [])):
-                return role
-        return default
-
     @classmethod
-    def sign_in(
-        cls,
-        issuer: str,
-        claims: dict,
-        groups_claim: str,
-        mapping: dict[str, list[str]],
-        default: str,
-    ) -> User:
+    def sign_in(cls, issuer: str, claims: dict, policy: "GroupPolicy") -> User:
         """The user these claims (ID token and userinfo) belong to, made on their first sign-in,
-        with the role their groups give now; SignInRefused when they give none."""
+        with the role and projects their groups give now; SignInRefused when they give none."""
         subject = str(claims["sub"])
-        groups = claims.get(groups_claim) or []
+        groups = claims.get(policy.claim) or []
         groups = [groups] if isinstance(groups, str) else [str(group) for group in groups]
-        role = cls.role_for(groups, mapping, default)
+        projects = policy.projects(groups)
+        role = policy.role(groups, projects)
         identity = cls.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
         if identity is None:
             if not role:
@@ -301,7 +287,57 @@ class SsoIdentity(models.Model):
         user.last_name = str(claims.get("family_name") or user.last_name)[:150]
         user.save()
         identity.save()
+        if policy.project_prefix:
+            # The provider's groups are the memberships: one taken away there is gone here.
+            found = {p.slug: p for p in Project.objects.filter(slug__in=projects)}
+            user.memberships.exclude(project__in=found.values()).delete()
+            for slug, project in found.items():
+                project.add_member(user, projects[slug] or role)
+        else:
+            # As `create_user` does: a member of the default project, with the role.
+            Project.default().add_member(user, role)
         return user
+
+
+@dataclass(frozen=True)
+class GroupPolicy:
+    """What a single sign-on user's groups give (settings OIDC_*_GROUPS, docs/accounts.md).
+
+    `roles`: role -> the groups giving it (the highest wins), else `default` ("": refused).
+    With a `project_prefix` ("evalsite:"), a group "evalsite:<project>" makes the user a member
+    of that project with their role, "evalsite:<project>:<role>" with that role there; such a
+    group alone lets one in, as a reviewer at most (an instance admin sees every project).
+    """
+
+    claim: str
+    roles: dict[str, list[str]]
+    default: str = ""
+    project_prefix: str = ""
+
+    def projects(self, groups: list[str]) -> dict[str, str]:
+        """{project slug: role there ("" for the user's own role)} from the project groups."""
+        found: dict[str, str] = {}
+        for group in groups:
+            if not self.project_prefix or not group.startswith(self.project_prefix):
+                continue
+            slug, _, role = group.removeprefix(self.project_prefix).partition(":")
+            if slug and (role == "" or role in User.Role.values):
+                held = found.get(slug)
+                if held is None or (held and (not role or User.RANK[role] > User.RANK[held])):
+                    found[slug] = role
+        return found
+
+    def role(self, groups: list[str], projects: dict[str, str]) -> str:
+        for role in (User.Role.ADMIN, User.Role.REVIEWER, User.Role.VIEWER):
+            if set(groups) & set(self.roles.get(role, [])):
+                return role
+        if projects:
+            ranked = [User.RANK[r] for r in projects.values() if r] or [User.RANK[User.Role.VIEWER]]
+            if self.default:
+                ranked.append(User.RANK[self.default])
+            top = min(max(ranked), User.RANK[User.Role.REVIEWER])
+            return next(role for role, rank in User.RANK.items() if rank == top)
+        return self.default
 
 
 _NO_GROUP = (

@@ -27,7 +27,7 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 from mozilla_django_oidc.views import OIDCAuthenticationRequestView
 
-from apps.accounts.models import SignInRefused, SsoIdentity, User
+from apps.accounts.models import GroupPolicy, SignInRefused, SsoIdentity, User
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +58,19 @@ def _discover(issuer: str) -> dict[str, Any]:
             f"{document.get('issuer')!r}: set OIDC_ISSUER to exactly that."
         )
     return document
+
+
+def policy() -> GroupPolicy:
+    return GroupPolicy(
+        claim=settings.OIDC_GROUPS_CLAIM,
+        roles={
+            User.Role.ADMIN: settings.OIDC_ADMIN_GROUPS,
+            User.Role.REVIEWER: settings.OIDC_REVIEWER_GROUPS,
+            User.Role.VIEWER: settings.OIDC_VIEWER_GROUPS,
+        },
+        default=settings.OIDC_DEFAULT_ROLE,
+        project_prefix=settings.OIDC_PROJECT_GROUP_PREFIX,
+    )
 
 
 def get_settings(attr: str, *args: Any) -> Any:
@@ -101,17 +114,7 @@ class SsoBackend(OIDCAuthenticationBackend):
         # OpenID Connect Core 5.3.2: userinfo's sub must be the ID token's.
         if userinfo.get("sub") != payload.get("sub"):
             raise SuspiciousOperation("The userinfo answer is about someone else (sub).")
-        return SsoIdentity.sign_in(
-            settings.OIDC_ISSUER,
-            {**payload, **userinfo},
-            groups_claim=settings.OIDC_GROUPS_CLAIM,
-            mapping={
-                User.Role.ADMIN: settings.OIDC_ADMIN_GROUPS,
-                User.Role.REVIEWER: settings.OIDC_REVIEWER_GROUPS,
-                User.Role.VIEWER: settings.OIDC_VIEWER_GROUPS,
-            },
-            default=settings.OIDC_DEFAULT_ROLE,
-        )
+        return SsoIdentity.sign_in(settings.OIDC_ISSUER, {**payload, **userinfo}, policy())
 
 
 def _refused(request: HttpRequest, message: str) -> HttpResponse:

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from apps.accounts.models import ApiToken, SsoIdentity, User
+from apps.accounts.models import ApiToken, Project, SsoIdentity, User
 from tests.accounts import oidc
 from tests.base import PASSWORD, make_user
 
@@ -93,6 +93,8 @@ def test_first_sign_in_makes_the_user_with_the_role_of_their_groups(sso):
     identity = user.sso_identity
     assert (identity.issuer, identity.subject) == (sso.issuer, "alice")
     assert identity.groups == ["eval-reviewers", "unrelated"]
+    # With no project groups set up, as `create_user` does: the default project, with the role.
+    assert user.role_in(Project.default()) == "reviewer"
 
     # Next time the same account (by its `sub`) gets what its groups give now: admin wins.
     sso.accounts(alice={"email": "alice@new.example.com", "groups": ["eval-admins", "staff"]})
@@ -248,3 +250,33 @@ def test_without_an_issuer_there_is_no_sso(settings):
     assert "sso-start" not in page and 'name="password"' in page
     assert Client().get(START).status_code == 404
     assert Client().get("/accounts/sso/callback/?code=x&state=y").status_code == 404
+
+
+def test_project_groups_are_the_memberships(sso, settings):
+    settings.OIDC_PROJECT_GROUP_PREFIX = "evalsite:"
+    team_a = Project.objects.create(slug="team-a", name="Team A")
+    team_b = Project.objects.create(slug="team-b", name="Team B")
+    Project.default()
+    # No role group: the project groups alone let one in, with the highest role they name.
+    groups = ["evalsite:team-a:reviewer", "evalsite:team-b", "evalsite:no-such-project"]
+    sso.accounts(mia={"groups": groups})
+    client = Client()
+    sign_in(client, sso, "mia")
+    assert signed_in_as(client) == "mia"
+    user = User.objects.get(username="mia")
+    assert user.role == "reviewer"
+    assert {p.slug for p in Project.objects.for_user(user)} == {"team-a", "team-b"}
+    assert (user.role_in(team_a), user.role_in(team_b)) == ("reviewer", "reviewer")
+
+    # Out of team-b and down to viewer in team-a at the provider: so here at the next sign-in.
+    sso.accounts(mia={"groups": ["evalsite:team-a:viewer", "eval-viewers"]})
+    sign_in(Client(), sso, "mia")
+    user = User.objects.get(username="mia")
+    assert user.role == "viewer"
+    assert {p.slug for p in Project.objects.for_user(user)} == {"team-a"}
+    assert user.role_in(team_a) == "viewer" and user.role_in(team_b) is None
+    # An admin group makes an instance admin, who sees every project.
+    sso.accounts(mia={"groups": ["eval-admins"]})
+    sign_in(Client(), sso, "mia")
+    user = User.objects.get(username="mia")
+    assert {p.slug for p in Project.objects.for_user(user)} == {"default", "team-a", "team-b"}
