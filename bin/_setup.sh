@@ -51,10 +51,11 @@ find_python() {
     die "no Python >= 3.12 (with venv) found. Install one, e.g. \`apt-get install python3.12 python3.12-venv\` or \`pyenv install 3.12\`, or point EVALSITE_PYTHON at it."
 }
 
-# One set-up at a time per checkout (two scripts started at once must not pip into one venv).
+# One set-up at a time per checkout and venv (two scripts started at once must not pip into one
+# venv; different venvs are built side by side: bin/test builds the tools' while the tests run).
 _setup_lock() {
     command -v flock >/dev/null 2>&1 || return 0
-    local lock_file="${TMPDIR:-/tmp}/evalsite-setup-$(printf '%s' "$EVALSITE_ROOT" | cksum | cut -d' ' -f1).lock"
+    local lock_file="${TMPDIR:-/tmp}/evalsite-setup-$(printf '%s' "$EVALSITE_ROOT" | cksum | cut -d' ' -f1)-${1:-run}.lock"
     exec 8>"$lock_file"
     flock 8
 }
@@ -65,31 +66,33 @@ _setup_unlock() {
 
 _requirements_hash() { (cd "$EVALSITE_ROOT" && cat "$@" | sha256sum | cut -d' ' -f1); }
 
-# use_venv run|test|litellm|interop: point VENV, PY and VENV_REQUIREMENTS at that kind's venv without
+# use_venv run|test|litellm|interop|lmeval: point VENV, PY and VENV_REQUIREMENTS at that kind's venv without
 # setting it up. .venv is the users' world: requirements.txt and nothing else (bin/run,
 # workers, commands). .venv-test holds requirements-test.txt. They are apart so that a package
 # only the tests install can never make the app work in the test run and fail in a user's
 # install. .venv-litellm holds an OpenAI-compatible server this project did not write (the
 # LiteLLM proxy), which the install stage runs the main job against; it shares nothing with
-# the app's packages. .venv-interop holds the evaluation tools whose files apps/interop imports
-# (Inspect AI): too heavy for .venv-test, built by the tests that need it (tests/interop/tools.py).
+# the app's packages. .venv-interop and .venv-lmeval hold the evaluation tools whose files
+# apps/interop imports (Inspect AI; lm-evaluation-harness): too heavy for .venv-test, built by the
+# tests that need them (tests/interop/tools.py) or beside the tests by bin/test.
 use_venv() {
     case "${1:-run}" in
         test) VENV="$EVALSITE_ROOT/.venv-test" VENV_REQUIREMENTS="requirements.txt requirements-test.txt" ;;
         litellm) VENV="$EVALSITE_ROOT/.venv-litellm" VENV_REQUIREMENTS="tests/install/requirements-litellm.txt" ;;
         interop) VENV="$EVALSITE_ROOT/.venv-interop" VENV_REQUIREMENTS="tests/interop/requirements-interop.txt" ;;
+        lmeval) VENV="$EVALSITE_ROOT/.venv-lmeval" VENV_REQUIREMENTS="tests/interop/requirements-lm-eval.txt" ;;
         *) VENV="$EVALSITE_ROOT/.venv" VENV_REQUIREMENTS="requirements.txt" ;;
     esac
     PY="$VENV/bin/python"
 }
 
-# setup_python run|test|litellm|interop: a working venv of that kind (see use_venv), made current. pip
+# setup_python run|test|litellm|interop|lmeval: a working venv of that kind (see use_venv), made current. pip
 # runs only when the requirements changed since the last install. The run venv is then rebuilt
 # from nothing, so a package dropped from requirements.txt is gone from it too.
 setup_python() {
     local kind="${1:-run}" base req stamp hash
     use_venv "$kind"
-    _setup_lock
+    _setup_lock "$kind"
     # The last file names what to install; the ones before it are included by it.
     req="${VENV_REQUIREMENTS##* }"
     # shellcheck disable=SC2086  # a list of file names without spaces
@@ -109,8 +112,37 @@ setup_python() {
     fi
     if [ "$(cat "$stamp" 2>/dev/null)" != "$hash" ]; then
         log "installing Python packages from $req into ${VENV#"$EVALSITE_ROOT"/} (the first time takes a few minutes)"
-        "$PY" -m pip install --disable-pip-version-check --quiet -r "$EVALSITE_ROOT/$req" ||
+        # The tools' venvs skip compiling every module at install (most are never imported; the
+        # ones a tool imports are compiled when it first runs): less CPU beside the tests.
+        local compile=()
+        case "$kind" in interop | lmeval) compile=(--no-compile) ;; esac
+        "$PY" -m pip install --disable-pip-version-check --quiet "${compile[@]}" -r "$EVALSITE_ROOT/$req" ||
             die "pip install -r $req failed (see above)"
+        echo "$hash" >"$stamp"
+    fi
+    _setup_unlock
+}
+
+# setup_node NAME: the npm packages of tests/interop/NAME (package.json and its package-lock.json,
+# versions pinned) installed with `npm ci` into .local/node-NAME; sets NODE_DIR. npm runs only when
+# the lock file changed since the last install. Optional dependencies are left out (promptfoo's
+# pull in 1.9 GB of providers' SDKs; the ones needed are named in package.json).
+setup_node() {
+    local name="$1" src dir hash stamp
+    src="$EVALSITE_ROOT/tests/interop/$name"
+    dir="$EVALSITE_ROOT/.local/node-$name"
+    NODE_DIR="$dir"
+    ensure_system_packages npm:npm
+    _setup_lock "node-$name"
+    hash="$(_requirements_hash "tests/interop/$name/package.json" "tests/interop/$name/package-lock.json")"
+    stamp="$dir/.evalsite-node.sha256"
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$hash" ]; then
+        log "installing npm packages of tests/interop/$name into ${dir#"$EVALSITE_ROOT"/} (the first time takes a minute or two)"
+        rm -rf "$dir"
+        mkdir -p "$dir"
+        cp "$src/package.json" "$src/package-lock.json" "$dir/"
+        (cd "$dir" && npm ci --omit=optional --no-audit --no-fund --loglevel=error) ||
+            die "npm ci in ${dir#"$EVALSITE_ROOT"/} failed (see above)"
         echo "$hash" >"$stamp"
     fi
     _setup_unlock

@@ -34,18 +34,123 @@ CHROMIUM_ARGS = [
 ]
 
 
-# ---- The install stage ---------------------------------------------------------------
+# ---- The install and tools stages ---------------------------------------------------------
 INSTALL_STAGE = Path(__file__).resolve().parent / "install"
+TOOLS_STAGE = Path(__file__).resolve().parent / "interop" / "real"
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """tests/install drives one bin/run for the whole folder and does not depend on the test
-    database: bin/test runs it once, as its own stage, not in each database's run. It is
-    collected only when named: `pytest tests/install`."""
-    if collection_path != INSTALL_STAGE:
+    database; tests/interop/real runs the evaluation tools themselves (lm-eval, promptfoo),
+    whose installs take minutes. bin/test runs each once, as a stage of its own, not in each
+    database's run. They are collected only when named: `pytest tests/install`."""
+    if collection_path not in (INSTALL_STAGE, TOOLS_STAGE):
         return None
     named = (Path(arg.split("::")[0]).resolve() for arg in config.args)
-    return not any(path == INSTALL_STAGE or INSTALL_STAGE in path.parents for path in named)
+    return not any(path == collection_path or collection_path in path.parents for path in named)
+
+
+# ---- Test databases ----------------------------------------------------------------------
+# Each xdist worker has a test database of its own. Migrating one costs ~7 s of CPU (91
+# migrations); a stage's workers migrate one template database (the first to get there, under
+# a lock) and each copies it: a file copy on SQLite, CREATE DATABASE … TEMPLATE on PostgreSQL.
+# A run without xdist makes its database as pytest-django does.
+MIGRATIONS = sorted((Path(__file__).resolve().parent.parent / "apps").glob("*/migrations/*.py"))
+
+
+def _template_key() -> str:
+    import hashlib
+
+    import django
+
+    digest = hashlib.sha256(django.__version__.encode())
+    for path in MIGRATIONS:
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    import fcntl
+
+    with path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _database_from_template(verbosity: int) -> list:
+    """This worker's test database, copied from the stage's migrated template (made first
+    when missing); the old-config list Django's teardown_databases takes."""
+    from django.conf import settings
+    from django.db import connections
+
+    connection = connections["default"]
+    creation = connection.creation
+    old_name = connection.settings_dict["NAME"]
+    test_name = creation._get_test_db_name()
+    key = _template_key()
+    sqlite = connection.vendor == "sqlite"
+    data = Path(settings.DATA_DIR)
+    data.mkdir(parents=True, exist_ok=True)
+    template = str(data / f"test-template-{key}.sqlite3") if sqlite else f"test_template_{key}"
+    done = data / f"test-template-{key}-{connection.vendor}.done"
+    with _file_lock(data / f"test-template-{key}.lock"):
+        if not done.exists():
+            test_settings = connection.settings_dict["TEST"]
+            saved = test_settings.get("NAME")
+            test_settings["NAME"] = template
+            try:
+                creation.create_test_db(verbosity=verbosity, autoclobber=True, keepdb=False)
+            finally:
+                test_settings["NAME"] = saved
+                connection.close()
+                connection.settings_dict["NAME"] = old_name
+                settings.DATABASES["default"]["NAME"] = old_name
+            done.write_text("")
+        if sqlite:
+            import sqlite3
+
+            Path(test_name).unlink(missing_ok=True)
+            source, target = sqlite3.connect(template), sqlite3.connect(test_name)
+            try:
+                source.backup(target)
+            finally:
+                source.close()
+                target.close()
+        else:
+            quote = connection.ops.quote_name
+            with creation._nodb_cursor() as cursor:
+                cursor.execute(f"DROP DATABASE IF EXISTS {quote(test_name)}")
+                cursor.execute(f"CREATE DATABASE {quote(test_name)} TEMPLATE {quote(template)}")
+    connection.close()
+    settings.DATABASES["default"]["NAME"] = test_name
+    connection.settings_dict["NAME"] = test_name
+    connection.ensure_connection()
+    return [(connection, old_name, True)]
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(
+    request: pytest.FixtureRequest,
+    django_test_environment: None,
+    django_db_blocker,
+    django_db_modify_db_settings: None,
+) -> Iterator[None]:
+    from django.db import connections
+    from django.test.utils import setup_databases, teardown_databases
+
+    verbosity = request.config.option.verbose
+    with django_db_blocker.unblock():
+        if xdist_worker_name() == "main" or set(connections) != {"default"}:
+            config = setup_databases(verbosity=verbosity, interactive=False)
+        else:
+            config = _database_from_template(verbosity)
+    yield
+    with django_db_blocker.unblock():
+        teardown_databases(config, verbosity=verbosity)
 
 
 # ---- Redis -------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ type), each with promptfoo's reason.
 
 Out: the same file with the reviewers' verdicts laid in as promptfoo lays a person's rating
 in: a `human` component result first, the result's pass, score and success set to it, and
-the stats counted again; so `promptfoo import` and its viewer read it as rated.
+the stats and each prompt column's counts counted again; so `promptfoo import` and its viewer
+read it as rated.
 """
 
 import json
@@ -224,8 +225,34 @@ def export_results(log: ImportedLog) -> dict[str, Any]:
         not r.get("success") and r.get("failureReason") != 2 for r in body["results"]
     )
     body["stats"] = stats
+    body["prompts"] = _prompt_metrics(body.get("prompts") or [], body["results"])
     out["results"] = body
     return out
+
+
+def _prompt_metrics(prompts: list[Any], rows: list[dict[str, Any]]) -> list[Any]:
+    """Each prompt × provider column's test counts and score counted again from its rows:
+    promptfoo's summary of an imported eval (`promptfoo export`, its viewer) comes from these,
+    not from the stats."""
+    counted = []
+    for index, prompt in enumerate(prompts):
+        mine = [r for r in rows if r.get("promptIdx") == index]
+        if not isinstance(prompt, dict) or not isinstance(prompt.get("metrics"), dict) or not mine:
+            counted.append(prompt)
+            continue
+        metrics = dict(prompt["metrics"])
+        metrics["testPassCount"] = sum(bool(r.get("success")) for r in mine)
+        metrics["testFailCount"] = sum(
+            not r.get("success") and r.get("failureReason") != 2 for r in mine
+        )
+        metrics["testErrorCount"] = sum(
+            not r.get("success") and r.get("failureReason") == 2 for r in mine
+        )
+        metrics["score"] = math.fsum(
+            float(r["score"]) for r in mine if isinstance(r.get("score"), int | float)
+        )
+        counted.append({**prompt, "metrics": metrics})
+    return counted
 
 
 def export_name(log: ImportedLog) -> str:

@@ -1,11 +1,13 @@
 """lm-evaluation-harness's --log_samples output imported and reviewed.
 
 tests/interop/fixtures/lm_eval/out was written by lm-eval 0.4.13 itself (PyPI, `lm-eval[api]`,
-no torch: 744 MB venv, 8 min to install here) running capitals.yaml beside it against the
+no torch: 590 MB venv, 45 s to install here) running capitals.yaml beside it against the
 loopback server, once per model:
 `lm_eval --model local-chat-completions --model_args model=model-a,base_url=<server>/v1/chat/
 completions,tokenizer_backend=None --tasks capitals --include_path . --apply_chat_template
 --log_samples --output_path out` (the server scripted as tests/interop/tools.py's SCRIPT).
+bin/test's tools stage runs lm-eval itself the same way (tests/interop/real/test_lm_eval_run.py);
+this copy keeps the database stages free of it.
 """
 
 import io

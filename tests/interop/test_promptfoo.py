@@ -4,7 +4,8 @@ tests/interop/fixtures/promptfoo/results.json was made by promptfoo 0.121.20 its
 with node 20: 0.122 and later need node 22) from promptfooconfig.yaml beside it, against the
 loopback server (`OPENAI_BASE_URL=<server>/v1 promptfoo eval -c promptfooconfig.yaml -o
 results.json`, the server scripted as tests/interop/tools.py's SCRIPT): two providers, three
-tests, four assertions. Not made again in CI: its npm install is 256 MB to 1.9 GB and minutes.
+tests, four assertions. bin/test's tools stage runs promptfoo itself from that config
+(tests/interop/real/test_promptfoo_run.py); this copy keeps the database stages free of it.
 """
 
 import json
@@ -101,6 +102,12 @@ def test_a_reviewed_verdict_goes_back_as_promptfoos_human_rating(task, reviewer_
     }
     assert written["results"]["stats"]["successes"] == 4
     assert written["results"]["stats"]["failures"] == 2
+    # promptfoo's summary of each prompt × provider column, counted again: model-b 2 of 3.
+    metrics = [p["metrics"] for p in written["results"]["prompts"]]
+    assert [(m["testPassCount"], m["testFailCount"], m["score"]) for m in metrics] == [
+        (2, 1, 2.0),
+        (2, 1, 2.0),
+    ]
     untouched = [r for r in rows if r["testIdx"] == 0]
     assert all("human" not in json.dumps(r["gradingResult"]) for r in untouched)
 
