@@ -131,6 +131,9 @@ def test_the_import_page_imports_or_names_the_bad_result(task, reviewer_client):
     url = f"/tasks/{task.slug}/import-results/"
     page = reviewer_client.get(f"/tasks/{task.slug}/upload/")
     assert f'href="{url}"'.encode() in page.content
+    assert b"Results from Inspect AI, lm-evaluation-harness, promptfoo or OpenAI Evals?" in (
+        page.content
+    )
     form = reviewer_client.get(url).content.decode()
     assert 'type="file" name="uploads" multiple' in form and 'value="promptfoo"' in form
     document = json.loads(RESULTS.read_text())
