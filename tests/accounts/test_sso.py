@@ -90,6 +90,8 @@ def test_first_sign_in_makes_the_user_with_the_role_of_their_groups(sso):
     user = User.objects.get(username="alice")
     assert (user.role, user.email, user.first_name) == ("reviewer", "alice@example.com", "Alice")
     assert not user.has_usable_password()  # a password login cannot reach this account
+    page = client.get(reverse("datasets:task-list")).content.decode()
+    assert 'id="menu-api-tokens"' in page and 'id="menu-password"' not in page
     identity = user.sso_identity
     assert (identity.issuer, identity.subject) == (sso.issuer, "alice")
     assert identity.groups == ["eval-reviewers", "unrelated"]
