@@ -41,6 +41,8 @@ PROGRAMS = {
     "mypy",
     "git",
     "apt-get",
+    "pg_dump",
+    "pg_restore",
 }
 # Values that look like variables (`CLIENT_IP_HEADER=HTTP_X_FORWARDED_FOR`, `TRUE` in a cell).
 VALUES = {"HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO", "UTC", "INFO", "TRUE", "FALSE"}
@@ -50,7 +52,7 @@ OTHERS = {"WEB_CONCURRENCY", "PATH", "EVALSITE", "TOKEN"}
 # Not variables: the dicts a plug-in module listed in EVALSITE_PLUGINS defines (docs/judges.md).
 PLUGIN_DICTS = set(plugins.MODULE_DICTS.values())
 # Files of the machine, not pages of the site.
-SYSTEM_PATHS = ("/usr/", "/etc/", "/tmp/", "/var/", "/dev/", "/proc/")
+SYSTEM_PATHS = ("/usr/", "/etc/", "/tmp/", "/var/", "/dev/", "/proc/", "/srv/")
 TREE = (
     "apps/",
     "bin/",
@@ -150,6 +152,7 @@ def command_lines(text: str) -> Iterator[tuple[str, list[str]]]:
         yield first, rest
     elif (
         re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", first)
+        and first not in PROGRAMS
         and rest
         and any(w.startswith("--") or w.isupper() for w in rest)
     ):
