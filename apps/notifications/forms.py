@@ -7,7 +7,13 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 
-from apps.notifications.models import EmailAlert, Event, Webhook, new_secret, secret_key
+from apps.notifications.models import (
+    CHOSEN_EVENTS,
+    EmailAlert,
+    Webhook,
+    new_secret,
+    secret_key,
+)
 
 WEB_URL = URLValidator(schemes=["http", "https"])
 
@@ -15,7 +21,7 @@ WEB_URL = URLValidator(schemes=["http", "https"])
 class EventsField(forms.MultipleChoiceField):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(
-            choices=Event.choices,
+            choices=CHOSEN_EVENTS,
             widget=forms.CheckboxSelectMultiple,
             error_messages={"required": "Choose at least one event."},
             **kwargs,

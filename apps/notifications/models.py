@@ -27,6 +27,12 @@ class Event(models.TextChoices):
     RUN_BUDGET = "run.budget_stopped", "Run stopped by its budget"
     AGREEMENT = "agreement.below_threshold", "Judge agreement below the task's threshold"
     GATE = "gate.result", "Release gate result"
+    # Sent by a person from the page, to one destination, to see that it works.
+    TEST = "test", "Test message"
+
+
+# The events a destination may choose (a test message goes to the one it is sent to).
+CHOSEN_EVENTS = [(value, label) for value, label in Event.choices if value != Event.TEST]
 
 
 SECRET_PREFIX = "whsec_"
@@ -53,7 +59,7 @@ def secret_key(secret: str) -> bytes:
 
 
 def validate_events(value: Any) -> None:
-    known = set(Event.values)
+    known = {value for value, _ in CHOSEN_EVENTS}
     if not isinstance(value, list) or not value or not set(value) <= known:
         raise ValidationError("Choose at least one event.")
 

@@ -5,6 +5,7 @@ Names in the words (run labels, subjects, model names) come from people and mode
 carries them as strings, Slack's text escapes them (delivery.slack_text), email is plain text.
 """
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -14,7 +15,7 @@ from django.urls import reverse
 from apps.datasets.models import Task
 from apps.leaderboards.alignment import Alarm
 from apps.leaderboards.boards import model_label
-from apps.notifications.models import Delivery, EmailAlert, Event, Notice, Webhook
+from apps.notifications.models import Delivery, Destination, EmailAlert, Event, Notice, Webhook
 from apps.runs.models import Run, usd
 
 if TYPE_CHECKING:  # the gate's module brings scipy: not at every process's start
@@ -168,3 +169,26 @@ def gate_result(gate: "Gate", told_at: str) -> list[Delivery]:
     }
     key = f"{Event.GATE}:{gate.baseline.pk}:{gate.candidate.pk}:{told_at}"
     return tell(gate.task, Event.GATE, key, title, text, data)
+
+
+# ---- a test message ---------------------------------------------------------------------------
+def test_message(destination: Destination, user: Any) -> Delivery:
+    """A message to one destination, sent from the page to see that it arrives (and, for a
+    webhook, that the receiver's signature check passes)."""
+    project = destination.project
+    notice = Notice.objects.create(
+        project=project,
+        event=Event.TEST,
+        key=f"test:{uuid.uuid4().hex}",
+        title=f"Test message to {destination.name}",
+        text=f"{user} sent this from the notifications page of project {project.slug}.\n"
+        + link(reverse("notifications:project", args=[project.slug])),
+        data={"project": project.slug, "sent_by": str(user)},
+    )
+    made = Delivery(notice=notice, **{_field(destination): destination})
+    made.save()
+    return made
+
+
+def _field(destination: Destination) -> str:
+    return "webhook" if isinstance(destination, Webhook) else "email"

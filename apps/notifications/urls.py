@@ -16,5 +16,6 @@ urlpatterns = [
         views.destination_delete,
         name="destination-delete",
     ),
+    path("<slug:slug>/<str:kind>/<int:pk>/test/", views.destination_test, name="destination-test"),
     path("<slug:slug>/deliveries/<int:pk>/send/", views.delivery_send, name="delivery-send"),
 ]

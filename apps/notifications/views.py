@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 
 from apps.accounts.access import AppRequest
 from apps.accounts.models import Project, User
-from apps.notifications import jobs
+from apps.notifications import jobs, notices
 from apps.notifications.forms import EmailAlertForm, WebhookForm
 from apps.notifications.models import Delivery, EmailAlert, Webhook
 
@@ -104,13 +104,28 @@ def email_edit(request: AppRequest, slug: str, pk: int | None = None) -> HttpRes
     return render(request, "notifications/edit.html", context)
 
 
+def _destination(project: Project, kind: str, pk: int) -> Webhook | EmailAlert:
+    if kind not in ("webhook", "email"):
+        raise Http404("No such kind of destination.")
+    if kind == "webhook":
+        return get_object_or_404(Webhook, project=project, pk=pk)
+    return get_object_or_404(EmailAlert, project=project, pk=pk)
+
+
+@require_POST
+def destination_test(request: AppRequest, slug: str, kind: str, pk: int) -> HttpResponse:
+    project = _project(request, slug)
+    destination = _destination(project, kind, pk)
+    with transaction.atomic():
+        jobs.start([notices.test_message(destination, request.user)])
+    messages.success(request, f"Sending a test message to {destination.name}: see the log.")
+    return redirect("notifications:project", slug=project.slug)
+
+
 @require_POST
 def destination_delete(request: AppRequest, slug: str, kind: str, pk: int) -> HttpResponse:
     project = _project(request, slug)
-    if kind not in ("webhook", "email"):
-        raise Http404("No such kind of destination.")
-    model = Webhook if kind == "webhook" else EmailAlert
-    destination = get_object_or_404(model, project=project, pk=pk)
+    destination = _destination(project, kind, pk)
     destination.delete()
     messages.success(request, f"Deleted {destination.name} and its delivery log.")
     return redirect("notifications:project", slug=project.slug)

@@ -6,7 +6,7 @@ import pytest
 
 from apps.accounts.models import Project
 from apps.datasets.models import Task
-from apps.notifications.models import Event, Webhook, new_secret
+from apps.notifications.models import CHOSEN_EVENTS, Webhook, new_secret
 from tests.notifications.receiver import Receiver
 
 
@@ -34,5 +34,5 @@ def webhook(project: Project, receiver: Receiver) -> Webhook:
         name="ci",
         url=receiver.url,
         secret=receiver.secret,
-        events=list(Event.values),
+        events=[event for event, _ in CHOSEN_EVENTS],
     )

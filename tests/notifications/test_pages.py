@@ -6,6 +6,7 @@ nobody but the project's admins sees any of it."""
 import re
 
 import pytest
+from django.core import mail
 from django.urls import reverse
 
 from apps.notifications.models import Delivery, EmailAlert, Event, Webhook, new_secret
@@ -106,7 +107,7 @@ def test_the_delivery_log_says_how_it_went_and_sends_again(
     delivery = Delivery.objects.get()
     page = admin_client.get(page_of(project)).content.decode()
     row = re.search(rf'<tr id="delivery-{delivery.pk}".*?</tr>', page, re.S)[0]
-    assert "Pending" in row and "500 HTTP 500" in row and "&lt;b&gt;model&lt;/b&gt;" in row
+    assert "Pending" in row and "<td>HTTP 500</td>" in row and "&lt;b&gt;model&lt;/b&gt;" in row
     receiver.status = 204
     send = reverse("notifications:delivery-send", args=[project.slug, delivery.pk])
     with django_capture_on_commit_callbacks(execute=True):
@@ -134,3 +135,22 @@ def test_only_the_projects_admins_see_or_change_it(client, project, webhook, rev
     assert client.post(delete).status_code == 404
     assert Webhook.objects.filter(pk=webhook.pk).exists()
     assert "team-a" not in client.get(reverse("notifications:index")).content.decode()
+
+
+def test_a_test_message_reaches_the_destination_it_is_sent_to(
+    admin_client, project, webhook, receiver, django_capture_on_commit_callbacks
+):
+    alert = EmailAlert.objects.create(
+        project=project, name="team", addresses="team@example.com", events=[Event.GATE]
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        for kind, pk in (("webhook", webhook.pk), ("email", alert.pk)):
+            url = reverse("notifications:destination-test", args=[project.slug, kind, pk])
+            assert admin_client.post(url).status_code == 302
+    work_all(django_capture_on_commit_callbacks)
+    (got,) = receiver.got
+    assert got.verified and got.event == "test"
+    assert (got.json["title"], got.json["data"]["sent_by"]) == ("Test message to ci", "admin")
+    (sent,) = mail.outbox
+    assert (sent.to, sent.subject) == (["team@example.com"], "[evalsite] Test message to team")
+    assert sorted(Delivery.objects.values_list("state", flat=True)) == ["delivered"] * 2
