@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 QUEUE: Queue = "default"
 # Reviews of one task coalesce into one agreement check while it waits in the queue.
 AGREEMENT_CLAIM = "evalsite:notifications:agreement:{task_id}"
-AGREEMENT_CLAIM_SECONDS = 3600
+AGREEMENT_CLAIM_SECONDS = 600
 
 
 def deliver_job(delivery_id: int) -> str:
@@ -44,8 +44,13 @@ def deliver_due(now: datetime | None = None) -> list[str]:
 
 def _deliver(found: Delivery, now: datetime) -> str:
     went = deliveries.attempt(found, now)
+    if went is None and found.state == Delivery.State.PENDING and found.next_attempt_at > now:
+        # Early: a worker whose clock is behind the web server's, or a job run again. Its
+        # attempt is scheduled again (by the attempt's job id: one job however often).
+        schedule(found)
+        return f"not due until {found.next_attempt_at.isoformat()}"
     if went is None:
-        return "not due, or taken by another job"
+        return "delivered or given up already, or taken by another job"
     if went:
         return "delivered"
     if found.state == Delivery.State.PENDING:

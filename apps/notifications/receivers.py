@@ -31,8 +31,9 @@ def on_gate_decided(sender: Any, gate: "Gate", **kwargs: Any) -> None:
 
 
 def on_score_event(sender: Any, instance: ScoreEvent, created: bool, **kwargs: Any) -> None:
-    """A person reviewed a score: the task's agreement may have fallen below its threshold."""
-    if not created or instance.user_id is None:
+    """People reviewed a score (a reviewer, an adjudicator, or several reviewers' consensus):
+    the task's agreement may have fallen below its threshold."""
+    if not created or instance.kind == ScoreEvent.Kind.REJUDGE:
         return
     found = Score.objects.filter(pk=instance.score_id).values_list(
         "run__task_id", "run__task__project_id"

@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 from rq.registry import ScheduledJobRegistry
 
+from apps.judges.models import ScoreEvent
 from apps.leaderboards.gate import compare
 from apps.leaderboards.models import BoardSettings
 from apps.notifications import jobs
@@ -81,18 +82,25 @@ def gate_runs(task):
     return runs
 
 
-def review_below_threshold(task, reviewer) -> None:
+def review_below_threshold(task, reviewer, consensus: bool = False) -> None:
     """The default judge's scores of 12 items reviewed this week, 9 left at its value (75 %),
-    under a threshold of 80 %."""
+    under a threshold of 80 %: by `reviewer`, or settled by several reviewers' consensus (no
+    user), under a threshold set without a signal (so that only the reviews can tell)."""
     dataset = f.make_answers_dataset(task, N)
     judge = f.make_judge(task, name="rubric", subjects=[{"name": "accuracy", "min": 1, "max": 5}])
     f.set_judging(task, default_judge=judge)
     run = f.make_judge_run(dataset, judge)
     f.add_scores(run, {f"q{i}": {"accuracy": 4} for i in range(N)})
-    BoardSettings.objects.create(task=task, alignment_threshold=0.8)
+    threshold = BoardSettings(task=task, alignment_threshold=0.8)
+    if consensus:
+        BoardSettings.objects.bulk_create([threshold])
+    else:
+        threshold.save()
     for i in range(N):
         found = f.score(run, f"q{i}", "accuracy")
-        if i < 9:
+        if consensus:
+            found.settle_by_people(4 if i < 9 else 1, ScoreEvent.Kind.CONSENSUS, None, "agreed")
+        elif i < 9:
             found.confirm(reviewer)
         else:
             found.override(1, reviewer, "wrong")
@@ -165,6 +173,16 @@ def test_the_same_occurrence_is_told_once_and_a_cancel_by_a_person_not_at_all(
     work_all(django_capture_on_commit_callbacks)
     assert sorted(r.event for r in receiver.got) == [Event.AGREEMENT, Event.RUN_FINISHED]
     assert Notice.objects.count() == 2
+
+
+def test_a_consensus_of_several_reviewers_is_a_review_too(
+    task, webhook, receiver, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        review_below_threshold(task, None, consensus=True)
+    work_all(django_capture_on_commit_callbacks)
+    assert [(r.event, r.verified) for r in receiver.got] == [(Event.AGREEMENT, True)]
+    assert receiver.got[0].json["data"]["agreement"] == 0.75
 
 
 def test_a_slack_webhook_gets_text_with_names_escaped(
@@ -272,9 +290,26 @@ def test_a_job_run_twice_sends_once(task, webhook, receiver, django_capture_on_c
         finalize(running_run(dataset, answered=2).pk, 1)
     delivery = Delivery.objects.get()
     assert jobs.deliver_job(delivery.pk) == "delivered"
-    assert jobs.deliver_job(delivery.pk) == "not due, or taken by another job"
+    said = "delivered or given up already, or taken by another job"
+    assert jobs.deliver_job(delivery.pk) == said
     work_all(django_capture_on_commit_callbacks)  # the queued job finds it delivered
     assert len(receiver.got) == 1
+
+
+def test_a_job_that_comes_early_schedules_the_attempt_again(task, webhook, receiver):
+    """A worker whose clock is behind the web server's finds a new delivery not due yet: it
+    leaves it to the scheduler, at its time, instead of dropping it."""
+    finalize(running_run(f.make_qa_dataset(task, 2), answered=2).pk, 1)
+    delivery = Delivery.objects.get()
+    Delivery.objects.filter(pk=delivery.pk).update(
+        next_attempt_at=timezone.now() + timedelta(seconds=20)
+    )
+    delivery.refresh_from_db()
+    assert jobs.deliver_job(delivery.pk) == f"not due until {delivery.next_attempt_at.isoformat()}"
+    scheduled = ScheduledJobRegistry(queue=django_rq.get_queue("default"))
+    at = scheduled.get_scheduled_time(f"notify-{delivery.pk}-1")
+    assert at == (delivery.next_attempt_at + timedelta(seconds=1)).replace(microsecond=0)
+    assert receiver.got == [] and Delivery.objects.get().attempts == 0
 
 
 def test_a_forged_or_stale_request_fails_the_receivers_check(task, webhook, receiver):
