@@ -15,17 +15,12 @@ import logging
 from functools import cache
 from typing import Any
 
-import jwt
-import requests
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, resolve_url
-from mozilla_django_oidc.auth import OIDCAuthenticationBackend
-from mozilla_django_oidc.utils import import_from_settings
-from mozilla_django_oidc.views import OIDCAuthenticationRequestView
 
 from apps.accounts.models import GroupPolicy, SignInRefused, SsoIdentity, User
 
@@ -47,6 +42,8 @@ def enabled() -> bool:
 @cache
 def _discover(issuer: str) -> dict[str, Any]:
     """The provider's discovery document, fetched once per process (a failure is not kept)."""
+    import requests
+
     url = issuer.rstrip("/") + "/.well-known/openid-configuration"
     response = requests.get(url, timeout=settings.OIDC_TIMEOUT)
     response.raise_for_status()
@@ -74,47 +71,62 @@ def policy() -> GroupPolicy:
 
 
 def get_settings(attr: str, *args: Any) -> Any:
+    """mozilla-django-oidc's settings, the provider's endpoints from its discovery document."""
     if attr in DISCOVERED:
         return _discover(settings.OIDC_ISSUER)[DISCOVERED[attr]]
-    return import_from_settings(attr, *args)
+    if args:
+        return getattr(settings, attr, args[0])
+    if not hasattr(settings, attr):
+        raise ImproperlyConfigured(f"Setting {attr} not found")
+    return getattr(settings, attr)
 
 
-class SsoStart(OIDCAuthenticationRequestView):
-    get_settings = staticmethod(get_settings)
+@cache
+def _library() -> tuple[Any, Any]:
+    """The library's request view and backend as used here. Imported on the first sign-in, not
+    by every process that loads the URLs: requests, PyJWT and cryptography add ~0.3 s to a
+    process's start at a busy machine's load."""
+    import jwt
+    from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+    from mozilla_django_oidc.views import OIDCAuthenticationRequestView
 
+    class SsoStart(OIDCAuthenticationRequestView):
+        get_settings = staticmethod(get_settings)
 
-class SsoBackend(OIDCAuthenticationBackend):
-    get_settings = staticmethod(get_settings)
+    class SsoBackend(OIDCAuthenticationBackend):
+        get_settings = staticmethod(get_settings)
 
-    def _verify_jws(self, payload: str, key: Any) -> dict[str, Any]:
-        alg = jwt.get_unverified_header(payload).get("alg")
-        if alg != self.OIDC_RP_SIGN_ALGO:
-            raise SuspiciousOperation(
-                f"The ID token is signed with {alg!r}, not {self.OIDC_RP_SIGN_ALGO}."
-            )
-        try:
-            return jwt.decode(
-                payload,
-                key,
-                algorithms=[alg],
-                audience=self.OIDC_RP_CLIENT_ID,
-                issuer=settings.OIDC_ISSUER,
-                leeway=settings.OIDC_CLOCK_LEEWAY,
-            )
-        except jwt.ExpiredSignatureError as exc:
-            raise SignInRefused(
-                "The identity provider's token had expired when it got here: is the clock of "
-                "this server or of the provider wrong? Sign in again, or ask an admin."
-            ) from exc
-        except jwt.InvalidTokenError as exc:
-            raise SuspiciousOperation(f"The ID token was refused: {exc}") from exc
+        def _verify_jws(self, payload: str, key: Any) -> dict[str, Any]:
+            alg = jwt.get_unverified_header(payload).get("alg")
+            if alg != self.OIDC_RP_SIGN_ALGO:
+                raise SuspiciousOperation(
+                    f"The ID token is signed with {alg!r}, not {self.OIDC_RP_SIGN_ALGO}."
+                )
+            try:
+                return jwt.decode(
+                    payload,
+                    key,
+                    algorithms=[alg],
+                    audience=self.OIDC_RP_CLIENT_ID,
+                    issuer=settings.OIDC_ISSUER,
+                    leeway=settings.OIDC_CLOCK_LEEWAY,
+                )
+            except jwt.ExpiredSignatureError as exc:
+                raise SignInRefused(
+                    "The identity provider's token had expired when it got here: is the clock "
+                    "of this server or of the provider wrong? Sign in again, or ask an admin."
+                ) from exc
+            except jwt.InvalidTokenError as exc:
+                raise SuspiciousOperation(f"The ID token was refused: {exc}") from exc
 
-    def get_or_create_user(self, access_token: str, id_token: str, payload: dict) -> User:
-        userinfo = self.get_userinfo(access_token, id_token, payload)
-        # OpenID Connect Core 5.3.2: userinfo's sub must be the ID token's.
-        if userinfo.get("sub") != payload.get("sub"):
-            raise SuspiciousOperation("The userinfo answer is about someone else (sub).")
-        return SsoIdentity.sign_in(settings.OIDC_ISSUER, {**payload, **userinfo}, policy())
+        def get_or_create_user(self, access_token: str, id_token: str, payload: dict) -> User:
+            userinfo = self.get_userinfo(access_token, id_token, payload)
+            # OpenID Connect Core 5.3.2: userinfo's sub must be the ID token's.
+            if userinfo.get("sub") != payload.get("sub"):
+                raise SuspiciousOperation("The userinfo answer is about someone else (sub).")
+            return SsoIdentity.sign_in(settings.OIDC_ISSUER, {**payload, **userinfo}, policy())
+
+    return SsoStart, SsoBackend
 
 
 def _refused(request: HttpRequest, message: str) -> HttpResponse:
@@ -127,8 +139,10 @@ def start(request: HttpRequest) -> HttpResponse:
     session for the callback."""
     if not enabled():
         raise Http404("Single sign-on is not set up.")
+    import requests
+
     try:
-        return SsoStart.as_view()(request)
+        return _library()[0].as_view()(request)
     except (requests.RequestException, ValueError, ImproperlyConfigured) as exc:
         logger.warning("OIDC discovery at %s failed: %s", settings.OIDC_ISSUER, exc)
         return _refused(request, "The identity provider does not answer: try again later.")
@@ -150,8 +164,10 @@ def callback(request: HttpRequest) -> HttpResponse:
         return _refused(
             request, "This sign-in was not started here or was already used: sign in again."
         )
+    import requests
+
     try:
-        user = SsoBackend().authenticate(
+        user = _library()[1]().authenticate(
             request, nonce=entry["nonce"], code_verifier=entry["code_verifier"]
         )
     except SignInRefused as exc:
