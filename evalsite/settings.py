@@ -112,6 +112,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     # Viewers never change anything, whatever a view forgets to check.
     "apps.accounts.middleware.ReadOnlyViewerMiddleware",
+    # Nobody reaches a project's things without being its member (admins: every project).
+    "apps.accounts.middleware.ProjectScopeMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",

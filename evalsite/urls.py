@@ -6,6 +6,7 @@ from django.views.generic.base import RedirectView
 from django_rq.urls import get_admin_urlpatterns, get_api_urlpatterns
 
 from apps.accounts.access import admin_required
+from apps.accounts.scope import owners
 from evalsite import health
 from evalsite.help import help_page
 
@@ -41,3 +42,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("django-rq/", include(rq_urls)),
 ]
+
+# Where each URL parameter finds its project (apps/accounts/scope.py).
+owners("", {"page": None})

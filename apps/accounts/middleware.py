@@ -4,10 +4,11 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
 
+from apps.accounts import scope
 from apps.accounts.models import ApiToken
 from evalsite.sizes import sizes_apart
 
@@ -35,6 +36,33 @@ class ReadOnlyViewerMiddleware:
         user = request.user
         if user.is_authenticated and not user.can_edit:
             raise PermissionDenied("Viewers cannot change anything.")
+        return None
+
+
+class ProjectScopeMiddleware:
+    """Refuse a request for anything of a project the user is not a member of (404, as if it
+    did not exist), or a change there without the reviewer role in it (403): the net under
+    the views' own scoped querysets (apps/accounts/scope.py). The API makes the same check
+    once it knows the caller (apps/api/auth.py), a token's user included."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view_func: Callable[..., Any], args: Any, kwargs: Any
+    ) -> HttpResponse | None:
+        match = request.resolver_match
+        if match is None or match.namespace == "api":
+            return None
+        try:
+            scope.check(match, request.user, request.method)
+        except scope.Hidden:
+            raise Http404("There is nothing at this address.") from None
+        except scope.ReadOnly as error:
+            raise PermissionDenied(str(error)) from None
         return None
 
 

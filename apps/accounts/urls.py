@@ -1,6 +1,7 @@
 from django.urls import path
 
 from apps.accounts import views
+from apps.accounts.scope import owners
 
 app_name = "accounts"
 urlpatterns = [
@@ -13,3 +14,6 @@ urlpatterns = [
     path("text-view/", views.text_view, name="text-view"),
     path("tokens/<int:pk>/revoke/", views.api_token_revoke, name="api-token-revoke"),
 ]
+
+# Where each URL parameter finds its project (apps/accounts/scope.py).
+owners("accounts", {"pk": None})

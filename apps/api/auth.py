@@ -12,6 +12,7 @@ from django.http import HttpRequest
 from ninja.errors import AuthenticationError, HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 
+from apps.accounts import scope
 from apps.accounts.middleware import SAFE_METHODS
 from apps.accounts.models import ApiToken, User
 
@@ -22,11 +23,33 @@ NO_CREDENTIALS = (
 BAD_TOKEN = "This API token is not valid: it is mistyped, revoked, or its user is deactivated."
 
 
+# What a call says of an object that does not exist, said too of one in a project the caller is
+# not a member of: a guessed id tells nothing.
+MISSING = {
+    "datasets.Task": "There is no task {!r}.",
+    "datasets.Dataset": "There is no dataset #{}.",
+    "runs.Run": "There is no run #{}.",
+    "runs.PromptTemplate": "There is no template #{}.",
+    "judges.Judge": "There is no judge #{}.",
+    "drafting.Generator": "There is no generator #{}.",
+    "drafting.DraftItem": "There is no draft item #{}.",
+}
+
+
 def signed_in(request: HttpRequest, user: User) -> User:
     """`user` makes this call: the views see them as request.user, as pages do."""
     request.user = user
     if request.method not in SAFE_METHODS and not user.can_edit:
         raise HttpError(403, "Viewers cannot change anything.")
+    try:
+        scope.check(request.resolver_match, user, request.method)
+    except scope.Hidden as hidden:
+        message = MISSING.get(hidden.label, "Not found.").format(hidden.value)
+        if request.resolver_match and (request.resolver_match.url_name or "").startswith("draft_"):
+            message = message.replace("dataset", "draft dataset")
+        raise HttpError(404, message) from None
+    except scope.ReadOnly as error:
+        raise HttpError(403, str(error)) from None
     return user
 
 

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.http import Http404, HttpRequest
 from ninja import Body, Router, Schema, Status
 
+from apps.accounts.middleware import SAFE_METHODS
 from apps.accounts.models import User
 from apps.api.errors import ApiError
 from apps.configs.taskfile import ConfigError, entry_of, save_entry
@@ -130,10 +131,16 @@ def _need(request: HttpRequest, role: str) -> User:
     return user
 
 
-def _task(slug: str) -> Task:
-    task = Task.objects.filter(slug=slug).first()
+def _task(slug: str, request: HttpRequest) -> Task:
+    """A task the caller may see (and, for a change, act in): one of another project's is
+    answered as one that does not exist."""
+    task = Task.objects.for_user(request.user).filter(slug=slug).first()
     if task is None:
         raise Http404(f"There is no task {slug!r}.")
+    if request.method not in SAFE_METHODS and not request.user.has_role_in(
+        task.project_id, User.Role.REVIEWER
+    ):
+        raise PermissionDenied(f"This needs the reviewer role in {task.slug}'s project.")
     return task
 
 
@@ -217,9 +224,11 @@ VERSIONED: dict[str, tuple[type[Any], str]] = {
 }
 
 
-def _list(section: str, slug: str, every_version: bool) -> list[dict[str, Any]]:
+def _list(
+    request: HttpRequest, section: str, slug: str, every_version: bool
+) -> list[dict[str, Any]]:
     model, _ = VERSIONED[section]
-    rows = model.objects.filter(task=_task(slug)).select_related("task")
+    rows = model.objects.filter(task=_task(slug, request)).select_related("task")
     if not every_version:
         rows = rows.latest_versions()
     return [_version_out(section, row) for row in rows.order_by("name", "-version")]
@@ -228,7 +237,7 @@ def _list(section: str, slug: str, every_version: bool) -> list[dict[str, Any]]:
 def _create(request: HttpRequest, section: str, slug: str, body: dict[str, Any]) -> Any:
     model, role = VERSIONED[section]
     user = _need(request, role)
-    task = _task(slug)
+    task = _task(slug, request)
     if model.objects.filter(task=task, name=str(body.get("name", ""))).exists():
         raise ApiError(
             409, f"{task.slug} has a {section[:-1]} named {body['name']}; post a new version to it."
@@ -264,7 +273,7 @@ def _saved(section: str, task: Task, entry: dict[str, Any], user: User) -> Any:
 
 @router.get("/tasks/{slug}/templates/", response={200: list[VersionOut], **ERRORS})
 def template_list(request: HttpRequest, slug: str, all_versions: bool = False) -> Any:
-    return _list("templates", slug, all_versions)
+    return _list(request, "templates", slug, all_versions)
 
 
 @router.post("/tasks/{slug}/templates/", response={201: SavedOut, **ERRORS})
@@ -279,7 +288,7 @@ def template_version(request: HttpRequest, pk: int, body: dict[str, Any] = ENTRY
 
 @router.get("/tasks/{slug}/judges/", response={200: list[VersionOut], **ERRORS})
 def judge_list(request: HttpRequest, slug: str, all_versions: bool = False) -> Any:
-    return _list("judges", slug, all_versions)
+    return _list(request, "judges", slug, all_versions)
 
 
 @router.post("/tasks/{slug}/judges/", response={201: SavedOut, **ERRORS})
@@ -294,7 +303,7 @@ def judge_version(request: HttpRequest, pk: int, body: dict[str, Any] = ENTRY) -
 
 @router.get("/tasks/{slug}/generators/", response={200: list[VersionOut], **ERRORS})
 def generator_list(request: HttpRequest, slug: str, all_versions: bool = False) -> Any:
-    return _list("generators", slug, all_versions)
+    return _list(request, "generators", slug, all_versions)
 
 
 @router.post("/tasks/{slug}/generators/", response={201: SavedOut, **ERRORS})
@@ -406,7 +415,7 @@ def gate(request: HttpRequest, body: GateIn) -> Any:
     _need(request, User.Role.REVIEWER)
     if not 0 < body.alpha < 1 or body.margin < 0:
         raise ApiError(400, "alpha is between 0 and 1, margin 0 or more.")
-    task = _task(body.task)
+    task = _task(body.task, request)
     try:
         judge = gate_judge(task, body.judge)
         sides = [side(task, spec, judge) for spec in (body.baseline, body.candidate)]

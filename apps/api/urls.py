@@ -7,6 +7,7 @@ from django.urls import URLPattern, URLResolver, path, re_path
 from django.views.generic.base import RedirectView
 
 from apps.accounts.access import viewer_may_post
+from apps.accounts.scope import owners
 from apps.api.api import api, no_such_call
 
 BROWSER_PAGES = {"openapi-view", "api-root"}
@@ -36,3 +37,23 @@ urlpatterns = [
         name="no-such-call",
     ),
 ]
+
+TASK = ("datasets.Task", "project_id")
+DATASET = ("datasets.Dataset", "task__project_id")
+RUN = ("runs.Run", "task__project_id")
+# Where each call's path parameters find their project (apps/accounts/scope.py); the check is
+# made once the caller is known (apps/api/auth.py), for a token as for a session.
+owners(
+    "api",
+    {"slug": TASK, "pk": RUN, "name": None, "path": None},
+    {
+        "dataset_detail": {"pk": DATASET},
+        "template_version": {"pk": ("runs.PromptTemplate", "task__project_id")},
+        "judge_version": {"pk": ("judges.Judge", "task__project_id")},
+        "generator_version": {"pk": ("drafting.Generator", "task__project_id")},
+        "draft_detail": {"pk": DATASET},
+        "draft_publish": {"pk": DATASET},
+        "draft_discard": {"pk": DATASET},
+        "draft_decide": {"pk": ("drafting.DraftItem", "dataset__task__project_id")},
+    },
+)

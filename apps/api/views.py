@@ -30,6 +30,7 @@ from ninja import File, Form, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 from pydantic import Field, ValidationError
 
+from apps.accounts.middleware import SAFE_METHODS
 from apps.accounts.models import User
 from apps.api import schemas
 from apps.api.errors import ApiError
@@ -79,10 +80,16 @@ def _url(request: HttpRequest, path: str) -> str:
     return request.build_absolute_uri(path)
 
 
-def _task(slug: str) -> Task:
-    task = Task.objects.filter(slug=slug).first()
+def _task(slug: str, request: HttpRequest) -> Task:
+    """A task the caller may see (and, for a change, act in): one of another project's is
+    answered as one that does not exist."""
+    task = Task.objects.for_user(request.user).filter(slug=slug).first()
     if task is None:
         raise Http404(f"There is no task {slug!r}.")
+    if request.method not in SAFE_METHODS and not request.user.has_role_in(
+        task.project_id, User.Role.REVIEWER
+    ):
+        raise PermissionDenied(f"This needs the reviewer role in {task.slug}'s project.")
     return task
 
 
@@ -154,7 +161,7 @@ def dataset_out(request: HttpRequest, dataset: Dataset) -> dict[str, Any]:
     summary="List tasks",
 )
 def list_tasks(request: HttpRequest) -> list[dict[str, Any]]:
-    tasks = Task.objects.annotate(
+    tasks = Task.objects.for_user(request.user).annotate(
         dataset_count=Count("datasets", distinct=True), run_count=Count("runs", distinct=True)
     )
     return [task_out(request, task) for task in tasks]
@@ -169,7 +176,7 @@ def list_tasks(request: HttpRequest) -> list[dict[str, Any]]:
 def task_detail(request: HttpRequest, slug: str) -> dict[str, Any]:
     """The task with its datasets, prompt templates and judges (newest versions): the ids
     that uploads and run starts take."""
-    task = _task(slug)
+    task = _task(slug, request)
     judges = Judge.objects.latest_versions().filter(task=task).order_by("name")
     templates = PromptTemplate.objects.latest_versions().filter(task=task).order_by("name")
     datasets = task.datasets.select_related("task").order_by("name", "-version")
@@ -211,7 +218,7 @@ def upload_dataset(
     a query parameter in the schema, which generated clients could not fill.)"""
     need(request, User.Role.REVIEWER)
     user = cast(User, request.user)
-    task = _task(slug)
+    task = _task(slug, request)
     form = _valid(UploadForm(request.POST, request.FILES))
     upload = form.cleaned_data["file"]
     name = form.cleaned_data["name"].strip() or Path(upload.name or "dataset").stem
@@ -284,7 +291,7 @@ def start_generation(request: HttpRequest, body: schemas.GenerationIn) -> Status
     """The start form's fields: dataset, endpoint (id or name), prompt template (id, or name
     for its newest version), label, epochs, logging mode, chunk size, multi-turn."""
     need(request, User.Role.REVIEWER)
-    task = _task(body.task)
+    task = _task(body.task, request)
     data = body.dict()
     data["endpoint"] = _pk_by_name(Endpoint, body.endpoint)
     data["template"] = _pk_by_name(PromptTemplate, body.template, task=task)
@@ -320,7 +327,9 @@ def _dialogue_run_options(
 ) -> tuple[Dataset, dict[str, Any]]:
     """What memory-script and simulated-conversation runs share: dataset, label, epochs,
     logging, budget, the person starting it."""
-    dataset = Dataset.objects.filter(pk=body.dataset).first()
+    dataset = Dataset.objects.filter(
+        pk=body.dataset, task__in=Task.objects.for_user(request.user, User.Role.REVIEWER)
+    ).first()
     if dataset is None:
         raise Http404(f"There is no dataset #{body.dataset}.")
     if body.logging_mode not in LoggingMode.values:
@@ -393,10 +402,14 @@ def start_simulation(request: HttpRequest, body: schemas.SimulationRunIn) -> Sta
     return Status(201, run_out(request, run))
 
 
-def _judge(ref: int | str, task: Task | None = None) -> Judge:
+def _judge(request: HttpRequest, ref: int | str, task: Task | None = None) -> Judge:
     """A judge by id, or by name as the CLI takes it: the newest version of that name (in
-    `task` when given; a name used in several tasks needs the id)."""
-    judges = Judge.objects.select_related("task")
+    `task` when given; a name used in several tasks needs the id), of a task the caller may
+    see (for a change: act in)."""
+    role = User.Role.VIEWER if request.method in SAFE_METHODS else User.Role.REVIEWER
+    judges = Judge.objects.select_related("task").filter(
+        task__in=Task.objects.for_user(request.user, role)
+    )
     if isinstance(ref, str) and "\x00" in ref:  # no name holds one (PostgreSQL cannot)
         raise Http404(f"There is no judge {ref!r}.")
     if isinstance(ref, int) or ref.isdigit():
@@ -423,7 +436,7 @@ def start_judge(request: HttpRequest, body: schemas.JudgeRunIn) -> Status[dict[s
     """A judge (rubric, multiple choice or metrics) over one response set, as the judge's
     page starts it."""
     need(request, User.Role.REVIEWER)
-    judge = _judge(body.judge)
+    judge = _judge(request, body.judge)
     if judge.kind == Judge.Kind.PAIRWISE:
         raise ApiError(400, f"{judge} is a pairwise judge: start a pairwise run.")
     data = body.dict() | {"responses": _responses(body.responses)}
@@ -457,7 +470,7 @@ def start_pairwise(request: HttpRequest, body: schemas.PairwiseIn) -> Status[dic
     """A pairwise judge over two or more response sets of one dataset, every pair (or each
     against a baseline), as the pairwise judge's page starts it."""
     need(request, User.Role.REVIEWER)
-    judge = _judge(body.judge)
+    judge = _judge(request, body.judge)
     if judge.kind != Judge.Kind.PAIRWISE:
         raise ApiError(400, f"{judge} is not a pairwise judge: start a judge run.")
     data = body.dict() | {
@@ -849,7 +862,7 @@ class BoardQuery(Schema):
 
 def _board(request: HttpRequest, slug: str, query: BoardQuery) -> tuple[boards.Board, pairs.Pairs]:
     """The board as the page builds it; comparing every pair of models gives the tied ranks."""
-    task = _task(slug)
+    task = _task(slug, request)
     params = boards.Params.from_query(request.GET)
     named = query.judge is not None and not str(query.judge).isdigit()
     if named:
@@ -923,9 +936,11 @@ class PairwiseQuery(Schema):
     baseline: int | None = None  # a response set's run id: win rates against it
 
 
-def _pairwise_board(slug: str, query: PairwiseQuery) -> pairwise_board.PairwiseBoard:
-    task = _task(slug)
-    judge = None if query.judge is None else _judge(query.judge, task).pk
+def _pairwise_board(
+    request: HttpRequest, slug: str, query: PairwiseQuery
+) -> pairwise_board.PairwiseBoard:
+    task = _task(slug, request)
+    judge = None if query.judge is None else _judge(request, query.judge, task).pk
     built = pairwise_board.build(task, judge, query.source, query.baseline)
     if built.ratings is None:
         raise Http404(f"No pairwise run of {task.slug} has finished a comparison.")
@@ -945,7 +960,7 @@ def pairwise_leaderboard(
 ) -> dict[str, Any]:
     """Bradley–Terry ratings with bootstrap CIs from the pairwise runs, as the pairwise board
     page and its export give them (one record per model)."""
-    built = _pairwise_board(slug, query)
+    built = _pairwise_board(request, slug, query)
     return {
         "task": built.task.slug,
         "judge": built.judge.pk if built.judge else None,
@@ -967,7 +982,7 @@ def pairwise_export(
     query: Query[PairwiseQuery],
     format: schemas.ExportFormat = "csv",
 ) -> HttpResponseBase:
-    built = _pairwise_board(slug, query)
+    built = _pairwise_board(request, slug, query)
     fmt = format
     chunks = exports.pairwise_jsonl(built) if fmt == "jsonl" else exports.pairwise_csv(built)
     return _stream(chunks, fmt, f"{built.task.slug}-pairwise")

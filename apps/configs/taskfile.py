@@ -226,6 +226,9 @@ def _apply(data: dict[str, Any], text: str, user: User | None, plan: Plan) -> No
     endpoints = _collect(data, "endpoints", ENDPOINT_FIELDS, problems)
     if task is None:
         raise ConfigError(problems)
+    if user is not None and not user.has_role_in(task.project_id, User.Role.REVIEWER):
+        # As on the pages: a task of another project is one that does not exist for them.
+        raise ConfigError([f"task: {user.username} is not a reviewer in {task.slug}'s project."])
     for label, entry in endpoints:
         _endpoint(label, entry, plan, problems)
     steps: list[tuple[str, tuple[str, ...], Callable[..., None]]] = [
@@ -281,7 +284,8 @@ def _task(entry: dict[str, Any], plan: Plan, problems: list[str]) -> Task | None
     if task is None:
         task = Task(slug=str(entry["slug"]), **values)
         try:
-            task.full_clean(exclude=["created_by"])
+            # A new task goes to the default project (Task.save).
+            task.full_clean(exclude=["created_by", "project"])
         except Exception as exc:
             problems.extend(f"task: {message}" for message in _messages(exc))
             return None

@@ -3,7 +3,9 @@ from typing import Any, cast
 
 from django import forms
 from django.conf import settings
+from django.db.models import QuerySet
 
+from apps.accounts.models import Project
 from apps.datasets.importing import Mapping
 from apps.datasets.models import Task
 from apps.datasets.perturb import PERTURBATIONS
@@ -20,10 +22,35 @@ FORMAT_CHOICES = [
 
 
 class TaskForm(forms.ModelForm):
+    """A new task, in one of the projects where its maker is a reviewer (`projects`); with
+    only one, the field may be left out."""
+
+    project = forms.ModelChoiceField(queryset=Project.objects.none(), required=False)
+
     class Meta:
         model = Task
-        fields = ["slug", "name", "description"]
+        fields = ["project", "slug", "name", "description"]
         help_texts = {"slug": "Lowercase letters, digits and dashes, e.g. support-qa."}
+
+    def __init__(self, *args: Any, projects: "QuerySet[Project]", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["project"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = projects
+        choices = list(projects[:2])
+        if len(choices) == 1:
+            field.initial = choices[0]
+
+    def clean_project(self) -> Project:
+        project = self.cleaned_data.get("project")
+        if project is not None:
+            return project
+        choices = list(self.fields["project"].queryset[:2])  # type: ignore[attr-defined]
+        if len(choices) == 1:
+            return choices[0]
+        if not choices:
+            raise forms.ValidationError("You are a reviewer in no project: ask an admin.")
+        raise forms.ValidationError("Choose the project the task belongs to.")
 
 
 class PerturbForm(forms.Form):

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from apps.accounts.scope import owners
 from apps.datasets import views
 
 app_name = "datasets"
@@ -17,3 +18,15 @@ urlpatterns = [
     path("datasets/<int:pk>/perturb/", views.dataset_perturb, name="dataset-perturb"),
     path("datasets/<int:pk>/delete/", views.dataset_delete, name="dataset-delete"),
 ]
+
+# Where each URL parameter finds its project (apps/accounts/scope.py).
+owners(
+    "datasets",
+    {
+        "slug": ("datasets.Task", "project_id"),
+        "pk": ("datasets.Dataset", "task__project_id"),
+        "token": None,
+        "position": None,
+        "fmt": None,
+    },
+)

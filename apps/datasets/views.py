@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.accounts.access import AppRequest, admin_required, reviewer_required
+from apps.accounts.models import Project, User
 from apps.datasets import csvsafe
 from apps.datasets.browse import conversation_view, item_page, item_view_fields
 from apps.datasets.forms import FORMAT_CHOICES, MappingForm, PerturbForm, TaskForm, UploadForm
@@ -44,7 +45,7 @@ LISTED_REFERENCE_LIKE = 10
 
 
 def task_list(request: AppRequest) -> HttpResponse:
-    tasks = Task.objects.annotate(
+    tasks = Task.objects.for_user(request.user).annotate(
         dataset_count=Count("datasets", distinct=True), run_count=Count("runs", distinct=True)
     )
     return render(request, "datasets/task_list.html", {"tasks": tasks})
@@ -52,7 +53,8 @@ def task_list(request: AppRequest) -> HttpResponse:
 
 @reviewer_required
 def task_create(request: AppRequest) -> HttpResponse:
-    form = TaskForm(request.POST or None)
+    projects = Project.objects.for_user(request.user, User.Role.REVIEWER)
+    form = TaskForm(request.POST or None, projects=projects)
     if request.method == "POST" and form.is_valid():
         task = form.save(commit=False)
         task.created_by = request.user
@@ -207,7 +209,11 @@ def _render_map(
 
 
 def dataset_list(request: AppRequest) -> HttpResponse:
-    datasets = Dataset.objects.select_related("task").annotate(run_count=Count("runs"))
+    datasets = (
+        Dataset.objects.filter(task__in=Task.objects.for_user(request.user))
+        .select_related("task")
+        .annotate(run_count=Count("runs"))
+    )
     return render(request, "datasets/dataset_list.html", {"datasets": datasets})
 
 

@@ -1,6 +1,7 @@
 # Mounted under runs/ (evalsite/urls.py), where these pages were before drafting had its own app.
 from django.urls import path
 
+from apps.accounts.scope import owners
 from apps.drafting import views
 
 app_name = "drafting"
@@ -15,3 +16,15 @@ urlpatterns = [
     path("drafts/<int:pk>/discard/", views.draft_discard, name="draft-discard"),
     path("drafts/items/<int:pk>/", views.draft_decide, name="draft-decide"),
 ]
+
+# Where each URL parameter finds its project (apps/accounts/scope.py).
+owners(
+    "drafting",
+    {"pk": ("drafting.Generator", "task__project_id")},
+    {
+        "draft-review": {"pk": ("datasets.Dataset", "task__project_id")},
+        "draft-publish": {"pk": ("datasets.Dataset", "task__project_id")},
+        "draft-discard": {"pk": ("datasets.Dataset", "task__project_id")},
+        "draft-decide": {"pk": ("drafting.DraftItem", "dataset__task__project_id")},
+    },
+)

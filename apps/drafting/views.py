@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.accounts.access import AppRequest, admin_required, reviewer_required
+from apps.accounts.models import User
 from apps.datasets.models import Dataset, Frozen, Task
 from apps.drafting.drafts import (
     DraftError,
@@ -30,8 +31,10 @@ from apps.runs.models import Endpoint, Run
 
 # ---- generators ---------------------------------------------------------------------------------
 def generator_list(request: AppRequest) -> HttpResponse:
-    generators = Generator.objects.latest_versions().select_related("task")
-    task = Task.objects.filter(slug=request.GET.get("task", "")).first()
+    visible = Task.objects.for_user(request.user)
+    generators = Generator.objects.latest_versions().filter(task__in=visible)
+    generators = generators.select_related("task")
+    task = visible.filter(slug=request.GET.get("task", "")).first()
     if task is not None:
         generators = generators.filter(task=task)
     context = {"generators": generators.order_by("task__slug", "name"), "task": task}
@@ -40,9 +43,10 @@ def generator_list(request: AppRequest) -> HttpResponse:
 
 @admin_required
 def generator_create(request: AppRequest) -> HttpResponse:
-    task = Task.objects.filter(slug=request.GET.get("task", "")).first()
+    tasks = Task.objects.for_user(request.user, User.Role.ADMIN)
+    task = tasks.filter(slug=request.GET.get("task", "")).first()
     if task is None:
-        context = {"tasks": Task.objects.all(), "url_name": "drafting:generator-create"}
+        context = {"tasks": tasks, "url_name": "drafting:generator-create"}
         return render(request, "runs/pick_task.html", context)
     form = GeneratorForm(request.POST or None, task=task)
     if request.method == "POST" and form.is_valid():

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from apps.accounts.scope import owners
 from apps.judges import views
 
 app_name = "judges"
@@ -19,3 +20,21 @@ urlpatterns = [
     path("runs/<int:pk>/retry-failed/", views.retry_failed, name="retry-failed"),
     path("runs/<int:pk>/retry-failed/kind/", views.retry_failed_kind, name="retry-kind"),
 ]
+
+# Where each URL parameter finds its project (apps/accounts/scope.py).
+owners(
+    "judges",
+    {
+        "pk": ("judges.Judge", "task__project_id"),
+        "slug": ("datasets.Task", "project_id"),
+        "item_id": ("datasets.Item", "dataset__task__project_id"),
+    },
+    {
+        "results": {"pk": ("runs.Run", "task__project_id")},
+        "comparisons": {"pk": ("runs.Run", "task__project_id")},
+        "failed": {"pk": ("runs.Run", "task__project_id")},
+        "retry-item": {"pk": ("runs.Run", "task__project_id")},
+        "retry-failed": {"pk": ("runs.Run", "task__project_id")},
+        "retry-kind": {"pk": ("runs.Run", "task__project_id")},
+    },
+)

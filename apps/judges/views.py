@@ -9,6 +9,7 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_POST
 
 from apps.accounts.access import AppRequest, reviewer_required
+from apps.accounts.models import User
 from apps.datasets.models import Item, Task
 from apps.judges import learning, pairwise, plugins, results
 from apps.judges.forms import DefaultJudgeForm, JudgeForm, JudgeRunForm, PairwiseRunForm
@@ -33,8 +34,9 @@ from apps.runs.models import Endpoint, ErrorKind, Run
 
 # ---- judges ---------------------------------------------------------------------------------------
 def judge_list(request: AppRequest) -> HttpResponse:
-    judges = Judge.objects.latest_versions().select_related("task")
-    task = Task.objects.filter(slug=request.GET.get("task", "")).first()
+    visible = Task.objects.for_user(request.user)
+    judges = Judge.objects.latest_versions().filter(task__in=visible).select_related("task")
+    task = visible.filter(slug=request.GET.get("task", "")).first()
     # ?responses=run:ID (from a generation run's page) is handed on to the judge's start form.
     context: dict[str, Any] = {"task": task, "responses": request.GET.get("responses", "")}
     if task is not None:
@@ -81,9 +83,10 @@ def set_default(request: AppRequest, slug: str) -> HttpResponse:
 
 @reviewer_required
 def judge_create(request: AppRequest) -> HttpResponse:
-    task = Task.objects.filter(slug=request.GET.get("task", "")).first()
+    tasks = Task.objects.for_user(request.user, User.Role.REVIEWER)
+    task = tasks.filter(slug=request.GET.get("task", "")).first()
     if task is None:
-        return render(request, "judges/pick_task.html", {"tasks": Task.objects.all()})
+        return render(request, "judges/pick_task.html", {"tasks": tasks})
     form = JudgeForm(request.POST or None, task=task)
     if request.method == "POST" and form.is_valid():
         judge = form.build().save_as_new_version(request.user)

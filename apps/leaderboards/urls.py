@@ -1,5 +1,6 @@
 from django.urls import path
 
+from apps.accounts.scope import owners
 from apps.leaderboards import views
 
 app_name = "leaderboards"
@@ -27,3 +28,13 @@ urlpatterns = [
     path("<slug:slug>/metrics/", views.metrics, name="metrics"),
     path("<slug:slug>/pairwise/", views.pairwise, name="pairwise"),
 ]
+
+# Where each URL parameter finds its project (apps/accounts/scope.py).
+owners(
+    "leaderboards",
+    {
+        "run_id": ("runs.Run", "task__project_id"),
+        "pk": ("judges.Judge", "task__project_id"),
+        "slug": ("datasets.Task", "project_id"),
+    },
+)

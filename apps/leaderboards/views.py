@@ -70,9 +70,11 @@ def _download(chunks: Iterable[str], fmt: str, name: str, stream: bool) -> HttpR
 
 @require_GET
 def index(request: AppRequest) -> HttpResponse:
-    tasks = Task.objects.annotate(
-        judge_runs=Count("runs", filter=Q(runs__kind=Run.Kind.JUDGE))
-    ).order_by("slug")
+    tasks = (
+        Task.objects.for_user(request.user)
+        .annotate(judge_runs=Count("runs", filter=Q(runs__kind=Run.Kind.JUDGE)))
+        .order_by("slug")
+    )
     return render(request, "leaderboards/index.html", {"tasks": tasks})
 
 

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from apps.accounts.scope import owners
 from apps.review import ab, several, views
 
 app_name = "review"
@@ -25,3 +26,17 @@ urlpatterns = [
     path("ab/<int:run_id>/<int:item_id>/<int:a>/<int:b>/vote/", ab.ab_vote, name="ab-vote"),
     path("ab/<int:run_id>/<int:item_id>/<int:a>/<int:b>/next/", ab.ab_next, name="ab-next"),
 ]
+
+# Where each URL parameter finds its project (apps/accounts/scope.py).
+owners(
+    "review",
+    {
+        "run_id": ("runs.Run", "task__project_id"),
+        "item_id": ("datasets.Item", "dataset__task__project_id"),
+        "score_id": ("judges.Score", "run__task__project_id"),
+        "pk": ("review.Adjudication", "score__run__task__project_id"),
+        "slug": ("datasets.Task", "project_id"),
+        "a": ("runs.Run", "task__project_id"),
+        "b": ("runs.Run", "task__project_id"),
+    },
+)

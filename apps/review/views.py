@@ -63,7 +63,8 @@ def task_search(request: AppRequest, slug: str) -> HttpResponse:
 
 @require_GET
 def index(request: AppRequest) -> HttpResponse:
-    runs = Run.objects.judging().with_names().select_related("task")
+    runs = Run.objects.judging().with_names().filter(task__in=Task.objects.for_user(request.user))
+    runs = runs.select_related("task")
     page = Paginator(runs, 25).get_page(request.GET.get("page"))
     last_event = last_event_id()
     rows = [(run, review_counts(run, last_event)) for run in page]

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from apps.accounts.scope import owners
 from apps.runs import views
 
 app_name = "runs"
@@ -35,3 +36,18 @@ urlpatterns = [
     path("system/", views.system, name="system"),
     path("system/check-worker/", views.check_worker, name="check-worker"),
 ]
+
+# Where each URL parameter finds its project (apps/accounts/scope.py).
+owners(
+    "runs",
+    {
+        "pk": ("runs.Run", "task__project_id"),
+        "item_id": ("datasets.Item", "dataset__task__project_id"),
+    },
+    {
+        "endpoint-edit": {"pk": None},
+        "endpoint-test": {"pk": None},
+        "template-detail": {"pk": ("runs.PromptTemplate", "task__project_id")},
+        "template-edit": {"pk": ("runs.PromptTemplate", "task__project_id")},
+    },
+)

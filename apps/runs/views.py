@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from redis.exceptions import RedisError
 
 from apps.accounts.access import AppRequest, admin_required, reviewer_required
+from apps.accounts.models import User
 from apps.datasets.models import Dataset, Item, Task
 from apps.runs import jobs
 from apps.runs.engine.budget import check_budget
@@ -51,7 +52,8 @@ from evalsite.enqueue import enqueue
 
 # ---- runs -----------------------------------------------------------------------------------
 def run_list(request: AppRequest) -> HttpResponse:
-    runs = Run.objects.with_names().select_related("task", "template")
+    runs = Run.objects.with_names().filter(task__in=Task.objects.for_user(request.user))
+    runs = runs.select_related("task", "template")
     if task := request.GET.get("task"):
         runs = runs.filter(task__slug=task)
     return render(request, "runs/run_list.html", {"runs": runs[:200], "task": task})
@@ -180,7 +182,7 @@ def _estimate(form: GenerationRunForm) -> Estimate | None:
 @require_POST
 @reviewer_required
 def generation_start(request: AppRequest) -> HttpResponse:
-    task = get_object_or_404(Task, slug=request.POST.get("task", ""))
+    task = get_object_or_404(_tasks(request), slug=request.POST.get("task", ""))
     form = GenerationRunForm(request.POST, task=task)
     if request.POST.get("estimate") or (request.htmx and request.htmx.target == "cost-estimate"):
         # The estimate of the choices so far: its partial (HTMX), or the form with it (no JS).
@@ -222,7 +224,7 @@ def choice_new(request: AppRequest) -> HttpResponse:
 @require_POST
 @reviewer_required
 def choice_start(request: AppRequest) -> HttpResponse:
-    task = get_object_or_404(Task, slug=request.POST.get("task", ""))
+    task = get_object_or_404(_tasks(request), slug=request.POST.get("task", ""))
     form = ChoiceRunForm(request.POST, task=task)
     if form.is_valid():
         data = form.cleaned_data
@@ -279,7 +281,7 @@ def _dialogue_estimate(form: DialogueRunForm) -> Estimate | None:
 @require_POST
 @reviewer_required
 def dialogue_start(request: AppRequest, kind: str) -> HttpResponse:
-    task = get_object_or_404(Task, slug=request.POST.get("task", ""))
+    task = get_object_or_404(_tasks(request), slug=request.POST.get("task", ""))
     form = DIALOGUE_FORMS[kind](request.POST, task=task)
     if request.POST.get("estimate") or (request.htmx and request.htmx.target == "cost-estimate"):
         # As on the generation form: the estimate's partial (HTMX), or the form with it.
@@ -309,19 +311,29 @@ def dialogue_start(request: AppRequest, kind: str) -> HttpResponse:
     return render(request, "runs/dialogue_new.html", context)
 
 
+def _tasks(request: AppRequest) -> QuerySet[Task]:
+    """The tasks the user may start something in: reviewer in their project."""
+    return Task.objects.for_user(request.user, User.Role.REVIEWER)
+
+
 def _pick_task(request: AppRequest, url_name: str) -> HttpResponse:
-    context = {"tasks": Task.objects.all(), "url_name": url_name}
+    context = {"tasks": _tasks(request), "url_name": url_name}
     return render(request, "runs/pick_task.html", context)
 
 
 def _task_and_dataset(request: AppRequest) -> tuple[Task | None, Dataset | None]:
     dataset = None
     if (dataset_id := request.GET.get("dataset", "")).isdigit():
-        dataset = Dataset.objects.select_related("task").filter(pk=dataset_id).first()
+        dataset = (
+            Dataset.objects.filter(task__in=_tasks(request))
+            .select_related("task")
+            .filter(pk=dataset_id)
+            .first()
+        )
     if dataset is not None:
         return dataset.task, dataset
     slug = request.GET.get("task", "")
-    return Task.objects.filter(slug=slug).first() if slug else None, None
+    return _tasks(request).filter(slug=slug).first() if slug else None, None
 
 
 def _generation_defaults(task: Task, dataset: Dataset | None, params: Any) -> dict[str, Any]:
@@ -386,8 +398,10 @@ def endpoint_test(request: AppRequest, pk: int) -> HttpResponse:
 
 # ---- prompt templates -------------------------------------------------------------------------
 def template_list(request: AppRequest) -> HttpResponse:
-    templates = PromptTemplate.objects.latest_versions().select_related("task")
-    task = Task.objects.filter(slug=request.GET.get("task", "")).first()
+    visible = Task.objects.for_user(request.user)
+    templates = PromptTemplate.objects.latest_versions().filter(task__in=visible)
+    templates = templates.select_related("task")
+    task = visible.filter(slug=request.GET.get("task", "")).first()
     if task is not None:
         templates = templates.filter(task=task)
     context = {"templates": templates.order_by("task__slug", "name"), "task": task}
@@ -396,7 +410,7 @@ def template_list(request: AppRequest) -> HttpResponse:
 
 @reviewer_required
 def template_create(request: AppRequest) -> HttpResponse:
-    task = Task.objects.filter(slug=request.GET.get("task", "")).first()
+    task = _tasks(request).filter(slug=request.GET.get("task", "")).first()
     if task is None:
         return _pick_task(request, "runs:template-create")
     form = PromptTemplateForm(request.POST or None, task=task)
@@ -540,7 +554,9 @@ def system(request: AppRequest) -> HttpResponse:
         "queues": [(queue.name, queue.count) for queue in queues],
         "queued_jobs": sum(queue.count for queue in queues),
         "workers": Worker.all(connection=queues[0].connection),
-        "active_runs": Run.objects.active().select_related("task")[:50],
+        "active_runs": Run.objects.active()
+        .filter(task__in=Task.objects.for_user(request.user))
+        .select_related("task")[:50],
     }
     return render(request, "runs/system.html", context)
 

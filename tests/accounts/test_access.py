@@ -9,6 +9,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from apps.accounts.models import User
 from apps.api.api import api
 from apps.api.auth import NO_CREDENTIALS
+from tests.base import make_user
 
 # Pages an anonymous user must be able to reach: the login pages themselves.
 ANONYMOUS_OK = {"accounts:login"}
@@ -168,7 +169,7 @@ def test_endpoints_page_is_for_admins_only(client, role, status):
 
 @pytest.mark.django_db
 def test_reviewer_may_create_a_task_and_viewer_may_not(client):
-    reviewer = User.objects.create_user(username="r", password="x", role="reviewer")
+    reviewer = make_user("reviewer", "r")
     client.force_login(reviewer)
     response = client.post(
         reverse("datasets:task-create"), {"slug": "support-qa", "name": "Support QA"}

@@ -113,3 +113,18 @@ def test_an_existing_install_moves_into_one_default_project_with_todays_roles():
     rex, val = User.objects.get(username="rex"), User.objects.get(username="val")
     assert (rex.role_in(default), val.role_in(default)) == ("reviewer", "viewer")
     assert Task.objects.for_user(val).count() == 2
+
+
+@pytest.mark.django_db
+def test_a_task_file_applied_as_a_user_changes_only_their_projects_tasks(tmp_path):
+    other = Project.objects.create(slug="other", name="Other")
+    Task.objects.create(slug="theirs", name="Theirs", project=other)
+    make_user("reviewer", "ann")  # a reviewer in the default project only
+    path = tmp_path / "task.yaml"
+    path.write_text("task:\n  slug: theirs\n  name: Renamed\n")
+    with pytest.raises(CommandError, match="ann is not a reviewer in theirs's project"):
+        call_command("apply", str(path), "--user", "ann")
+    assert Task.objects.get(slug="theirs").name == "Theirs"
+    path.write_text("task:\n  slug: mine\n  name: Mine\n")
+    call_command("apply", str(path), "--user", "ann")
+    assert Task.objects.get(slug="mine").project.slug == "default"

@@ -10,7 +10,7 @@ from django.core import serializers
 from django.test import Client
 from django.urls import reverse
 
-from apps.accounts.models import ApiToken
+from apps.accounts.models import ApiToken, Project
 from apps.api.auth import BAD_TOKEN, NO_CREDENTIALS
 from tests.base import make_user
 from tests.factories import make_task
@@ -111,6 +111,9 @@ def test_the_token_follows_its_users_role():
     assert post().json() == {"detail": "Viewers cannot change anything."}
     user.role = "reviewer"
     user.save()
+    # A role in a project is the membership's, up to the user's own.
+    assert post().json() == {"detail": "This needs the reviewer role in demo's project."}
+    Project.default().add_member(user, "reviewer")
     response = post()  # now past the role check, into the start form's own checks
     assert response.status_code == 400
     assert "dataset" in response.json()["errors"]
