@@ -137,8 +137,9 @@ def _task(slug: str, request: HttpRequest) -> Task:
     task = Task.objects.for_user(request.user).filter(slug=slug).first()
     if task is None:
         raise Http404(f"There is no task {slug!r}.")
-    if request.method not in SAFE_METHODS and not request.user.has_role_in(
-        task.project_id, User.Role.REVIEWER
+    user = request.user
+    if request.method not in SAFE_METHODS and not (
+        isinstance(user, User) and user.has_role_in(task.project_id, User.Role.REVIEWER)
     ):
         raise PermissionDenied(f"This needs the reviewer role in {task.slug}'s project.")
     return task

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from apps.accounts.scope import owners
 from apps.notifications import views
 
 app_name = "notifications"
@@ -19,3 +20,7 @@ urlpatterns = [
     path("<slug:slug>/<str:kind>/<int:pk>/test/", views.destination_test, name="destination-test"),
     path("<slug:slug>/deliveries/<int:pk>/send/", views.delivery_send, name="delivery-send"),
 ]
+
+# Where each URL parameter finds its project (apps/accounts/scope.py): the slug is the
+# project's own; the views look each destination and delivery up within that project.
+owners("notifications", {"slug": ("accounts.Project", "pk"), "pk": None, "kind": None})

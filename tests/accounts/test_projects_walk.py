@@ -35,8 +35,19 @@ SECRET = "zebra-secret"  # in B's names and texts: never on a page an A member g
 SKIPPED = ("admin:", "django_rq:", "accounts:", "health-", "favicon", "help", "home")
 SKIPPED_NAMES = {"api:no-such-call", *API_BROWSER_PAGES, "api:openapi-json"}
 # Apps whose rows are B's (or anyone's) data: compared before and after the walk.
-DATA_APPS = ("datasets", "runs", "judges", "review", "leaderboards", "drafting", "configs")
-NOT_A_PROJECTS = {"runs.WorkerCheck"}  # the system page's worker round trip, of the instance
+DATA_APPS = (
+    "accounts",
+    "datasets",
+    "runs",
+    "judges",
+    "review",
+    "leaderboards",
+    "drafting",
+    "configs",
+    "notifications",
+)
+# The system page's worker round trip (the instance's), and the walkers' own sign-ins and tokens.
+NOT_A_PROJECTS = {"runs.WorkerCheck", "accounts.User", "accounts.ApiToken"}
 
 
 def _project_b() -> tuple[Project, dict[str, Any]]:
@@ -57,6 +68,7 @@ def _project_b() -> tuple[Project, dict[str, Any]]:
     generator = make_generator(task, name=f"{SECRET}-gen")
     draft = make_draft(generator, [[(f"{SECRET} question?", "yes")]])
     objects = {
+        "accounts.Project": project.slug,
         "datasets.Task": task.slug,
         "datasets.Dataset": dataset.pk,
         "datasets.Item": dataset.items.first().pk,  # type: ignore[union-attr]
