@@ -13,6 +13,7 @@ EXPECTED_NAV = {
         "Review",
         "Leaderboards",
         "Endpoints",
+        "Notifications",
         "Admin",
     ],
     "reviewer": ["Tasks", "Datasets", "Runs", "Judges", "Review", "Leaderboards"],
