@@ -1,0 +1,180 @@
+"""What boards store or memoise about scores stays exactly what the scores say (#33.2): scores
+change through every path — the judge, an override, a revert, consensus of reviews, an
+adjudication, a re-judge, the delete of a run — and after each the stored run summaries (with
+their live human overlay), the per-item arrays the grid and regressions read, each score's
+`final_value` and the board's cells are compared with a recomputation from the score rows.
+
+Real Redis and the loopback LLM server; the judging jobs run in this process (work_here)."""
+
+import math
+
+import numpy as np
+import pytest
+from django.db import transaction
+
+from apps.judges.launching import create_judge_run
+from apps.judges.models import Judge, Score
+from apps.leaderboards import boards, items, memo, summaries
+from apps.leaderboards.models import RunSummary, StoredArrays
+from apps.review.models import Adjudication, Review, ReviewPolicy
+from apps.review.queue import last_event_id
+from apps.runs.engine.launch import launch
+from apps.runs.models import Run
+from tests.base import make_user, work_here
+from tests.factories import make_answers_dataset, make_generation_run, make_judge, rubric_reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SUBJECTS = ("accuracy", "clarity")
+N = 6
+
+
+def about(i: int) -> str:
+    return f"number {i}\n</response>"
+
+
+def expected(run: Run) -> dict[str, dict]:
+    """From the score rows alone: per subject and mode, each item's value (None: failed or
+    unscored) in the dataset's order, and how many scores hold a human value."""
+    positions = {
+        pk: n
+        for n, pk in enumerate(run.dataset.items.order_by("position").values_list("pk", flat=True))
+    }
+    out: dict[str, dict] = {}
+    for subject in SUBJECTS:
+        judge: list[float | None] = [None] * len(positions)
+        human: list[float | None] = [None] * len(positions)
+        overridden = 0
+        for score in Score.objects.filter(run=run, subject=subject):
+            ok = score.status == Score.Status.OK
+            judged = score.judge_value if ok else None
+            final = score.override_value if score.override_value is not None else judged
+            assert score.final_value == final, (score.pk, score.final_value, final)
+            judge[positions[score.item_id]] = judged
+            human[positions[score.item_id]] = final
+            overridden += score.override_value is not None
+        out[subject] = {"judge": judge, "human": human, "overridden": overridden}
+    return out
+
+
+def as_array(values: list[float | None]) -> np.ndarray:
+    return np.array([math.nan if v is None else v for v in values], dtype=float)
+
+
+def mean(values: list[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return sum(got) / len(got) if got else None
+
+
+def check(task, runs: list[Run]) -> None:
+    """Every stored or memoised number of `runs` equals its recomputation, read once as this
+    process has it (memos keyed by state) and once as a fresh process would (memos empty)."""
+    for fresh in (False, True):
+        if fresh:
+            memo.clear_all()
+        loaded = summaries.load(runs)
+        board = boards.build(task, boards.Params(scoring="answered"))
+        rows = {row.run.pk: row for row in board.rows}
+        assert set(rows) == {run.pk for run in runs}
+        for run in runs:
+            run.refresh_from_db()
+            want = expected(run)
+            for subject, got in want.items():
+                group, _ = summaries.merged(loaded[run.pk], subject)
+                for mode in ("judge", "human"):
+                    values = [v for v in got[mode] if v is not None]
+                    dist = group.human if mode == "human" else group.judge
+                    assert dist.n == len(values), (run.label, subject, mode, fresh)
+                    assert dist.mean == pytest.approx(mean(got[mode])), (run.label, subject, mode)
+                    cell = rows[run.pk].cells[mode][subject]
+                    assert cell.answered_mean == pytest.approx(mean(got[mode]))
+                    assert cell.answered == len(values)
+                    arrays = items.item_values(run, mode, last_event_id())
+                    np.testing.assert_array_equal(arrays[subject], as_array(got[mode]))
+                assert group.overridden == got["overridden"]
+                assert rows[run.pk].cells["human"][subject].overridden == got["overridden"]
+
+
+def test_every_path_that_changes_scores_keeps_the_stored_numbers_exact(llm_server):
+    from apps.datasets.models import Task
+    from apps.runs.models import Endpoint
+
+    task = Task.objects.create(slug="consistent", name="Consistent")
+    endpoint = Endpoint.objects.create(
+        name="judge-llm",
+        base_url=llm_server.base_url,
+        model="test-model",
+        concurrency_limit=4,
+        timeout_seconds=5,
+        max_retries=1,
+        api_key_secret="sk-test-judge-0000",
+    )
+    people = {name: make_user("reviewer", name) for name in ("alice", "bob")}
+    admin = make_user("admin", "root")
+    ReviewPolicy.objects.create(task=task, reviews_per_item=2, thresholds={"accuracy": 1})
+    dataset = make_answers_dataset(task, N)
+    judge = make_judge(task, n_iter=1, aggregation=Judge.Aggregation.MEAN)
+
+    # The judge: two models; item 1 scored apart, item 2 unparseable (failed), model-b's
+    # item 5 scored apart.
+    llm_server.configure(
+        default_reply=rubric_reply(4, 3),
+        script=[
+            {"match": about(1), "reply": rubric_reply(2, 5)},
+            {"match": about(2), "reply": "no JSON here"},
+            {"match": f"model-b {about(5)}", "reply": rubric_reply(1, 1)},
+        ],
+    )
+    runs = []
+    for label in ("model-a", "model-b"):
+        answers = make_generation_run(
+            dataset, {i: f"{label} answer number {i}" for i in range(N)}, label=label
+        )
+        with transaction.atomic():
+            runs.append(create_judge_run(judge, endpoint=endpoint, source_run=answers))
+    work_here()
+    for run in runs:
+        run.refresh_from_db()
+        assert run.is_terminal, run.status
+    assert RunSummary.objects.filter(run__in=runs).count() == 2  # stored by the finishing job
+    check(task, runs)
+    a, b = runs
+
+    def score(run: Run, position: int, subject: str = "accuracy") -> Score:
+        return Score.objects.get(run=run, item__position=position, subject=subject)
+
+    # An override, of an OK score and of a failed one; then a revert of the first.
+    score(a, 0).override(1, admin, "wrong")
+    score(a, 2).override(5, admin, "the judge failed; it is right")
+    check(task, runs)
+    score(a, 0).revert(admin, "on second thought")
+    check(task, runs)
+
+    # Reviews that agree: their consensus becomes the value.
+    for name, value in (("alice", 2), ("bob", 3)):
+        Review.submit(score(b, 3), people[name], value, "", 5)
+    assert score(b, 3).override_value == 2.5
+    check(task, runs)
+
+    # Reviews that disagree beyond the threshold, then an adjudication.
+    for name, value in (("alice", 1), ("bob", 5)):
+        Review.submit(score(b, 4), people[name], value, "", 5)
+    Adjudication.objects.get(score=score(b, 4)).decide(2, admin, "alice is nearer")
+    assert score(b, 4).override_value == 2
+    check(task, runs)
+
+    # A re-judge with new values (the failed item now answers): overrides stay final.
+    llm_server.configure(default_reply=rubric_reply(3, 2), script=[])
+    with transaction.atomic():
+        assert launch(a, Run.Mode.OVERWRITE) == N
+    work_here()
+    a.refresh_from_db()
+    assert a.is_terminal and score(a, 1).judge_value == 3 and score(a, 2).override_value == 5
+    check(task, runs)
+
+    # The delete of a run: its stored numbers go with it and the board no longer lists it.
+    b_id = b.pk
+    b.delete()
+    assert not RunSummary.objects.filter(run_id=b_id).exists()
+    assert not StoredArrays.objects.filter(run_id=b_id).exists()
+    check(task, [a])
