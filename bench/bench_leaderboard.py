@@ -51,7 +51,8 @@ def setup_django(workdir: Path) -> None:
 
 
 def bulk_insert(model: Any, rows: Iterable[dict[str, Any]], batch: int = 20_000) -> None:
-    """INSERT many rows fast: executemany over every concrete column, defaults from the model."""
+    """INSERT many rows fast: executemany (COPY on PostgreSQL) over every concrete column,
+    defaults from the model."""
     from django.db import connection
     from django.utils import timezone
 
@@ -82,6 +83,14 @@ def bulk_insert(model: Any, rows: Iterable[dict[str, Any]], batch: int = 20_000)
             for f in fields
         ]
 
+    if connection.vendor == "postgresql":  # COPY: several times faster than executemany
+        copy_sql = 'COPY "{}" ({}) FROM STDIN'.format(
+            model._meta.db_table, ", ".join(f'"{c}"' for c in columns)
+        )
+        with connection.cursor() as cursor, cursor.cursor.copy(copy_sql) as copy:
+            for row in rows:
+                copy.write_row(prepare(row))
+        return
     chunk: list[list[Any]] = []
     with connection.cursor() as cursor:
         for row in rows:

@@ -1,0 +1,453 @@
+"""Benchmark evalsite at scale on PostgreSQL (#33.1): one task with many models' judge runs.
+
+    .venv-test/bin/python bench/bench_scale.py [--models 20] [--items 100000] [--subjects 5]
+                                               [--repeat 20] [--quick]
+
+Uses DATABASE_URL when it names a PostgreSQL database (its tables are created by migrate; the
+benchmark's rows stay there), else starts a throwaway PostgreSQL cluster in a temporary
+directory as bin/test does (fsync off; deleted afterwards). Builds models × items × subjects
+scores with COPY, each generation run with 3 epochs (every score carries 3 epoch values),
+overrides on 1 % of the scores and a review on another 1 %, then prints p50/p95 and the ratio
+to each limit of #33.2 for: the board cold (first request after a restart: the process's memos
+empty, the stored run summaries kept; and once with no summaries at all) and warm, right after
+an override, with a tag filter, with common items only, majority vote over 3 epochs; the grid
+and regressions pages; the review list at page 1 and at the last page; the agreement page;
+exports (CSV/JSONL rows/s, peak memory); the database's size per million scores. It states
+the machine and the data volume first.
+
+The full size (20 × 100k × 5 = 10M scores) wants ~10 GB of disk and an hour on a quiet
+machine; `--quick` (3 × 20k × 5 = 300k scores) checks the benchmark itself in a few minutes.
+"""
+
+import argparse
+import contextlib
+import glob
+import os
+import platform
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_leaderboard import bulk_insert, make_dataset, p95, timed  # noqa: E402
+
+BOARD_WARM_MS = 300.0
+BOARD_COLD_MS = 3000.0
+LIST_MS = 100.0
+PAGE_MS = 300.0  # grid, regressions, agreement: the board's limit
+EXPORT_ROWS_S = 50_000
+SUBJECT_NAMES = ["accuracy", "completeness", "clarity", "safety", "style", "tone", "format"]
+EPOCHS = 3
+SHARE = 100  # 1 in SHARE scores overridden, another 1 in SHARE reviewed
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def postgres() -> Iterator[str]:
+    """DATABASE_URL if it is PostgreSQL, else a throwaway cluster's URL (stopped afterwards)."""
+    url = os.environ.get("DATABASE_URL", "")
+    if url.startswith(("postgres://", "postgresql://")):
+        yield url
+        return
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        raise SystemExit("no PostgreSQL here: set DATABASE_URL or install postgresql")
+    bindir = Path(found[-1]).parent
+    work = Path(tempfile.mkdtemp(prefix="evalsite-bench-scale-"))
+    as_pg: list[str] = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        shutil.chown(work, "postgres", "postgres")
+        os.chmod(work, 0o755)
+        as_pg = ["runuser", "-u", "postgres", "--"]
+    data, port = work / "data", free_port()
+    subprocess.run(
+        [
+            *as_pg,
+            str(bindir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+            "--no-sync",
+        ],
+        check=True,
+        capture_output=True,
+        cwd=work,
+    )
+    server = subprocess.Popen(
+        [
+            *as_pg,
+            str(bindir / "postgres"),
+            "-D",
+            str(data),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-k",
+            str(work),
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+            "-c",
+            "shared_buffers=256MB",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(work / "postgres.log", "w"),  # noqa: SIM115
+        cwd=work,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while subprocess.run(
+            [str(bindir / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(port)]
+        ).returncode:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"PostgreSQL did not start: see {work / 'postgres.log'}")
+            time.sleep(0.2)
+        subprocess.run(
+            [
+                str(bindir / "createdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-U",
+                "postgres",
+                "evalsite",
+            ],
+            check=True,
+        )
+        yield f"postgres://postgres@127.0.0.1:{port}/evalsite"
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def setup_django(url: str, workdir: Path) -> None:
+    os.environ.update(
+        DATABASE_URL=url,
+        EVALSITE_DATA_DIR=str(workdir),
+        DJANGO_SETTINGS_MODULE="evalsite.settings",
+        DEBUG="0",
+    )
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+def generate(models: int, items: int, subjects: list[str], user: Any) -> dict[str, Any]:
+    """The task: one dataset, `models` generation runs (3 epochs) each judged on every item and
+    subject; 1 % of the scores overridden by `user`, another 1 % reviewed by `user`."""
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from apps.datasets.models import Task
+    from apps.judges.models import Judge, JudgeRun, Score, ScoreEvent
+    from apps.review.models import Review
+    from apps.runs.models import Run
+
+    started = time.perf_counter()
+    rng = random.Random(33)
+    now = timezone.now()
+    with transaction.atomic():
+        task = Task.objects.create(slug="scale", name="Scale")
+        dataset, item_ids = make_dataset(task, "scale", items)
+        judge = Judge.objects.create(
+            task=task,
+            name="quality",
+            kind="rubric",
+            subjects=[{"name": s, "min": 1, "max": 5} for s in subjects],
+        )
+        runs = []
+        for r in range(models):
+            gen = Run.objects.create(
+                task=task,
+                kind="generation",
+                dataset=dataset,
+                label=f"model-{r:02d}",
+                status="completed",
+                epochs=EPOCHS,
+            )
+            run = JudgeRun.create_with(
+                judge,
+                task=task,
+                kind="judge",
+                dataset=dataset,
+                source_run=gen,
+                status="completed",
+                total=items * EPOCHS,
+                done=items * EPOCHS,
+            )
+            runs.append(run)
+            skill = 2.5 + r * 0.1
+
+            def scores(run_id: int = run.pk, skill: float = skill) -> Iterator[dict[str, Any]]:
+                n = 0
+                for pk in item_ids:
+                    for subject in subjects:
+                        n += 1
+                        values = [
+                            float(min(5, max(1, round(rng.gauss(skill, 1.1)))))
+                            for _ in range(EPOCHS)
+                        ]
+                        judged = sum(values) / EPOCHS
+                        row = {
+                            "run_id": run_id,
+                            "item_id": pk,
+                            "subject": subject,
+                            "status": "ok",
+                            "judge_value": judged,
+                            "final_value": judged,
+                            "round_values": [judged],
+                            "epoch_values": values,
+                            "epoch_spread": max(values) - min(values),
+                        }
+                        if n % SHARE == 0:
+                            override = float(rng.randint(1, 5))
+                            row |= {
+                                "override_value": override,
+                                "final_value": override,
+                                "override_reason": "bench",
+                                "override_by_id": user.pk,
+                                "override_at": now,
+                                "revision": 1,
+                            }
+                        yield row
+
+            bulk_insert(Score, scores())
+        # Every override leaves its event (boards lay overrides over the stored summaries by
+        # them), and a review on 1 in SHARE scores, beside the overridden ones.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f'INSERT INTO "{ScoreEvent._meta.db_table}" '
+                "(score_id, kind, old_value, new_value, reason, user_id, created_at) "
+                "SELECT id, %s, judge_value, override_value, override_reason, override_by_id, "
+                f'override_at FROM "{Score._meta.db_table}" WHERE override_value IS NOT NULL',
+                [ScoreEvent.Kind.OVERRIDE],
+            )
+            cursor.execute(
+                f'INSERT INTO "{Review._meta.db_table}" '
+                "(score_id, user_id, value, reason, seconds, blind, created_at) "
+                f'SELECT id, %s, final_value, %s, 30.0, false, %s FROM "{Score._meta.db_table}" '
+                f"WHERE id %% {SHARE} = {SHARE // 2}",
+                [user.pk, "bench", now],
+            )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return {"task": task, "runs": runs, "seconds": time.perf_counter() - started}
+
+
+def line(name: str, values: list[float], limit: float) -> None:
+    worst = p95(values)
+    print(
+        f"{name}: p50 {statistics.median(values):.0f} ms, p95 {worst:.0f} ms "
+        f"→ {worst / limit:.2f}× the {limit:.0f} ms limit"
+    )
+
+
+def bench_board(data: dict[str, Any], client: Any, user: Any, repeat: int) -> None:
+    from django.urls import reverse
+
+    from apps.judges.models import Score
+    from apps.leaderboards import memo
+    from apps.leaderboards.models import RunSummary
+
+    url = reverse("leaderboards:task", args=[data["task"].slug])
+
+    def get(params: dict[str, str] | None = None) -> Callable[[], None]:
+        def fetch() -> None:
+            response = client.get(url, params or {})
+            assert response.status_code == 200, response.status_code
+
+        return fetch
+
+    RunSummary.objects.all().delete()
+    memo.clear_all()
+    [unsummarised] = timed(get(), 1)
+    print(f"board: first request with no stored run summaries (builds them): {unsummarised:.0f} ms")
+    colds = []
+    for _ in range(max(3, repeat // 4)):
+        memo.clear_all()  # a restarted process: memos empty, stored summaries kept
+        colds += timed(get(), 1)
+    line("board: cold (first request after a restart)", colds, BOARD_COLD_MS)
+    line("board: warm", timed(get(), repeat), BOARD_WARM_MS)
+    changed = []
+    for n in range(repeat):
+        run = data["runs"][n % len(data["runs"])]
+        score = Score.objects.filter(run=run, status="ok").order_by("pk")[n * 7 + 1]
+        score.override(float(1 + n % 5), user, "benchmark override")
+        changed += timed(get(), 1)
+    line("board: right after an override", changed, BOARD_WARM_MS)
+    line("board: tag filter (tag=math)", timed(get({"tag": "math"}), repeat), BOARD_WARM_MS)
+    line("board: common items only", timed(get({"common": "1"}), repeat), BOARD_WARM_MS)
+    [majority_cold] = timed(get({"epochs": "majority"}), 1)
+    print(f"board: majority vote over {EPOCHS} epochs, first request: {majority_cold:.0f} ms")
+    line(
+        f"board: majority vote over {EPOCHS} epochs, warm",
+        timed(get({"epochs": "majority"}), repeat),
+        BOARD_WARM_MS,
+    )
+
+
+def bench_pages(data: dict[str, Any], client: Any, repeat: int) -> None:
+    from django.urls import reverse
+
+    slug = data["task"].slug
+    for name in ("grid", "regressions", "agreement"):
+        url = reverse(f"leaderboards:{name}", args=[slug])
+
+        def fetch(url: str = url) -> None:
+            response = client.get(url)
+            assert response.status_code == 200, (url, response.status_code)
+
+        [first] = timed(fetch, 1)
+        print(f"{name} page: first request {first:.0f} ms")
+        line(f"{name} page: warm", timed(fetch, repeat), PAGE_MS)
+
+
+def bench_review_list(run: Any, client: Any, items: int, repeat: int) -> None:
+    from django.urls import reverse
+
+    url = reverse("review:run", args=[run.pk])
+    client.get(url)  # the first visit computes the run's review counts once (then cached)
+    per_page = 50
+    last = -(-items // per_page)
+    for page in (1, last):
+        params = {"per_page": str(per_page), "page": str(page)}
+
+        def fetch(params: dict[str, str] = params) -> None:
+            response = client.get(url, params)
+            assert response.status_code == 200, response.status_code
+
+        line(
+            f"review list: page {page} of {last} ({per_page} per page)",
+            timed(fetch, repeat),
+            LIST_MS,
+        )
+
+
+def bench_exports(run: Any, items: int, subjects: int) -> None:
+    from apps.leaderboards import exports
+
+    for name, make, header in (
+        ("CSV", exports.results_csv, 1),
+        ("JSONL", exports.results_jsonl, 0),
+    ):
+        start = time.perf_counter()
+        size = lines = 0
+        for chunk in make(run):
+            size += len(chunk)
+            lines += chunk.count("\n")
+        seconds = time.perf_counter() - start
+        rows = lines - header
+        rate = rows / seconds
+        print(
+            f"export {name}: {rows:,} rows for {items:,} items × {subjects} subjects "
+            f"({size / 1e6:.0f} MB) in {seconds:.1f} s = {rate:,.0f} rows/s "
+            f"→ {rate / EXPORT_ROWS_S:.2f}× the {EXPORT_ROWS_S:,} rows/s goal"
+        )
+    tracemalloc.start()
+    size = sum(len(chunk) for chunk in exports.results_csv(run))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(f"export CSV: peak traced memory {peak / 1e6:.1f} MB while writing {size / 1e6:.0f} MB")
+
+
+def bench_size(scores: int) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_database_size(current_database())")
+        [[size]] = cursor.fetchall()
+    print(
+        f"database: {size / 1e9:.2f} GB for {scores:,} scores = "
+        f"{size / 1e6 / (scores / 1e6):,.0f} MB per million scores (with items, reviews, indexes)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--models", type=int, default=20)
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--subjects", type=int, default=5, choices=range(1, 8))
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--quick", action="store_true", help="3 models × 20k items × 5 subjects")
+    args = parser.parse_args()
+    if args.quick:
+        args.models, args.items, args.repeat = 3, 20_000, 8
+    # A `kill` (or bench/run's timeout) stops the throwaway PostgreSQL too: `finally` runs.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    subjects = SUBJECT_NAMES[: args.subjects]
+    scores = args.models * args.items * len(subjects)
+    with (
+        postgres() as url,
+        tempfile.TemporaryDirectory(prefix="evalsite-bench-scale-data-") as tmp,
+    ):
+        setup_django(url, Path(tmp))
+        from django.db import connection
+        from django.test import Client
+        from django.test.utils import setup_test_environment
+
+        setup_test_environment()  # the test client's templates/context without a test DB
+        from tests.base import make_user
+
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW server_version")
+            [[version]] = cursor.fetchall()
+        print(
+            f"machine: {platform.node()}, {platform.processor() or platform.machine()}, "
+            f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; PostgreSQL {version}"
+        )
+        user = make_user("admin", "bench-admin")
+        data = generate(args.models, args.items, subjects, user)
+        print(
+            f"volume: {args.models} models × {args.items:,} items × {len(subjects)} subjects = "
+            f"{scores:,} scores ({EPOCHS} epoch values each), {scores // SHARE:,} overrides, "
+            f"{scores // SHARE:,} reviews; built in {data['seconds']:.0f} s"
+        )
+        client = Client()
+        client.force_login(user)
+        bench_size(scores)
+        bench_board(data, client, user, args.repeat)
+        bench_pages(data, client, args.repeat)
+        bench_review_list(data["runs"][0], client, args.items, args.repeat)
+        bench_exports(data["runs"][0], args.items, len(subjects))
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
+        connection.close()
+
+
+if __name__ == "__main__":
+    main()
