@@ -43,12 +43,13 @@ PROGRAMS = {
     "apt-get",
     "pg_dump",
     "pg_restore",
+    "lm_eval",
 }
 # Values that look like variables (`CLIENT_IP_HEADER=HTTP_X_FORWARDED_FOR`, `TRUE` in a cell).
 VALUES = {"HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO", "UTC", "INFO", "TRUE", "FALSE"}
-# Variables read by others: gunicorn reads WEB_CONCURRENCY, the shell PATH; the API examples
-# set EVALSITE and TOKEN for their curl lines.
-OTHERS = {"WEB_CONCURRENCY", "PATH", "EVALSITE", "TOKEN"}
+# Variables read by others: gunicorn reads WEB_CONCURRENCY, the shell PATH, Python
+# PYTHONDONTWRITEBYTECODE; the API examples set EVALSITE and TOKEN for their curl lines.
+OTHERS = {"WEB_CONCURRENCY", "PATH", "EVALSITE", "TOKEN", "PYTHONDONTWRITEBYTECODE"}
 # Not variables: the dicts a plug-in module listed in EVALSITE_PLUGINS defines (docs/judges.md).
 PLUGIN_DICTS = set(plugins.MODULE_DICTS.values())
 # Files of the machine, not pages of the site.
