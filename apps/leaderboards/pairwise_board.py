@@ -3,13 +3,14 @@ runs compared, from the judge's battles (each (item, pair) judged in both orders
 between the orders is a tie), people's votes in the A/B queue, or both; with the judge's
 position consistency and its agreement with people on the same pairs beside them."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from apps.datasets.models import Task
 from apps.judges.models import Judge, judge_of
 from apps.judges.pairwise import Consistency, consistency, outcomes
+from apps.leaderboards import sequential
 from apps.leaderboards.bradley_terry import LengthControlled, Ratings, length_controlled, ratings
 from apps.leaderboards.style import StyleControlled, controlled, style_counts
 from apps.review.models import Vote
@@ -36,6 +37,8 @@ class PairwiseBoard:
     baseline: str = ""  # with a baseline: each model's win rate against it, raw and
     length_controlled: list[LengthControlled] | None = None  # length-controlled
     style: StyleControlled | None = None  # the ratings at equal length and Markdown
+    # People's votes per pair of models, watched as they come in (#31.4): may the A/B queue stop?
+    vote_sequences: list["VoteSequence"] = field(default_factory=list)
 
     @property
     def source_label(self) -> str:
@@ -44,6 +47,63 @@ class PairwiseBoard:
     @property
     def agreement(self) -> float | None:
         return self.agreeing_votes / self.compared_votes if self.compared_votes else None
+
+
+@dataclass(frozen=True)
+class VoteSequence:
+    """The anytime-valid confidence sequence (apps.leaderboards.sequential) of one pair of
+    models' A/B votes, in the order they were cast: each vote is +1 (a better), −1 (b better)
+    or 0 (tie), so the mean is a's share of wins minus b's. Valid however often it is looked
+    at, so the queue may stop on this pair once it has decided."""
+
+    a: str
+    b: str
+    n: int
+    mean: float
+    low: float
+    high: float
+    state: str
+    decided_at: int | None
+
+    @property
+    def label(self) -> str:
+        decision = {
+            sequential.BETTER: f"decided: {self.a} better",
+            sequential.WORSE: f"decided: {self.b} better",
+            sequential.EQUIVALENT: "decided: no difference larger than δ",
+        }
+        return decision.get(self.state, sequential.DECISIONS[sequential.GOING])
+
+
+def vote_sequences(
+    votes: list[tuple[int, int, str]], names: dict[int, str], horizon: int, delta: float = 0.0
+) -> list[VoteSequence]:
+    """votes: (a run, b run, choice) in the order cast. One sequence per pair of models, the
+    pair's sides in name order (a vote on the pair the other way round counts flipped)."""
+    streams: dict[tuple[int, int], list[float]] = {}
+    for a, b, choice in votes:
+        sign = 1.0 if names[a] <= names[b] else -1.0
+        key = (a, b) if sign > 0 else (b, a)
+        streams.setdefault(key, []).append(sign * (2 * OUTCOME[choice] - 1))
+    out = []
+    for (a, b), diffs in sorted(streams.items(), key=lambda kv: (names[kv[0][0]], names[kv[0][1]])):
+        d = np.array(diffs)
+        size = max(horizon, len(d), sequential.MIN_ITEMS)
+        seq = sequential.running(d, size)
+        state, at = sequential.first_decision(d, delta, size)
+        out.append(
+            VoteSequence(
+                a=names[a],
+                b=names[b],
+                n=len(d),
+                mean=float(seq.mean[-1]),
+                low=float(seq.low[-1]),
+                high=float(seq.high[-1]),
+                state=state,
+                decided_at=at,
+            )
+        )
+    return out
 
 
 def find_set(task: Task, name: str) -> int | None:
@@ -108,6 +168,11 @@ def build(
     if board.ratings is not None:
         plain = {r.model: r.rating for r in board.ratings.ratings}
         board.style = _style_controlled(battles, named, plain)
+    cast = Vote.objects.filter(run__in=mine).order_by("pk")
+    horizon = max((run.dataset.row_count for run in mine), default=0)
+    board.vote_sequences = vote_sequences(
+        list(cast.values_list("a_run_id", "b_run_id", "choice")), names, horizon
+    )
     for run_id, item, a, b, choice in votes:
         verdict = judged.get((run_id, item, a, b))
         if verdict is not None:
