@@ -69,6 +69,7 @@ REVIEW_FIELDS = (
     "adjudicator",
     "sample_percent",
     "sample_seed",
+    "sample_design",  # uniform (the default) or active (#31.2)
     "doubt_spread",
     "doubt_repaired",
     "doubt_confidence",
@@ -525,6 +526,7 @@ def _review(task: Task, entry: Any, plan: Plan, problems: list[str]) -> None:
         "adjudicator": adjudicator.pk if adjudicator else None,
         "sample_percent": entry.get("sample_percent"),
         "sample_seed": entry.get("sample_seed"),
+        "sample_design": entry.get("sample_design") or "",
         "doubt_spread": entry.get("doubt_spread"),
         "doubt_repaired": entry.get("doubt_repaired", False),
         "doubt_confidence": entry.get("doubt_confidence"),
@@ -549,9 +551,16 @@ def _review(task: Task, entry: Any, plan: Plan, problems: list[str]) -> None:
         "adjudicator": policy.adjudicator_id,
         "sample_percent": policy.sample_percent,
         "sample_seed": policy.sample_seed,
+        "sample_design": policy.sample_design,
         **{name: getattr(judging, name) for name in RULE_FIELDS},
     }
     after = {name: cleaned[name] for name in REVIEW_FIELDS}
+    # A file that names no design keeps the policy's (sample_fields); no sample is uniform.
+    after["sample_design"] = (
+        (cleaned["sample_design"] or policy.sample_design)
+        if cleaned["sample_percent"]
+        else ReviewPolicy.Design.UNIFORM
+    )
     after["adjudicator"] = cleaned["adjudicator"].pk if cleaned["adjudicator"] else None
     changed = _differences(before, after)
     if not changed:
@@ -696,6 +705,8 @@ def _review_entry(task: Task, judging: TaskJudging) -> dict[str, Any]:
     if policy.sample_percent:
         out["sample_percent"] = policy.sample_percent
         out["sample_seed"] = policy.sample_seed
+        if policy.sample_design != ReviewPolicy.Design.UNIFORM:
+            out["sample_design"] = policy.sample_design
     for name in RULE_FIELDS:
         if getattr(judging, name) != _default(TaskJudging, name):
             out[name] = getattr(judging, name)

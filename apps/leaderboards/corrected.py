@@ -133,7 +133,8 @@ class Corrected:
 
         return (
             f"The correction changes the ranking on {key}: the judge alone orders "
-            f"{order(self.judge_order)}; corrected by people's values on the random sample, "
+            f"{order(self.judge_order)}; corrected by people's values on the "
+            f"{'active' if self.policy.is_active else 'random'} sample, "
             f"{order(self.rows)}."
         )
 

@@ -733,7 +733,12 @@ def board_header(board: Board) -> list[str]:
             f"{subject}.gap_{row.gap}.{column}" for row in board.gap_rows for column in GAP_COLUMNS
         ]
     if board.corrected is not None:  # PPI++ from the policy's random sample (#31.1)
-        header += ["corrected.rank", "corrected.tied_rank", "corrected.sampled"]
+        header += [
+            "corrected.rank",
+            "corrected.tied_rank",
+            "corrected.sampled",
+            "corrected.reviews_needed",
+        ]
         for name in ["overall", *(info.name for info in board.subjects)]:
             header += [f"{name}.corrected.{stat}" for stat in CORRECTED_COLUMNS]
     header += [f"cost.{column}" for column in costs.CSV_COLUMNS]  # #32.4
@@ -742,7 +747,13 @@ def board_header(board: Board) -> list[str]:
     for info in board.subjects:
         header += [f"{info.name}.{c}" for c in ("weight", "min", "max", "direction")]
     if board.corrected is not None:
-        header += ["corrected.sample", "corrected.ranked_by", "corrected.note"]
+        header += [
+            "corrected.sample",
+            "corrected.ranked_by",
+            "corrected.note",
+            "corrected.design",
+            "corrected.target_width",
+        ]
     return header
 
 
@@ -806,6 +817,9 @@ def corrected_record(corrected: Corrected, row: CorrectedRow) -> dict[str, Any]:
         "rank": corrected.rows.index(row) + 1,
         "tied_rank": corrected.ranks.get(row.run.pk),
         "sampled": row.sampled,
+        # More reviews of the sample for the ranking key's interval to reach the target width
+        # asked for (?target=; None without one, or when the sample cannot reach it).
+        "reviews_needed": row.reviews_needed,
         "overall": estimate_record(row.overall),
         "subjects": {name: estimate_record(cell) for name, cell in row.cells.items()},
     }
@@ -816,10 +830,17 @@ def corrected_meta(corrected: Corrected | None) -> dict[str, Any] | None:
     if corrected is None:
         return None
     return {
-        "method": "PPI++ (power-tuned prediction-powered inference), 95% normal interval",
+        "method": (
+            "active inference: PPI++ with each review weighted by 1/π (its item's recorded "
+            "chance of being drawn), 95% normal interval"
+            if corrected.policy.is_active
+            else "PPI++ (power-tuned prediction-powered inference), 95% normal interval"
+        ),
         "sample": corrected.sample_label,
+        "sample_design": corrected.policy.sample_design,
         "sample_percent": corrected.policy.sample_percent,
         "sample_seed": corrected.policy.sample_seed,
+        "target_width": corrected.target,
         "ranked_by": corrected.key,
         "ranking_changed": corrected.reorders,
         "note": corrected.note,
@@ -997,7 +1018,12 @@ def board_csv(board: Board) -> Iterable[str]:
             # Whole tokens, as the page shows them.
             row.append(None if gap["realised"] is None else round(gap["realised"]))
         if (corrected := record["corrected"]) is not None:
-            row += [corrected["rank"], corrected["tied_rank"], corrected["sampled"]]
+            row += [
+                corrected["rank"],
+                corrected["tied_rank"],
+                corrected["sampled"],
+                corrected["reviews_needed"],
+            ]
             for found in [corrected["overall"], *corrected["subjects"].values()]:
                 row += [
                     _corrected_cell(found, stat) if found else None for stat in CORRECTED_COLUMNS
@@ -1009,6 +1035,8 @@ def board_csv(board: Board) -> Iterable[str]:
                 board.corrected.sample_label,
                 board.corrected.key,
                 board.corrected.note,
+                board.corrected.policy.sample_design,
+                board.corrected.target,
             ]
         writer.writerow(row + [cell(value) for value in built_with + extra])
     return [buffer.getvalue()]

@@ -119,7 +119,7 @@ def board_export(request: AppRequest, slug: str) -> HttpResponseBase:
     if built.judge is None:
         raise Http404("This task has no judged runs yet.")
     matrix = pairs.build(built, request.GET.get("correction", "holm"))
-    built.corrected = corrected.build(built)
+    built.corrected = corrected.build(built, _difference(request.GET.get("target", "")))
     name = f"{task.slug}-{built.judge.name}-v{built.judge.version}-leaderboard"
     if request.GET.get("pairs") == "corrected" and fmt != "jsonl":
         if built.corrected is None:

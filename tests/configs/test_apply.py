@@ -244,3 +244,23 @@ def test_a_random_sample_without_a_seed_is_drawn_once_and_kept(ada) -> None:
     assert (policy.sample_seed, policy.sample_set_at) == (seed, drawn_at)
     # The export names the seed drawn, so the file says which sample it is.
     assert f"  sample_seed: {seed}\n" in export(Task.objects.get(slug="qa"))
+
+
+def test_the_task_file_carries_the_samples_design(ada) -> None:
+    """#31.1 / #31.2: an active sample is a different estimator; the file says which it is."""
+    active = CONFIG.replace("  sample_seed: 7\n", "  sample_seed: 7\n  sample_design: active\n")
+    apply(active)
+    policy = ReviewPolicy.objects.get(task__slug="qa")
+    assert (policy.sample_design, policy.is_active) == ("active", True)
+    exported = export(Task.objects.get(slug="qa"))
+    assert "  sample_design: active\n" in exported
+    assert apply(exported).changed == 0
+    assert apply(CONFIG).changed == 0  # a file naming no design keeps the policy's
+    assert ReviewPolicy.objects.get(task__slug="qa").sample_design == "active"
+    uniform = CONFIG.replace("  sample_seed: 7\n", "  sample_seed: 7\n  sample_design: uniform\n")
+    assert apply(uniform).changed == 1
+    assert ReviewPolicy.objects.get(task__slug="qa").sample_design == "uniform"
+    assert "sample_design" not in export(Task.objects.get(slug="qa"))
+    with pytest.raises(ConfigError) as raised:
+        apply(CONFIG.replace("  sample_seed: 7\n", "  sample_seed: 7\n  sample_design: best\n"))
+    assert any("sample_design" in p and "best" in p for p in raised.value.problems)

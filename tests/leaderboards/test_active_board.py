@@ -3,6 +3,10 @@ probabilities, likelier where the judge is unsure; the queue serves them in draw
 order; the corrected board weights each review by its probability (reviews made out of that
 order wait until the ones before them are made); the reviews a target width needs."""
 
+import csv
+import io
+import json
+
 import numpy as np
 import pytest
 from django.urls import reverse
@@ -140,9 +144,26 @@ def test_queue_serves_the_active_sample_and_board_weights_reviews(active, client
         reverse("leaderboards:task", args=[active["task"].slug]), {"target": str(target)}
     ).content.decode()
     assert 'id="corrected-target"' in html
+    # The board says what the design is: weighted reviews, not "drawn at random" (#31.2).
+    assert "each review weighted by 1/π" in html and "every item alike" not in html
     assert 'data-stat="reviews-needed">' in html
     assert more is not None and 0 < more <= SIZE - 8
     assert f'data-stat="reviews-needed">{more}<' in html
+    # The exports carry it, and the design (#31.1): JSONL and CSV of the same query.
+    export = reverse("leaderboards:task-export", args=[active["task"].slug])
+
+    def body(fmt: str) -> str:
+        got = client.get(export, {"format": fmt, "target": str(target)})
+        return (b"".join(got.streaming_content) if got.streaming else got.content).decode()
+
+    first = json.loads(body("jsonl").splitlines()[0])
+    assert first["corrected"]["reviews_needed"] == more
+    assert first["judge_corrected"]["sample_design"] == "active"
+    assert first["judge_corrected"]["target_width"] == target
+    assert first["judge_corrected"]["method"].startswith("active inference")
+    (row, *_) = csv.DictReader(io.StringIO(body("csv").lstrip("\ufeff")))
+    assert row["corrected.reviews_needed"] == str(more)
+    assert (row["corrected.design"], row["corrected.target_width"]) == ("active", str(target))
     # Asked for the width it has: about none more (the count is of expected reviews, Σ π).
     wide = corrected.build(board, target=width + 1e-6)
     assert wide is not None and wide.rows[0].reviews_needed is not None
