@@ -859,6 +859,8 @@ class BoardQuery(Schema):
     correction: schemas.Correction = "holm"  # p-values of the pairs of models
     # Export: "1" for every pair of models, "corrected" on corrected scores (CSV).
     pairs: Literal["", "0", "1", "corrected"] = ""
+    # An interval width for the corrected scores: the reviews each model needs to reach it.
+    target: float | None = Field(None, gt=0, allow_inf_nan=False)
 
 
 def _board(request: HttpRequest, slug: str, query: BoardQuery) -> tuple[boards.Board, pairs.Pairs]:
@@ -874,7 +876,7 @@ def _board(request: HttpRequest, slug: str, query: BoardQuery) -> tuple[boards.B
             raise Http404(f"No judge {query.judge!r} has judged anything in {task.slug}.")
         raise Http404("This task has no judged runs yet.")
     matrix = pairs.build(built, query.correction)
-    built.corrected = corrected.build(built)
+    built.corrected = corrected.build(built, query.target)
     return built, matrix
 
 

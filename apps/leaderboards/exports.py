@@ -1357,6 +1357,8 @@ PAIRWISE_HEADER = [
 
 
 LENGTH_HEADER = ["baseline", "win_rate_vs_baseline", "lc_win_rate", "length_difference"]
+# Bradley–Terry with style control (#31.3): the rating at equal length and Markdown.
+STYLE_HEADER = ["style_rating", "style_ci_low", "style_ci_high", "style_rank"]
 
 
 def pairwise_records(board: PairwiseBoard) -> list[dict[str, Any]]:
@@ -1365,6 +1367,7 @@ def pairwise_records(board: PairwiseBoard) -> list[dict[str, Any]]:
     judge = f"{board.judge.name} v{board.judge.version}" if board.judge else ""
     stats = board.consistency
     against = {r.model: r for r in board.length_controlled or []}
+    styled = {r.model: r for r in board.style.ratings} if board.style is not None else {}
     records = []
     for r in board.ratings.ratings if board.ratings else []:
         record: dict[str, Any] = {
@@ -1384,6 +1387,14 @@ def pairwise_records(board: PairwiseBoard) -> list[dict[str, Any]]:
             "position_consistency": None if stats is None else _rounded(stats.rate, 4),
             "first_position_share": None if stats is None else _rounded(stats.first_share, 4),
         }
+        if board.style is not None:
+            eq = styled.get(r.model)
+            record |= {
+                "style_rating": None if eq is None else round(eq.rating, 1),
+                "style_ci_low": None if eq is None else round(eq.low, 1),
+                "style_ci_high": None if eq is None else round(eq.high, 1),
+                "style_rank": None if eq is None else eq.rank,
+            }
         if board.baseline:
             lc = against.get(r.model)
             record |= {
@@ -1397,7 +1408,11 @@ def pairwise_records(board: PairwiseBoard) -> list[dict[str, Any]]:
 
 
 def pairwise_csv(board: PairwiseBoard) -> Iterable[str]:
-    header = PAIRWISE_HEADER + (LENGTH_HEADER if board.baseline else [])
+    header = (
+        PAIRWISE_HEADER
+        + (STYLE_HEADER if board.style is not None else [])
+        + (LENGTH_HEADER if board.baseline else [])
+    )
     return [records_csv(header, pairwise_records(board))]
 
 

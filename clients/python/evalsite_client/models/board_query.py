@@ -35,6 +35,7 @@ class BoardQuery:
         epochs (None | str | Unset):
         correction (BoardQueryCorrection | Unset):  Default: BoardQueryCorrection.HOLM.
         pairs (BoardQueryPairs | Unset):  Default: BoardQueryPairs.VALUE_0.
+        target (float | None | Unset):
     """
 
     judge: int | None | str | Unset = UNSET
@@ -50,6 +51,7 @@ class BoardQuery:
     epochs: None | str | Unset = UNSET
     correction: BoardQueryCorrection | Unset = BoardQueryCorrection.HOLM
     pairs: BoardQueryPairs | Unset = BoardQueryPairs.VALUE_0
+    target: float | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,6 +121,12 @@ class BoardQuery:
         if not isinstance(self.pairs, Unset):
             pairs = self.pairs.value
 
+        target: float | None | Unset
+        if isinstance(self.target, Unset):
+            target = UNSET
+        else:
+            target = self.target
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update({})
@@ -148,6 +156,8 @@ class BoardQuery:
             field_dict["correction"] = correction
         if pairs is not UNSET:
             field_dict["pairs"] = pairs
+        if target is not UNSET:
+            field_dict["target"] = target
 
         return field_dict
 
@@ -263,6 +273,15 @@ class BoardQuery:
         else:
             pairs = BoardQueryPairs(_pairs)
 
+        def _parse_target(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        target = _parse_target(d.pop("target", UNSET))
+
         board_query = cls(
             judge=judge,
             judge_version=judge_version,
@@ -277,6 +296,7 @@ class BoardQuery:
             epochs=epochs,
             correction=correction,
             pairs=pairs,
+            target=target,
         )
 
         board_query.additional_properties = d

@@ -33,6 +33,7 @@ def _get_kwargs(
     epochs: None | str | Unset = UNSET,
     correction: LeaderboardCorrection | Unset = LeaderboardCorrection.HOLM,
     pairs: LeaderboardPairs | Unset = LeaderboardPairs.VALUE_0,
+    target: float | None | Unset = UNSET,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
@@ -120,6 +121,13 @@ def _get_kwargs(
 
     params["pairs"] = json_pairs
 
+    json_target: float | None | Unset
+    if isinstance(target, Unset):
+        json_target = UNSET
+    else:
+        json_target = target
+    params["target"] = json_target
+
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
     _kwargs: dict[str, Any] = {
@@ -200,6 +208,7 @@ def sync_detailed(
     epochs: None | str | Unset = UNSET,
     correction: LeaderboardCorrection | Unset = LeaderboardCorrection.HOLM,
     pairs: LeaderboardPairs | Unset = LeaderboardPairs.VALUE_0,
+    target: float | None | Unset = UNSET,
 ) -> Response[BoardOut | Error]:
     """A task's leaderboard
 
@@ -224,6 +233,7 @@ def sync_detailed(
         epochs (None | str | Unset):
         correction (LeaderboardCorrection | Unset):  Default: LeaderboardCorrection.HOLM.
         pairs (LeaderboardPairs | Unset):  Default: LeaderboardPairs.VALUE_0.
+        target (float | None | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -248,6 +258,7 @@ def sync_detailed(
         epochs=epochs,
         correction=correction,
         pairs=pairs,
+        target=target,
     )
 
     response = client.get_httpx_client().request(
@@ -274,6 +285,7 @@ def sync(
     epochs: None | str | Unset = UNSET,
     correction: LeaderboardCorrection | Unset = LeaderboardCorrection.HOLM,
     pairs: LeaderboardPairs | Unset = LeaderboardPairs.VALUE_0,
+    target: float | None | Unset = UNSET,
 ) -> BoardOut | Error | None:
     """A task's leaderboard
 
@@ -298,6 +310,7 @@ def sync(
         epochs (None | str | Unset):
         correction (LeaderboardCorrection | Unset):  Default: LeaderboardCorrection.HOLM.
         pairs (LeaderboardPairs | Unset):  Default: LeaderboardPairs.VALUE_0.
+        target (float | None | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -323,6 +336,7 @@ def sync(
         epochs=epochs,
         correction=correction,
         pairs=pairs,
+        target=target,
     ).parsed
 
 
@@ -343,6 +357,7 @@ async def asyncio_detailed(
     epochs: None | str | Unset = UNSET,
     correction: LeaderboardCorrection | Unset = LeaderboardCorrection.HOLM,
     pairs: LeaderboardPairs | Unset = LeaderboardPairs.VALUE_0,
+    target: float | None | Unset = UNSET,
 ) -> Response[BoardOut | Error]:
     """A task's leaderboard
 
@@ -367,6 +382,7 @@ async def asyncio_detailed(
         epochs (None | str | Unset):
         correction (LeaderboardCorrection | Unset):  Default: LeaderboardCorrection.HOLM.
         pairs (LeaderboardPairs | Unset):  Default: LeaderboardPairs.VALUE_0.
+        target (float | None | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -391,6 +407,7 @@ async def asyncio_detailed(
         epochs=epochs,
         correction=correction,
         pairs=pairs,
+        target=target,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -415,6 +432,7 @@ async def asyncio(
     epochs: None | str | Unset = UNSET,
     correction: LeaderboardCorrection | Unset = LeaderboardCorrection.HOLM,
     pairs: LeaderboardPairs | Unset = LeaderboardPairs.VALUE_0,
+    target: float | None | Unset = UNSET,
 ) -> BoardOut | Error | None:
     """A task's leaderboard
 
@@ -439,6 +457,7 @@ async def asyncio(
         epochs (None | str | Unset):
         correction (LeaderboardCorrection | Unset):  Default: LeaderboardCorrection.HOLM.
         pairs (LeaderboardPairs | Unset):  Default: LeaderboardPairs.VALUE_0.
+        target (float | None | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -465,5 +484,6 @@ async def asyncio(
             epochs=epochs,
             correction=correction,
             pairs=pairs,
+            target=target,
         )
     ).parsed

@@ -33,6 +33,7 @@ def _get_kwargs(
     epochs: None | str | Unset = UNSET,
     correction: LeaderboardExportCorrection | Unset = LeaderboardExportCorrection.HOLM,
     pairs: LeaderboardExportPairs | Unset = LeaderboardExportPairs.VALUE_0,
+    target: float | None | Unset = UNSET,
     format_: LeaderboardExportFormat | Unset = LeaderboardExportFormat.CSV,
 ) -> dict[str, Any]:
 
@@ -121,6 +122,13 @@ def _get_kwargs(
 
     params["pairs"] = json_pairs
 
+    json_target: float | None | Unset
+    if isinstance(target, Unset):
+        json_target = UNSET
+    else:
+        json_target = target
+    params["target"] = json_target
+
     json_format_: str | Unset = UNSET
     if not isinstance(format_, Unset):
         json_format_ = format_.value
@@ -206,6 +214,7 @@ def sync_detailed(
     epochs: None | str | Unset = UNSET,
     correction: LeaderboardExportCorrection | Unset = LeaderboardExportCorrection.HOLM,
     pairs: LeaderboardExportPairs | Unset = LeaderboardExportPairs.VALUE_0,
+    target: float | None | Unset = UNSET,
     format_: LeaderboardExportFormat | Unset = LeaderboardExportFormat.CSV,
 ) -> Response[Error | str]:
     """Export a leaderboard
@@ -228,6 +237,7 @@ def sync_detailed(
         correction (LeaderboardExportCorrection | Unset):  Default:
             LeaderboardExportCorrection.HOLM.
         pairs (LeaderboardExportPairs | Unset):  Default: LeaderboardExportPairs.VALUE_0.
+        target (float | None | Unset):
         format_ (LeaderboardExportFormat | Unset):  Default: LeaderboardExportFormat.CSV.
 
     Raises:
@@ -253,6 +263,7 @@ def sync_detailed(
         epochs=epochs,
         correction=correction,
         pairs=pairs,
+        target=target,
         format_=format_,
     )
 
@@ -280,6 +291,7 @@ def sync(
     epochs: None | str | Unset = UNSET,
     correction: LeaderboardExportCorrection | Unset = LeaderboardExportCorrection.HOLM,
     pairs: LeaderboardExportPairs | Unset = LeaderboardExportPairs.VALUE_0,
+    target: float | None | Unset = UNSET,
     format_: LeaderboardExportFormat | Unset = LeaderboardExportFormat.CSV,
 ) -> Error | str | None:
     """Export a leaderboard
@@ -302,6 +314,7 @@ def sync(
         correction (LeaderboardExportCorrection | Unset):  Default:
             LeaderboardExportCorrection.HOLM.
         pairs (LeaderboardExportPairs | Unset):  Default: LeaderboardExportPairs.VALUE_0.
+        target (float | None | Unset):
         format_ (LeaderboardExportFormat | Unset):  Default: LeaderboardExportFormat.CSV.
 
     Raises:
@@ -328,6 +341,7 @@ def sync(
         epochs=epochs,
         correction=correction,
         pairs=pairs,
+        target=target,
         format_=format_,
     ).parsed
 
@@ -349,6 +363,7 @@ async def asyncio_detailed(
     epochs: None | str | Unset = UNSET,
     correction: LeaderboardExportCorrection | Unset = LeaderboardExportCorrection.HOLM,
     pairs: LeaderboardExportPairs | Unset = LeaderboardExportPairs.VALUE_0,
+    target: float | None | Unset = UNSET,
     format_: LeaderboardExportFormat | Unset = LeaderboardExportFormat.CSV,
 ) -> Response[Error | str]:
     """Export a leaderboard
@@ -371,6 +386,7 @@ async def asyncio_detailed(
         correction (LeaderboardExportCorrection | Unset):  Default:
             LeaderboardExportCorrection.HOLM.
         pairs (LeaderboardExportPairs | Unset):  Default: LeaderboardExportPairs.VALUE_0.
+        target (float | None | Unset):
         format_ (LeaderboardExportFormat | Unset):  Default: LeaderboardExportFormat.CSV.
 
     Raises:
@@ -396,6 +412,7 @@ async def asyncio_detailed(
         epochs=epochs,
         correction=correction,
         pairs=pairs,
+        target=target,
         format_=format_,
     )
 
@@ -421,6 +438,7 @@ async def asyncio(
     epochs: None | str | Unset = UNSET,
     correction: LeaderboardExportCorrection | Unset = LeaderboardExportCorrection.HOLM,
     pairs: LeaderboardExportPairs | Unset = LeaderboardExportPairs.VALUE_0,
+    target: float | None | Unset = UNSET,
     format_: LeaderboardExportFormat | Unset = LeaderboardExportFormat.CSV,
 ) -> Error | str | None:
     """Export a leaderboard
@@ -443,6 +461,7 @@ async def asyncio(
         correction (LeaderboardExportCorrection | Unset):  Default:
             LeaderboardExportCorrection.HOLM.
         pairs (LeaderboardExportPairs | Unset):  Default: LeaderboardExportPairs.VALUE_0.
+        target (float | None | Unset):
         format_ (LeaderboardExportFormat | Unset):  Default: LeaderboardExportFormat.CSV.
 
     Raises:
@@ -470,6 +489,7 @@ async def asyncio(
             epochs=epochs,
             correction=correction,
             pairs=pairs,
+            target=target,
             format_=format_,
         )
     ).parsed
