@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
+from apps.accounts.models import ApiToken
 from apps.datasets.models import Item
 from apps.judges.models import Score
 from apps.leaderboards import boards, corrected
@@ -164,6 +165,15 @@ def test_queue_serves_the_active_sample_and_board_weights_reviews(active, client
     (row, *_) = csv.DictReader(io.StringIO(body("csv").lstrip("\ufeff")))
     assert row["corrected.reviews_needed"] == str(more)
     assert (row["corrected.design"], row["corrected.target_width"]) == ("active", str(target))
+    # And the API, with the same query (#31.1).
+    _, raw = ApiToken.issue(viewer, "script")
+    api = client.get(
+        f"/api/v1/leaderboards/{active['task'].slug}/",
+        {"target": str(target)},
+        headers={"Authorization": f"Bearer {raw}"},
+    ).json()
+    assert api["rows"][0]["corrected"]["reviews_needed"] == more
+    assert api["judge_corrected"]["sample_design"] == "active"
     # Asked for the width it has: about none more (the count is of expected reviews, Σ π).
     wide = corrected.build(board, target=width + 1e-6)
     assert wide is not None and wide.rows[0].reviews_needed is not None

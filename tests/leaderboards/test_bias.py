@@ -255,9 +255,16 @@ def test_the_pairwise_board_shows_the_style_controlled_fit_beside_the_plain_one(
     assert board.style.constant == ["headers", "lists", "bold"]
     assert [c.feature for c in board.style.coefficients] == ["length"]
     assert styled["gpt"].moved == pytest.approx(styled["gpt"].rating - plain["gpt"])
-    html = viewer().get(reverse("leaderboards:pairwise", args=[judge.task.slug])).content.decode()
+    client = viewer()
+    html = client.get(reverse("leaderboards:pairwise", args=[judge.task.slug])).content.decode()
     assert 'id="style-ratings"' in html and 'id="pairwise-ratings"' in html
     assert "headers, lists, bold never differed here" in html
+    # The exports carry the style-controlled fit beside the plain one (#31.1).
+    export = reverse("leaderboards:pairwise", args=[judge.task.slug])
+    text = client.get(export, {"format": "csv"}).content.decode().lstrip("\ufeff")
+    rows = {row["model"]: row for row in csv.DictReader(io.StringIO(text))}
+    assert float(rows["gpt"]["style_rating"]) == round(styled["gpt"].rating, 1)
+    assert float(rows["llama"]["style_ci_low"]) == round(styled["llama"].low, 1)
 
 
 @pytest.mark.django_db
