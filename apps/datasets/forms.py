@@ -25,7 +25,11 @@ class TaskForm(forms.ModelForm):
     """A new task, in one of the projects where its maker is a reviewer (`projects`); with
     only one, the field may be left out."""
 
-    project = forms.ModelChoiceField(queryset=Project.objects.none(), required=False)
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.none(),
+        required=False,
+        help_text="Its members see the task and everything in it.",
+    )
 
     class Meta:
         model = Task

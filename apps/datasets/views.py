@@ -45,10 +45,16 @@ LISTED_REFERENCE_LIKE = 10
 
 
 def task_list(request: AppRequest) -> HttpResponse:
-    tasks = Task.objects.for_user(request.user).annotate(
-        dataset_count=Count("datasets", distinct=True), run_count=Count("runs", distinct=True)
+    tasks = list(
+        Task.objects.for_user(request.user)
+        .select_related("project")
+        .annotate(
+            dataset_count=Count("datasets", distinct=True), run_count=Count("runs", distinct=True)
+        )
     )
-    return render(request, "datasets/task_list.html", {"tasks": tasks})
+    # A project column only where it tells tasks apart.
+    several = len({task.project_id for task in tasks}) > 1
+    return render(request, "datasets/task_list.html", {"tasks": tasks, "several_projects": several})
 
 
 @reviewer_required

@@ -6,6 +6,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.urls import reverse
 
 from apps.accounts.models import Membership, Project, User
 from apps.datasets.models import Task
@@ -128,3 +129,26 @@ def test_a_task_file_applied_as_a_user_changes_only_their_projects_tasks(tmp_pat
     path.write_text("task:\n  slug: mine\n  name: Mine\n")
     call_command("apply", str(path), "--user", "ann")
     assert Task.objects.get(slug="mine").project.slug == "default"
+
+
+@pytest.mark.django_db
+def test_a_new_task_goes_to_the_project_chosen_among_the_makers_own(client):
+    a = Project.objects.create(slug="a", name="Team A")
+    b = Project.objects.create(slug="b", name="Team B")
+    c = Project.objects.create(slug="c", name="Team C")
+    ann = make_user("reviewer", "ann", project=a)
+    b.add_member(ann, "reviewer")
+    c.add_member(ann, "viewer")
+    client.force_login(ann)
+    url = reverse("datasets:task-create")
+    page = client.post(url, {"slug": "qa", "name": "QA"}).content.decode()
+    assert "Choose the project the task belongs to." in page
+    page = client.post(url, {"slug": "qa", "name": "QA", "project": c.pk}).content.decode()
+    assert "Select a valid choice" in page  # a viewer there makes no task
+    assert client.post(url, {"slug": "qa", "name": "QA", "project": b.pk}).status_code == 302
+    assert Task.objects.get(slug="qa").project == b
+    listing = client.get(reverse("datasets:task-list")).content.decode()
+    assert "<th>Project</th>" not in listing  # one project's tasks: nothing to tell apart
+    Task.objects.create(slug="other", name="Other", project=a)
+    listing = client.get(reverse("datasets:task-list")).content.decode()
+    assert "<th>Project</th>" in listing and "Team B" in listing
