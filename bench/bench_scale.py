@@ -324,11 +324,17 @@ def bench_pages(data: dict[str, Any], client: Any, repeat: int) -> None:
     from django.urls import reverse
 
     slug = data["task"].slug
-    for name in ("grid", "regressions", "agreement"):
+    first, last = data["runs"][0], data["runs"][-1]
+    pages = {
+        "grid": {},  # the first dataset × judge, every model
+        "regressions": {"a": str(first.pk), "b": str(last.pk)},  # the first model vs the last
+        "agreement": {},
+    }
+    for name, params in pages.items():
         url = reverse(f"leaderboards:{name}", args=[slug])
 
-        def fetch(url: str = url) -> None:
-            response = client.get(url)
+        def fetch(url: str = url, params: dict[str, str] = params) -> None:
+            response = client.get(url, params)
             assert response.status_code == 200, (url, response.status_code)
 
         [first] = timed(fetch, 1)
