@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 from ppi_py import ppi_mean_ci
 from statsmodels.stats.multitest import multipletests
@@ -181,6 +181,27 @@ def test_page_exports_api_and_cli_carry_it(inverted, client):
     out = io.StringIO()
     call_command("leaderboard", task.slug, "--corrected-pairs", stdout=out)
     assert out.getvalue().count("\n") >= 4
+
+
+def test_the_command_takes_a_target_width_as_the_page_does(inverted, capsys):
+    """`leaderboard --target W` gives the reviews each model needs for its corrected interval
+    to reach W, the numbers the page and export give for ?target=W."""
+    task = inverted["task"]
+    board = built(task)
+    width = max(
+        row.cells["accuracy"].high - row.cells["accuracy"].low for row in board.corrected.rows
+    )
+    target = width / 2
+    wanted = {row.label: row.reviews_needed for row in corrected.build(board, target=target).rows}
+    assert any(v for v in wanted.values())
+    capsys.readouterr()
+    call_command("leaderboard", task.slug, "--target", str(target), "--format", "jsonl")
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    got = {r["model"]: r["corrected"]["reviews_needed"] for r in records if r.get("model")}
+    assert got == wanted
+    assert records[0]["judge_corrected"]["target_width"] == pytest.approx(target)
+    with pytest.raises(CommandError, match="--target must be a width above 0"):
+        call_command("leaderboard", task.slug, "--target", "0", stdout=io.StringIO())
 
 
 def test_a_sample_drawn_and_not_reviewed_yet_shows_the_board(db, client):

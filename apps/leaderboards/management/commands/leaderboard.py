@@ -12,6 +12,7 @@ a model never ranks higher by failing; `--scoring answered` ranks by the answere
 """
 
 import json
+import math
 import sys
 from typing import Any
 
@@ -102,6 +103,12 @@ class Command(BaseCommand):
             "--baseline",
             help="with --pairwise: a model's name; adds win rates against it, raw and "
             "length-controlled",
+        )
+        parser.add_argument(
+            "--target",
+            type=float,
+            help="an interval width: the corrected board adds the reviews of the random sample "
+            "each model's interval needs to reach it (as ?target= on the page and export)",
         )
         parser.add_argument("--format", choices=["table", "csv", "jsonl"], default="table")
 
@@ -204,7 +211,10 @@ class Command(BaseCommand):
         if options["tag"] and options["tag"] not in board.tags:
             raise CommandError(f"No item of {task.slug} has the tag {options['tag']!r}.")
         matrix = pairs.build(board, options["correction"])
-        board.corrected = corrected.build(board)
+        target = options["target"]
+        if target is not None and not (math.isfinite(target) and target > 0):
+            raise CommandError(f"--target must be a width above 0, not {target}.")
+        board.corrected = corrected.build(board, target)
         if options["corrected_pairs"]:
             if board.corrected is None:
                 raise CommandError(
