@@ -130,6 +130,11 @@ def test_a_member_of_project_a_reads_and_changes_nothing_of_project_b(client: Cl
     make_qa_dataset(task_a, 2, name="a-set")
     project_b, b = _project_b()
     members = [make_user(role, f"a-{role}", project=project_a) for role in ("viewer", "reviewer")]
+    # One signed-in browser and one API token per member, for the whole walk.
+    clients = {user.pk: Client() for user in members}
+    tokens = {user.pk: ApiToken.issue(user, "walk")[1] for user in members}
+    for user in members:
+        clients[user.pk].force_login(user)
     admin = make_user("admin", "root")
     before = _snapshot()
     query = _query(b)
@@ -148,19 +153,18 @@ def test_a_member_of_project_a_reads_and_changes_nothing_of_project_b(client: Cl
         api = name.startswith("api:")
         methods = API_METHODS[_shape(route)] if api else ["GET", "POST"]
         for user in members:
-            client.force_login(user)
-            token = ApiToken.issue(user, "walk")[1] if api else None
-            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            browser = clients[user.pk]
+            headers = {"Authorization": f"Bearer {tokens[user.pk]}"} if api else {}
             for method in methods:
                 if method in ("GET", "DELETE"):
-                    response = client.generic(
+                    response = browser.generic(
                         method,
                         url,
                         headers=headers,
                         QUERY_STRING="&".join(f"{k}={v}" for k, v in query.items()),
                     )
                 elif api:
-                    response = client.generic(
+                    response = browser.generic(
                         method,
                         url,
                         data=json.dumps(body),
@@ -168,7 +172,7 @@ def test_a_member_of_project_a_reads_and_changes_nothing_of_project_b(client: Cl
                         headers=headers,
                     )
                 else:
-                    response = client.post(url, body)
+                    response = browser.post(url, body)
                 walked += 1
                 seen = response.content.decode(errors="replace") + response.get("Location", "")
                 assert SECRET not in seen, (user.username, method, url, response.status_code)
