@@ -63,7 +63,9 @@ def project_ids(match: ResolverMatch) -> dict[int | None, tuple[str, Any, str]]:
     """{project id: (param, value, model label)} of the objects the URL names (None for one
     that does not exist: its view answers 404 itself)."""
     found: dict[int | None, tuple[str, Any, str]] = {}
-    for param, value in match.kwargs.items():
+    # Only what the URL carries: a route's own fixed arguments (path(..., {"kind": "script"}))
+    # name nothing of a project.
+    for param, value in match.captured_kwargs.items():  # type: ignore[attr-defined]  # not in django-stubs
         try:
             owner = owner_of(match.namespace, match.url_name, param)
         except KeyError as error:
