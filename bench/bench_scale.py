@@ -17,6 +17,11 @@ the machine and the data volume first.
 
 The full size (20 × 100k × 5 = 10M scores) wants ~10 GB of disk and an hour on a quiet
 machine; `--quick` (3 × 20k × 5 = 300k scores) checks the benchmark itself in a few minutes.
+
+`--keep DIR` keeps the throwaway cluster's data in DIR: a later run with the same DIR and
+sizes skips the build (it migrates the kept database and measures again), so a change to the
+code can be measured on the same data in minutes. `--only board,pages,review,exports,size`
+measures some sections only.
 """
 
 import argparse
@@ -62,8 +67,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def postgres() -> Iterator[str]:
-    """DATABASE_URL if it is PostgreSQL, else a throwaway cluster's URL (stopped afterwards)."""
+def postgres(keep: Path | None = None) -> Iterator[str]:
+    """DATABASE_URL if it is PostgreSQL, else a throwaway cluster's URL (stopped afterwards;
+    deleted too unless `keep` names the directory that holds it across runs)."""
     url = os.environ.get("DATABASE_URL", "")
     if url.startswith(("postgres://", "postgresql://")):
         yield url
@@ -72,13 +78,48 @@ def postgres() -> Iterator[str]:
     if not found:
         raise SystemExit("no PostgreSQL here: set DATABASE_URL or install postgresql")
     bindir = Path(found[-1]).parent
-    work = Path(tempfile.mkdtemp(prefix="evalsite-bench-scale-"))
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    work = (
+        keep.resolve()
+        if keep is not None
+        else Path(tempfile.mkdtemp(prefix="evalsite-bench-scale-"))
+    )
     as_pg: list[str] = []
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root
         shutil.chown(work, "postgres", "postgres")
         os.chmod(work, 0o755)
         as_pg = ["runuser", "-u", "postgres", "--"]
     data, port = work / "data", free_port()
+    kept = (data / "PG_VERSION").exists()
+    if not kept:
+        initdb(bindir, data, as_pg, work)
+    server = start_server(bindir, data, port, as_pg, work)
+    try:
+        wait_ready(bindir, port, server, work)
+        if not kept:
+            subprocess.run(
+                [
+                    str(bindir / "createdb"),
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    str(port),
+                    "-U",
+                    "postgres",
+                    "evalsite",
+                ],
+                check=True,
+            )
+        yield f"postgres://postgres@127.0.0.1:{port}/evalsite"
+    finally:
+        server.terminate()
+        server.wait(timeout=120)
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def initdb(bindir: Path, data: Path, as_pg: list[str], work: Path) -> None:
     subprocess.run(
         [
             *as_pg,
@@ -98,7 +139,12 @@ def postgres() -> Iterator[str]:
         capture_output=True,
         cwd=work,
     )
-    server = subprocess.Popen(
+
+
+def start_server(
+    bindir: Path, data: Path, port: int, as_pg: list[str], work: Path
+) -> subprocess.Popen:
+    return subprocess.Popen(
         [
             *as_pg,
             str(bindir / "postgres"),
@@ -120,35 +166,19 @@ def postgres() -> Iterator[str]:
             "shared_buffers=256MB",
         ],
         stdout=subprocess.DEVNULL,
-        stderr=open(work / "postgres.log", "w"),  # noqa: SIM115
+        stderr=open(work / "postgres.log", "a"),
         cwd=work,
     )
-    try:
-        deadline = time.monotonic() + 60
-        while subprocess.run(
-            [str(bindir / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(port)]
-        ).returncode:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"PostgreSQL did not start: see {work / 'postgres.log'}")
-            time.sleep(0.2)
-        subprocess.run(
-            [
-                str(bindir / "createdb"),
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-U",
-                "postgres",
-                "evalsite",
-            ],
-            check=True,
-        )
-        yield f"postgres://postgres@127.0.0.1:{port}/evalsite"
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-        shutil.rmtree(work, ignore_errors=True)
+
+
+def wait_ready(bindir: Path, port: int, server: subprocess.Popen, work: Path) -> None:
+    deadline = time.monotonic() + 120
+    while subprocess.run(
+        [str(bindir / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(port)]
+    ).returncode:
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"PostgreSQL did not start: see {work / 'postgres.log'}")
+        time.sleep(0.2)
 
 
 def setup_django(url: str, workdir: Path) -> None:
@@ -402,6 +432,27 @@ def bench_size(scores: int) -> None:
     )
 
 
+SECTIONS = ("size", "board", "pages", "review", "exports")
+
+
+def volume_name(models: int, items: int, subjects: int) -> str:
+    return f"Scale {models} models × {items} items × {subjects} subjects"
+
+
+def kept_data(models: int, items: int, subjects: int) -> dict[str, Any] | None:
+    """The data a kept cluster already holds for these sizes (None: build it)."""
+    from apps.datasets.models import Task
+    from apps.runs.models import Run
+
+    task = Task.objects.filter(slug="scale").first()
+    if task is None:
+        return None
+    if task.name != volume_name(models, items, subjects):
+        raise SystemExit(f"the kept database holds {task.name!r}: use another --keep directory")
+    runs = list(Run.objects.filter(task=task, kind="judge").order_by("pk"))
+    return {"task": task, "runs": runs, "seconds": 0.0}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -411,15 +462,20 @@ def main() -> None:
     parser.add_argument("--subjects", type=int, default=5, choices=range(1, 8))
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="3 models × 20k items × 5 subjects")
+    parser.add_argument("--keep", type=Path, help="keep the PostgreSQL cluster in this directory")
+    parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
     args = parser.parse_args()
     if args.quick:
         args.models, args.items, args.repeat = 3, 20_000, 8
+    only = set(args.only.split(","))
+    if unknown := only - set(SECTIONS):
+        parser.error(f"unknown sections {sorted(unknown)}: choose from {', '.join(SECTIONS)}")
     # A `kill` (or bench/run's timeout) stops the throwaway PostgreSQL too: `finally` runs.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     subjects = SUBJECT_NAMES[: args.subjects]
     scores = args.models * args.items * len(subjects)
     with (
-        postgres() as url,
+        postgres(args.keep) as url,
         tempfile.TemporaryDirectory(prefix="evalsite-bench-scale-data-") as tmp,
     ):
         setup_django(url, Path(tmp))
@@ -428,6 +484,7 @@ def main() -> None:
         from django.test.utils import setup_test_environment
 
         setup_test_environment()  # the test client's templates/context without a test DB
+        from apps.accounts.models import User
         from tests.base import make_user
 
         with connection.cursor() as cursor:
@@ -437,20 +494,36 @@ def main() -> None:
             f"machine: {platform.node()}, {platform.processor() or platform.machine()}, "
             f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; PostgreSQL {version}"
         )
-        user = make_user("admin", "bench-admin")
-        data = generate(args.models, args.items, subjects, user)
+        data = kept_data(args.models, args.items, len(subjects))
+        user = User.objects.filter(username="bench-admin").first() or make_user(
+            "admin", "bench-admin"
+        )
+        if data is None:
+            data = generate(args.models, args.items, subjects, user)
+            data["task"].name = volume_name(args.models, args.items, len(subjects))
+            data["task"].save(update_fields=["name"])
         print(
             f"volume: {args.models} models × {args.items:,} items × {len(subjects)} subjects = "
             f"{scores:,} scores ({EPOCHS} epoch values each), {scores // SHARE:,} overrides, "
-            f"{scores // SHARE:,} reviews; built in {data['seconds']:.0f} s"
+            f"{scores // SHARE:,} reviews; "
+            + (
+                f"built in {data['seconds']:.0f} s"
+                if data["seconds"]
+                else "kept from an earlier run"
+            )
         )
         client = Client()
         client.force_login(user)
-        bench_size(scores)
-        bench_board(data, client, user, args.repeat)
-        bench_pages(data, client, args.repeat)
-        bench_review_list(data["runs"][0], client, args.items, args.repeat)
-        bench_exports(data["runs"][0], args.items, len(subjects))
+        if "size" in only:
+            bench_size(scores)
+        if "board" in only:
+            bench_board(data, client, user, args.repeat)
+        if "pages" in only:
+            bench_pages(data, client, args.repeat)
+        if "review" in only:
+            bench_review_list(data["runs"][0], client, args.items, args.repeat)
+        if "exports" in only:
+            bench_exports(data["runs"][0], args.items, len(subjects))
         print(f"load average {os.getloadavg()[0]:.1f} at the end")
         connection.close()
 
