@@ -28,15 +28,20 @@ Blind entries, and reviews given in blind mode, are kept apart too: `blind_exact
 of them on the judge's step, a measure no anchoring on the judge can inflate.
 """
 
+import itertools
+import math
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, OuterRef, Q
+import numpy as np
+from django.db import connection
+from django.db.models import Count, Max, Q
 
 from apps.datasets.models import Task
-from apps.judges.models import Judge, Score
+from apps.judges.models import Judge, JudgeRun, Score, ScoreEvent
+from apps.leaderboards.memo import Memo, review_state, run_state
+from apps.leaderboards.people import PeopleAgreement, people_agreement
 from apps.leaderboards.stats import (
     categories_for,
-    confusion,
     same_step,
     scale_bounds,
     weighted_kappa,
@@ -82,17 +87,91 @@ class Agreement:
         return list(zip(self.categories or [], self.matrix, strict=False))
 
 
-def blind_values(task: Task) -> dict[int, list[float]]:
-    """score id -> the values people gave it without having seen the judge's: blind entries,
-    and reviews submitted in blind mode. People type these one by one, so a task has few
-    enough to hold in memory."""
-    values: dict[int, list[float]] = {}
-    scope = {"score__run__task": task, "score__run__kind": Run.Kind.JUDGE}
-    for model, extra in ((BlindEntry, {}), (Review, {"blind": True})):
-        found = model.objects.filter(**scope, **extra).values_list("score_id", "value")
-        for score_id, value in found.iterator(chunk_size=5000):
-            values.setdefault(score_id, []).append(float(value))
-    return values
+# Counted in SQL, grouped by what decides a reviewed score's kind and pair: a task with 10M
+# scores and 1 % of them reviewed has 200k reviewed scores but only a few thousand distinct
+# groups. A reviewed score holds an override or a confirmation (each made through
+# `Score._apply` or `confirm_many`, which leave a ScoreEvent), a blind entry or a review, so
+# it is looked up through those tables' score ids (index lookups), never by scanning the
+# task's scores.
+_REVIEWED = """
+WITH blind AS (
+    SELECT score_id, COUNT(*) AS n, MIN(value) AS low, MAX(value) AS high FROM (
+        SELECT score_id, value FROM {blind_entry}
+        UNION ALL SELECT score_id, value FROM {review} WHERE blind = %s
+    ) entered GROUP BY score_id
+)
+SELECT jr.judge_id, s.subject, s.status, s.judge_value, s.override_value,
+    s.confirmed_at IS NOT NULL,
+    EXISTS (SELECT 1 FROM {review} rv WHERE rv.score_id = s.id),
+    b.n, b.low, b.high, COUNT(*)
+FROM {score} s
+JOIN {run} r ON r.id = s.run_id
+JOIN {judge_run} jr ON jr.run_id = r.id
+LEFT JOIN blind b ON b.score_id = s.id
+WHERE r.task_id = %s AND r.kind = %s
+    AND s.id IN (
+        SELECT score_id FROM {event} UNION SELECT score_id FROM {review}
+        UNION SELECT score_id FROM {blind_entry}
+    )
+    AND (s.override_value IS NOT NULL OR s.confirmed_at IS NOT NULL
+        OR EXISTS (SELECT 1 FROM {blind_entry} be WHERE be.score_id = s.id)
+        OR EXISTS (SELECT 1 FROM {review} rv WHERE rv.score_id = s.id))
+GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+"""
+
+# Every blind value (entry, or review given in blind mode) beside its score's judge value.
+_BLIND = """
+SELECT jr.judge_id, s.subject, s.status, s.judge_value, entered.value, COUNT(*)
+FROM (
+    SELECT score_id, value FROM {blind_entry}
+    UNION ALL SELECT score_id, value FROM {review} WHERE blind = %s
+) entered
+JOIN {score} s ON s.id = entered.score_id
+JOIN {run} r ON r.id = s.run_id
+JOIN {judge_run} jr ON jr.run_id = r.id
+WHERE r.task_id = %s AND r.kind = %s
+GROUP BY 1, 2, 3, 4, 5
+"""
+
+Pairs = dict[tuple[float, float], int]  # (judge value, human value) → how many scores
+
+_pages: Memo[tuple[list["Agreement"], PeopleAgreement]] = Memo("agreement pages", size=16)
+
+
+def state(task: Task) -> tuple:
+    """What the page's numbers depend on: the task's judge runs' results (a re-judge, a run
+    deleted), the score events (overrides, confirmations, reverts, consensus), and the
+    reviews and blind entries (added; deleted with their score or reviewer). A few index
+    lookups."""
+    runs = Run.objects.filter(task=task, kind=Run.Kind.JUDGE).order_by("pk")
+    entered = (
+        tuple(model.objects.aggregate(last=Max("pk"), n=Count("pk")).values())
+        for model in (Review, BlindEntry)
+    )
+    return (task.pk, tuple(run_state(run) for run in runs), review_state(), *entered)
+
+
+def page(task: Task) -> tuple[list["Agreement"], PeopleAgreement]:
+    """The judge's agreement with people and people's with each other, per process until
+    what they depend on changes (`state`)."""
+    return _pages.get_or_compute(state(task), lambda: (agreement(task), people_agreement(task)))
+
+
+def _sql(template: str) -> str:
+    return template.format(
+        blind_entry=BlindEntry._meta.db_table,
+        review=Review._meta.db_table,
+        score=Score._meta.db_table,
+        run=Run._meta.db_table,
+        judge_run=JudgeRun._meta.db_table,
+        event=ScoreEvent._meta.db_table,
+    )
+
+
+def _rows(template: str, task: Task) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(_sql(template), [True, task.pk, Run.Kind.JUDGE])
+        return cursor.fetchall()
 
 
 def agreement(task: Task) -> list[Agreement]:
@@ -100,80 +179,59 @@ def agreement(task: Task) -> list[Agreement]:
         j.pk: j
         for j in Judge.objects.filter(Q(task=task) | Q(judge_runs__run__task=task)).distinct()
     }
-    blind = blind_values(task)
-    pairs: dict[tuple[int, str], list[tuple[float, float]]] = {}
-    blind_pairs: dict[tuple[int, str], list[tuple[float, float]]] = {}
+    pairs: dict[tuple[int, str], Pairs] = {}
+    blind_pairs: dict[tuple[int, str], Pairs] = {}
     counts: dict[tuple[int, str], Agreement] = {}
-    rows = (
-        Score.objects.filter(run__task=task, run__kind=Run.Kind.JUDGE)
-        .annotate(
-            blind=Exists(BlindEntry.objects.filter(score=OuterRef("pk"))),
-            several=Exists(Review.objects.filter(score=OuterRef("pk"))),
-        )
-        .filter(
-            Q(override_value__isnull=False)
-            | Q(confirmed_at__isnull=False)
-            | Q(blind=True)
-            | Q(several=True)
-        )
-        .values_list(
-            "pk",
-            "run__judged_with__judge_id",
-            "subject",
-            "judge_value",
-            "override_value",
-            "confirmed_at",
-            "status",
-            "several",
-        )
-    )
-    for (
-        score_id,
-        judge_id,
-        subject,
-        judge_value,
-        override,
-        confirmed_at,
-        status,
-        several,
-    ) in rows.iterator(chunk_size=5000):
-        key = (judge_id, subject)
-        entry = counts.get(key) or counts.setdefault(key, Agreement(judges[judge_id], subject))
+
+    def entry_of(key: tuple[int, str]) -> Agreement:
+        return counts.get(key) or counts.setdefault(key, Agreement(judges[key[0]], key[1]))
+
+    for row in _rows(_REVIEWED, task):
+        judge_id, subject, status, judge_value, override, confirmed, several = row[:7]
+        blind_n, blind_low, blind_high, n = row[7:]
+        entry = entry_of((judge_id, subject))
         low, high = scale_bounds(entry.judge.subject(subject) or {})
-        entered = blind.get(score_id, [])
         judged = valued(status, judge_value)
-        entry.reviewed += 1
-        entry.blind_entries += len(entered)
-        if judged is not None:
-            entry.blind_compared += len(entered)
-            entry.blind_agreeing += sum(1 for v in entered if same_step(judged, v, low, high))
-            blind_pairs.setdefault(key, []).extend((judged, v) for v in entered)
+        entry.reviewed += n
         human: float | None
         seen = False  # the human value was given with the judge's value in view
         if several:
-            entry.by_reviews += 1
-            human = override if override is not None else judge_value if confirmed_at else None
+            entry.by_reviews += n
+            human = override if override is not None else judge_value if confirmed else None
         elif override is not None:
-            entry.overridden += 1
+            entry.overridden += n
             human, seen = override, True
-        elif confirmed_at is not None:
-            entry.confirmed += 1
+        elif confirmed:
+            entry.confirmed += n
             human, seen = judge_value, True
         else:
-            entry.blind_only += 1
-            human = entered[0] if len(set(entered)) == 1 else None
+            entry.blind_only += n
+            # Everyone who entered a value blind entered the same one.
+            human = blind_low if blind_n and blind_low == blind_high else None
         if judged is None:
-            entry.judge_failed += 1
+            entry.judge_failed += n
         elif human is None:
-            entry.unsettled += 1
+            entry.unsettled += n
         else:
-            pairs.setdefault(key, []).append((judged, float(human)))
+            found = pairs.setdefault((judge_id, subject), {})
+            pair = (judged, float(human))
+            found[pair] = found.get(pair, 0) + n
             if seen:
-                entry.anchored += 1
-                entry.anchored_agreeing += same_step(judged, float(human), low, high)
+                entry.anchored += n
+                entry.anchored_agreeing += n * same_step(judged, float(human), low, high)
+    for judge_id, subject, status, judge_value, value, n in _rows(_BLIND, task):
+        entry = entry_of((judge_id, subject))
+        entry.blind_entries += n
+        if (judged := valued(status, judge_value)) is None:
+            continue
+        low, high = scale_bounds(entry.judge.subject(subject) or {})
+        entry.blind_compared += n
+        entry.blind_agreeing += n * same_step(judged, float(value), low, high)
+        found = blind_pairs.setdefault((judge_id, subject), {})
+        found[judged, float(value)] = found.get((judged, float(value)), 0) + n
     for key, entry in counts.items():
-        values = pairs.get(key, [])
-        entry.compared = len(values)
+        values = pairs.get(key, {})
+        entry.compared = sum(values.values())
         if entry.anchored:
             entry.anchored_exact = entry.anchored_agreeing / entry.anchored
         spec = entry.judge.subject(entry.subject) or {}
@@ -182,23 +240,39 @@ def agreement(task: Task) -> list[Agreement]:
         if not values:
             continue
         low, high = scale_bounds(spec)
-        judge_side = [j for j, _ in values]
-        human_side = [h for _, h in values]
-        entry.exact = sum(1 for j, h in values if same_step(j, h, low, high)) / len(values)
-        entry.mean_abs_diff = sum(abs(j - h) for j, h in values) / len(values)
-        entry.categories = categories_for(judge_side + human_side, spec.get("min"), spec.get("max"))
+        entry.exact = (
+            sum(n for (j, h), n in values.items() if same_step(j, h, low, high)) / entry.compared
+        )
+        # As the sum of every pair's difference, exactly rounded once.
+        differences = (itertools.repeat(abs(j - h), n) for (j, h), n in values.items())
+        entry.mean_abs_diff = math.fsum(itertools.chain.from_iterable(differences)) / (
+            entry.compared
+        )
+        entry.categories = _categories(values, spec)
         if entry.categories:
-            matrix = confusion(judge_side, human_side, entry.categories)
+            matrix = _confusion(values, entry.categories)
             entry.matrix = matrix.tolist()
             entry.kappa = weighted_kappa(matrix, entry.categories)
     return sorted(counts.values(), key=lambda a: (a.judge.name, -a.judge.version, a.subject))
 
 
-def _kappa(pairs: list[tuple[float, float]], spec: dict) -> float | None:
+def _categories(pairs: Pairs, spec: dict) -> list[float] | None:
+    observed = [j for j, _ in pairs] + [h for _, h in pairs]
+    return categories_for(observed, spec.get("min"), spec.get("max"))
+
+
+def _confusion(pairs: Pairs, categories: list[float]) -> np.ndarray:
+    """counts[i][j]: how many scores the judge put in categories[i] and people in [j]."""
+    index = {float(c): i for i, c in enumerate(categories)}
+    matrix = np.zeros((len(categories), len(categories)), dtype=np.int64)
+    for (judged, human), n in pairs.items():
+        matrix[index[judged], index[human]] += n
+    return matrix
+
+
+def _kappa(pairs: Pairs, spec: dict) -> float | None:
     """Quadratic-weighted κ of (judge, human) pairs on the subject's categories."""
-    judge_side = [j for j, _ in pairs]
-    human_side = [h for _, h in pairs]
-    categories = categories_for(judge_side + human_side, spec.get("min"), spec.get("max"))
+    categories = _categories(pairs, spec)
     if not categories:
         return None
-    return weighted_kappa(confusion(judge_side, human_side, categories), categories)
+    return weighted_kappa(_confusion(pairs, categories), categories)

@@ -36,7 +36,6 @@ from apps.leaderboards import robustness as robustness_mod
 from apps.leaderboards.compare import compare as compare_runs
 from apps.leaderboards.forms import ThresholdForm
 from apps.leaderboards.models import BoardSettings, StopRule
-from apps.leaderboards.people import people_agreement
 from apps.leaderboards.stopping import RuleError, set_rule
 from apps.runs.models import Run
 
@@ -378,8 +377,8 @@ def metrics(request: AppRequest, slug: str) -> HttpResponse:
 @require_GET
 def agreement(request: AppRequest, slug: str) -> HttpResponse:
     task = get_object_or_404(Task, slug=slug)
-    rows = agreement_mod.agreement(task)
-    context = {"task": task, "rows": rows, "people": people_agreement(task)}
+    rows, people = agreement_mod.page(task)
+    context = {"task": task, "rows": rows, "people": people}
     return render(request, "leaderboards/agreement.html", context)
 
 

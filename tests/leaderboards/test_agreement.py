@@ -209,3 +209,35 @@ def test_reviews_given_in_blind_mode_count_as_blind_values(db, reviewer_user):
     Review.objects.filter(score__item__key="k2", user=bob).update(blind=False)
     [row] = agreement(task)
     assert (row.blind_entries, row.blind_agreeing) == (5, 3)  # bob's 2 on k2 disagreed
+
+
+def test_the_page_follows_every_change_it_depends_on(reviewed, reviewer_user):
+    """The page is memoised per process (`agreement.page`): a review that leaves no score
+    event (the first of two wanted), a blind entry, an override, a revert, a reviewer's
+    delete each give the numbers a fresh computation gives."""
+    from apps.leaderboards import agreement as agreement_mod
+    from apps.leaderboards import memo
+    from apps.leaderboards.people import people_agreement
+
+    task, run = reviewed["task"], reviewed["run"]
+
+    def same() -> None:
+        assert agreement_mod.page(task) == (agreement(task), people_agreement(task))
+
+    same()
+    ReviewPolicy.objects.create(task=task, reviews_per_item=2)
+    carl, dan = make_user("reviewer", "carl"), make_user("reviewer", "dan")
+    Review.submit(f.score(run, "k10", "accuracy"), carl, 1, "", 5)  # unsettled: no event
+    same()
+    assert agreement_mod.page(task)[0][0].by_reviews == 1
+    BlindEntry.objects.create(score=f.score(run, "k10", "accuracy"), user=dan, value=3)
+    same()
+    f.score(run, "k2", "accuracy").override(1, reviewer_user, "no")
+    same()
+    f.score(run, "k2", "accuracy").revert(reviewer_user, "yes after all")
+    same()
+    carl.delete()  # their review goes with them
+    same()
+    assert agreement_mod.page(task)[0][0].by_reviews == 0
+    memo.clear_all()
+    same()

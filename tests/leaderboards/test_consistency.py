@@ -14,8 +14,9 @@ from django.db import transaction
 
 from apps.judges.launching import create_judge_run
 from apps.judges.models import Judge, Score
-from apps.leaderboards import boards, items, memo, summaries
+from apps.leaderboards import agreement, boards, items, memo, summaries
 from apps.leaderboards.models import RunSummary, StoredArrays
+from apps.leaderboards.people import people_agreement
 from apps.review.models import Adjudication, Review, ReviewPolicy
 from apps.review.queue import last_event_id
 from apps.runs.engine.launch import launch
@@ -93,6 +94,16 @@ def check(task, runs: list[Run]) -> None:
                     np.testing.assert_array_equal(arrays[subject], as_array(got[mode]))
                 assert group.overridden == got["overridden"]
                 assert rows[run.pk].cells["human"][subject].overridden == got["overridden"]
+    check_agreement(task)
+
+
+def check_agreement(task) -> None:
+    """The agreement page's memo (keyed by the state of runs, events, reviews and blind
+    entries) gives what a fresh computation gives, whatever changed since it was kept."""
+    for fresh in (False, True):
+        if fresh:
+            memo.clear_all()
+        assert agreement.page(task) == (agreement.agreement(task), people_agreement(task))
 
 
 def test_every_path_that_changes_scores_keeps_the_stored_numbers_exact(llm_server):
