@@ -183,3 +183,33 @@ def test_anytime_sequence_waits_for_enough_items(board_data):
     assert (accuracy.sequential.n, accuracy.sequential.state) == (5, sequential.GOING)
     assert accuracy.sequential.label == "keep going"
     assert not accuracy.sequential.disjoint
+
+
+def test_a_kept_comparison_follows_overrides_and_ties_keep_the_counting_order(
+    board_data, reviewer_user
+):
+    """compare() is memoised by both runs' results and the last score event: an override
+    after a first look shows at once. Largest differences come out as a full sort by
+    (−|difference|, natural key) would give: "k10" after "k9" at equal size."""
+    from apps.leaderboards import memo
+    from apps.leaderboards.compare import _largest
+
+    run_a, run_b = board_data["run_a"], board_data["run_b"]
+    before = by_subject(compare(run_a, run_b, "human"))["accuracy"]
+    assert before.result.wins == 5
+    f.score(run_a, "k0", "accuracy").override(1, reviewer_user, "worse than B")
+    after = by_subject(compare(run_a, run_b, "human"))["accuracy"]
+    assert (after.result.wins, after.result.losses) == (4, 1)
+    memo.clear_all()
+    assert repr(compare(run_a, run_b, "human")) == repr(compare(run_a, run_b, "human"))
+    assert repr(by_subject(compare(run_a, run_b, "human"))["accuracy"]) == repr(after)
+    keys = [f"k{i}" for i in range(25)]
+    diff = np.array([(-1) ** i * (i % 3) for i in range(25)], dtype=float)
+    full = sorted(range(25), key=lambda i: (-abs(diff[i]), compare_key(keys[i])))
+    assert _largest(diff, keys) == [i for i in full if diff[i] != 0][:10]
+
+
+def compare_key(key: str):
+    from apps.leaderboards.compare import natural_key
+
+    return natural_key(key)
