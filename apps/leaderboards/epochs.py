@@ -15,6 +15,12 @@ A human override is the item's value whatever the epochs said: the mean and the 
 the override, pass@k is 1 if the override is the best value and 0 otherwise.
 Each item is one value before anything is averaged, so the board's CIs are over items:
 clustered by item, as epochs of one item are not independent.
+
+At scale (#33.2) the same reductions run over whole runs at once: `epoch_matrix` lays the
+items' epoch values out as rows, `majority_rows` and `passing` reduce each row as `majority`
+and `passes` do one item, and `pass_values` turns (epochs, passing) counts into pass@k. A
+judge run stores their results when it ends (apps.leaderboards.items), so a board never
+reads the scores' epoch values.
 """
 
 import math
@@ -100,6 +106,64 @@ def reduce(
         correct = sum(passes(v, best) for v in values)
         return worst + pass_at_k(len(values), correct, reduction.k) * (best - worst)
     return sum(values) / len(values)
+
+
+def epoch_matrix(rows: Sequence[Sequence[float | None]]) -> np.ndarray:
+    """Items' epoch values as rows of a matrix, NaN where an epoch has no value (and to pad
+    the rows of items with fewer epochs)."""
+    if rows and len({len(row) for row in rows}) == 1 and rows[0]:
+        return np.array(rows, dtype=float).reshape(len(rows), -1)  # None becomes NaN
+    width = max((len(row) for row in rows), default=0)
+    matrix = np.full((len(rows), max(width, 1)), np.nan)
+    for at, row in enumerate(rows):
+        matrix[at, : len(row)] = [math.nan if v is None else v for v in row]
+    return matrix
+
+
+def majority_rows(
+    matrix: np.ndarray, worst: float | None, best: float | None, chunk: int = 20_000
+) -> np.ndarray:
+    """`majority` of each row's values (NaN: no value, left out); NaN for a row without any."""
+    lower_is_worse = worst is None or best is None or worst <= best
+    out = np.full(len(matrix), np.nan)
+    side = np.inf if lower_is_worse else -np.inf
+    for start in range(0, len(matrix), chunk):
+        values = matrix[start : start + chunk]
+        # How many of its row's values each value equals (NaN equals nothing): the most
+        # common values have the row's largest count; the worst of them wins a tie.
+        same = (values[:, :, None] == values[:, None, :]).sum(axis=2)
+        top = same.max(axis=1, keepdims=True)
+        tied = np.where((same == top) & (same > 0), values, side)
+        picked = tied.min(axis=1) if lower_is_worse else tied.max(axis=1)
+        out[start : start + chunk] = np.where(np.isinf(picked), np.nan, picked)
+    return out
+
+
+def passing(matrix: np.ndarray, best: float | None) -> np.ndarray:
+    """How many of each row's values pass (`passes`: the subject's best value)."""
+    if best is None:
+        return np.zeros(len(matrix), dtype=np.int64)
+    return (np.abs(matrix - best) <= 1e-9).sum(axis=1)
+
+
+def pass_values(
+    epochs: np.ndarray, passed: np.ndarray, k: int, worst: float | None, best: float | None
+) -> np.ndarray:
+    """pass@k on the subject's scale per item from its epochs with a value and the passing
+    ones, as `reduce` gives one item; NaN without a range, or with fewer than k epochs."""
+    out = np.full(len(epochs), np.nan)
+    if worst is None or best is None:
+        return out
+    enough = epochs >= k
+    pairs, at = np.unique(
+        np.stack([epochs[enough], passed[enough]], axis=1).reshape(-1, 2),
+        axis=0,
+        return_inverse=True,
+    )
+    chances = np.array([pass_at_k(int(n), int(c), k) for n, c in pairs.tolist()])
+    if chances.size:
+        out[enough] = worst + chances[at.reshape(-1)] * (best - worst)
+    return out
 
 
 def override_value(

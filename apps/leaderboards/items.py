@@ -10,7 +10,7 @@ current overrides laid over them, one small query).
 import io
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,14 @@ from django.db import IntegrityError, transaction
 from apps.datasets.models import Dataset, Item
 from apps.judges.models import RunItemQuerySet, Score, ScoreEvent, TaskJudging, judge_of
 from apps.leaderboards.compare import natural_key
-from apps.leaderboards.epochs import Reduction, override_value, reduce
+from apps.leaderboards.epochs import (
+    Reduction,
+    epoch_matrix,
+    majority_rows,
+    override_value,
+    pass_values,
+    passing,
+)
 from apps.leaderboards.memo import Memo, review_state, run_state
 from apps.leaderboards.models import StoredArrays
 from apps.leaderboards.subjects import subject_infos
@@ -41,6 +48,14 @@ class DatasetItems:
             object.__setattr__(self, "_index", found)
         return found
 
+    def tagged(self, tag: str | None) -> np.ndarray:
+        """`tag_mask` of every item, kept with the items (a board asks for each tag again)."""
+        masks = self.__dict__.setdefault("_tagged", {})
+        if (found := masks.get(tag)) is None:
+            found = masks[tag] = tag_mask(self.tags, tag)
+            found.flags.writeable = False  # shared by every caller
+        return found
+
 
 @dataclass(frozen=True)
 class JudgeArrays:
@@ -49,6 +64,18 @@ class JudgeArrays:
 
     values: dict[str, np.ndarray]
     scored: dict[str, np.ndarray]  # bool
+    # With several epochs: per subject what reductions other than the mean start from.
+    epochs: dict[str, "EpochArrays"] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EpochArrays:
+    """One subject's epochs per item, judge-only: the majority vote (NaN: failed or no
+    score), the epochs with a value and the passing ones (apps.leaderboards.epochs)."""
+
+    majority: np.ndarray
+    counted: np.ndarray
+    passed: np.ndarray
 
 
 def _dataset_key(dataset: Dataset) -> tuple:
@@ -142,41 +169,77 @@ def dataset_items(dataset: Dataset) -> DatasetItems:
 
 
 def _judge_values(run: Run) -> dict[str, np.ndarray]:
-    """Arrays "subjects", then per subject i "v{i}" (values) and "s{i}" (scored)."""
+    """Arrays "subjects", then per subject i "v{i}" (values) and "s{i}" (scored); for a run
+    with several epochs also "m{i}" (the majority vote of each item's epochs), "n{i}" (its
+    epochs with a value) and "c{i}" (the passing ones): what majority vote and pass@k need,
+    so that a board never reads every score's epoch values (#33.2)."""
     items = dataset_items(run.dataset)
     values: dict[str, np.ndarray] = {}
     scored: dict[str, np.ndarray] = {}
     index = items.index
+    several = run.judged_epochs > 1
     rows = Score.objects.filter(run_id=run.pk).values_list(
-        "subject", "item_id", "status", "judge_value"
+        "subject", "item_id", "status", "judge_value", *(["epoch_values"] if several else [])
     )
-    for subject, item_id, status, value in rows.iterator(chunk_size=10000):
+    epochs: dict[str, tuple[list[int], list[list]]] = {}  # subject → positions, epoch values
+    for subject, item_id, status, value, *more in rows.iterator(chunk_size=10000):
         column = values.get(subject)
         if column is None:
             column = values[subject] = np.full(len(items.keys), np.nan)
             scored[subject] = np.zeros(len(items.keys), dtype=bool)
+            epochs[subject] = ([], [])
         if (at := index.get(item_id)) is None:
             continue
         scored[subject][at] = True
         if status == Score.Status.OK and value is not None:
             column[at] = value
+            if several:
+                epochs[subject][0].append(at)
+                epochs[subject][1].append(more[0] or [value])
     subjects = list(values)
     arrays = {"subjects": _texts(subjects)}
+    scales = _scales(run) if several else {}
     for i, subject in enumerate(subjects):
         arrays[f"v{i}"], arrays[f"s{i}"] = values[subject], scored[subject]
+        if several:
+            worst, best = scales.get(subject, (None, None))
+            positions, rows_of = np.array(epochs[subject][0], dtype=np.int64), epochs[subject][1]
+            matrix = epoch_matrix(rows_of)
+            arrays[f"m{i}"] = np.full(len(items.keys), np.nan)
+            arrays[f"m{i}"][positions] = majority_rows(matrix, worst, best)
+            arrays[f"n{i}"] = np.zeros(len(items.keys), dtype=np.int16)
+            arrays[f"n{i}"][positions] = (~np.isnan(matrix)).sum(axis=1) if rows_of else 0
+            arrays[f"c{i}"] = np.zeros(len(items.keys), dtype=np.int16)
+            arrays[f"c{i}"][positions] = passing(matrix, best) if rows_of else 0
     return arrays
+
+
+def _scales(run: Run) -> dict[str, tuple[float | None, float | None]]:
+    """subject → (worst, best) of the run's judge: what majority vote and pass@k need."""
+    return {info.name: (info.worst, info.best) for info in subject_infos(judge_of(run))}
+
+
+# The stored layout of a run's arrays (bump to have every stored one computed again): 2 added
+# the epochs' majority vote and pass counts.
+LAYOUT = "arrays 2"
 
 
 def judge_arrays(run: Run) -> JudgeArrays:
     """The run's judge values per item, per state of its results; stored once it has ended."""
-    key = (run.pk, run_state(run))
+    state = f"{run_state(run)}|{LAYOUT}"
+    key = (run.pk, state)
     if (cached := _judged.get(key)) is not None:
         return cached
-    arrays = _stored(run, run_state(run), run.is_terminal, lambda: _judge_values(run))
+    arrays = _stored(run, state, run.is_terminal, lambda: _judge_values(run))
     subjects = json.loads(arrays["subjects"].tobytes())
     found = JudgeArrays(
         values={s: arrays[f"v{i}"] for i, s in enumerate(subjects)},
         scored={s: arrays[f"s{i}"] for i, s in enumerate(subjects)},
+        epochs={
+            s: EpochArrays(arrays[f"m{i}"], arrays[f"n{i}"], arrays[f"c{i}"])
+            for i, s in enumerate(subjects)
+            if f"m{i}" in arrays
+        },
     )
     return _judged.put(key, found)
 
@@ -225,32 +288,63 @@ def item_values(
 def _reduced_values(
     run: Run, mode: str, last_event: int | None, reduction: Reduction
 ) -> dict[str, np.ndarray]:
-    """item_values under majority vote or pass@k, from each score's epoch values (a run of
+    """item_values under majority vote or pass@k, from the run's stored epoch arrays (a run of
     one epoch has its judge value as the only one) and, for human values, the overrides."""
     if mode == "human" and last_event is None:
         last_event = review_state()
     key = (run.pk, run_state(run), mode, reduction, last_event if mode == "human" else None)
     if (cached := _values.get(key)) is not None:
         return cached
-    items = dataset_items(run.dataset)
-    scales = {info.name: (info.worst, info.best) for info in subject_infos(judge_of(run))}
-    out: dict[str, np.ndarray] = {}
-    rows = Score.objects.filter(run_id=run.pk).values_list(
-        "subject", "item_id", "status", "judge_value", "epoch_values", "override_value"
-    )
-    for subject, item_id, status, value, epochs, override in rows.iterator(chunk_size=10000):
-        column = out.get(subject)
-        if column is None:
-            column = out[subject] = np.full(len(items.keys), np.nan)
-        at = items.index.get(item_id)
-        if at is None:
-            continue
-        worst, best = scales.get(subject, (None, None))
-        if mode == "human" and override is not None:
-            column[at] = override_value(override, reduction, worst, best)
-        elif status == Score.Status.OK and value is not None:
-            column[at] = reduce(epochs or [value], reduction, worst, best)
+    judged = judge_arrays(run)
+    scales = _scales(run)
+    out = {
+        subject: reduced_column(judged, subject, reduction, *scales.get(subject, (None, None)))
+        for subject in judged.values
+    }
+    if mode == "human":
+        index = dataset_items(run.dataset).index
+        for subject, item_id, value in _overrides(run):
+            if subject in out and (at := index.get(item_id)) is not None:
+                worst, best = scales.get(subject, (None, None))
+                out[subject][at] = override_value(value, reduction, worst, best)
     return _values.put(key, out)
+
+
+def reduced_column(
+    judged: JudgeArrays,
+    subject: str,
+    reduction: Reduction,
+    worst: float | None,
+    best: float | None,
+) -> np.ndarray:
+    """One subject's judge-only values per item under `reduction` (a new array)."""
+    values = judged.values[subject]
+    found = judged.epochs.get(subject)
+    if reduction.how == "majority":
+        return found.majority.copy() if found is not None else values.copy()
+    if found is not None:
+        counted, passed = found.counted, found.passed
+    else:  # one epoch: the judge value is the only one
+        counted = (~np.isnan(values)).astype(np.int64)
+        passed = (
+            (np.abs(values - best) <= 1e-9).astype(np.int64)
+            if best is not None
+            else np.zeros(len(values), dtype=np.int64)
+        )
+    out = pass_values(counted.astype(np.int64), passed.astype(np.int64), reduction.k, worst, best)
+    out[np.isnan(values)] = np.nan  # failed or not scored: no value, whatever the epochs
+    return out
+
+
+def _overrides(run: Run) -> list[tuple[str, int, float]]:
+    """The run's scores holding a person's value: (subject, item id, value)."""
+    # As summaries.human_overlay: only scores with a value-setting event can differ now.
+    rows = Score.objects.filter(
+        run_id=run.pk,
+        pk__in=ScoreEvent.objects.filter(kind__in=ScoreEvent.SETS_VALUE).values("score_id"),
+        override_value__isnull=False,
+    ).values_list("subject", "item_id", "override_value")
+    return [(subject, item_id, value) for subject, item_id, value in rows if value is not None]
 
 
 def flaky_count(run: Run) -> int:

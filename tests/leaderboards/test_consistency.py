@@ -10,13 +10,16 @@ import math
 
 import numpy as np
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from apps.judges.launching import create_judge_run
-from apps.judges.models import Judge, Score
+from apps.judges.models import Judge, Score, judge_of
 from apps.leaderboards import agreement, boards, items, memo, summaries
+from apps.leaderboards.epochs import Reduction, override_value, reduce
 from apps.leaderboards.models import RunSummary, StoredArrays
 from apps.leaderboards.people import people_agreement
+from apps.leaderboards.subjects import subject_infos
 from apps.review.models import Adjudication, Review, ReviewPolicy
 from apps.review.queue import last_event_id
 from apps.runs.engine.launch import launch
@@ -189,3 +192,129 @@ def test_every_path_that_changes_scores_keeps_the_stored_numbers_exact(llm_serve
     assert not RunSummary.objects.filter(run_id=b_id).exists()
     assert not StoredArrays.objects.filter(run_id=b_id).exists()
     check(task, [a])
+
+
+def expected_reduced(run: Run, reduction: Reduction) -> dict[str, dict[str, np.ndarray]]:
+    """From the score rows alone: per subject and mode, each item's value under `reduction`
+    (`epochs.reduce` of its epochs; a person's value as `epochs.override_value` puts it)."""
+    positions = {
+        pk: n
+        for n, pk in enumerate(run.dataset.items.order_by("position").values_list("pk", flat=True))
+    }
+    scales = {info.name: (info.worst, info.best) for info in subject_infos(judge_of(run))}
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for subject in SUBJECTS:
+        worst, best = scales[subject]
+        judge = np.full(len(positions), math.nan)
+        human = np.full(len(positions), math.nan)
+        for score in Score.objects.filter(run=run, subject=subject):
+            at = positions[score.item_id]
+            if score.status == Score.Status.OK and score.judge_value is not None:
+                epochs = score.epoch_values or [score.judge_value]
+                judge[at] = human[at] = reduce(epochs, reduction, worst, best)
+            if score.override_value is not None:
+                human[at] = override_value(score.override_value, reduction, worst, best)
+        out[subject] = {"judge": judge, "human": human}
+    return out
+
+
+def check_reduced(task, run: Run) -> None:
+    """The majority vote and pass@2 boards' cells and per-item values equal a recomputation;
+    a fresh process reads the stored arrays, never the scores' epoch values."""
+    for fresh in (False, True):
+        if fresh:
+            memo.clear_all()
+        for reduction in (Reduction("majority"), Reduction("pass", 2)):
+            with CaptureQueriesContext(connection) as queries:
+                board = boards.build(task, boards.Params(scoring="answered", epochs=reduction))
+            if fresh:
+                assert not [q for q in queries if "epoch_values" in q["sql"]], reduction
+            [row] = [row for row in board.rows if row.run.pk == run.pk]
+            for subject, want in expected_reduced(run, reduction).items():
+                for mode in ("judge", "human"):
+                    got = items.item_values(run, mode, last_event_id(), reduction)[subject]
+                    np.testing.assert_array_equal(got, want[mode], err_msg=f"{reduction} {mode}")
+                    values = want[mode][~np.isnan(want[mode])]
+                    cell = row.cells[mode][subject]
+                    assert cell.answered == len(values), (reduction, subject, mode, fresh)
+                    assert cell.answered_mean == pytest.approx(
+                        values.mean() if len(values) else None
+                    ), (reduction, subject, mode, fresh)
+
+
+def test_majority_vote_and_pass_at_k_stay_exact_through_every_path(llm_server):
+    """As above for a model with 3 epochs (#33.2: the board reduces them from arrays its judge
+    run stored when it ended): the judge, an override, a revert, consensus, an adjudication, a
+    re-judge and the delete of the run."""
+    from apps.datasets.models import Task
+    from apps.runs.models import Endpoint
+
+    task = Task.objects.create(slug="epochs", name="Epochs")
+    endpoint = Endpoint.objects.create(
+        name="judge-llm",
+        base_url=llm_server.base_url,
+        model="test-model",
+        concurrency_limit=4,
+        timeout_seconds=5,
+        max_retries=1,
+        api_key_secret="sk-test-judge-0000",
+    )
+    people = {name: make_user("reviewer", name) for name in ("alice", "bob")}
+    admin = make_user("admin", "root")
+    ReviewPolicy.objects.create(task=task, reviews_per_item=2, thresholds={"accuracy": 1})
+    dataset = make_answers_dataset(task, N)
+    judge = make_judge(task, n_iter=1, aggregation=Judge.Aggregation.MEAN)
+    # Epochs 1 and 2 answer "number i", epoch 3 "take i": item 1's epochs disagree (2, 2, 4 on
+    # accuracy: majority 2), item 3's all pass (5), item 2's first two epochs fail.
+    llm_server.configure(
+        default_reply=rubric_reply(4, 3),
+        script=[
+            {"match": about(1), "reply": rubric_reply(2, 5)},
+            {"match": about(2), "reply": "no JSON here"},
+            {"match": about(3), "reply": rubric_reply(5, 5)},
+            {"match": "take 3\n</response>", "reply": rubric_reply(5, 1)},
+        ],
+    )
+    answers = make_generation_run(
+        dataset, {i: [f"answer number {i}"] * 2 + [f"answer take {i}"] for i in range(N)}
+    )
+    with transaction.atomic():
+        run = create_judge_run(judge, endpoint=endpoint, source_run=answers)
+    work_here()
+    run.refresh_from_db()
+    assert run.is_terminal and run.judged_epochs == 3
+    stored = StoredArrays.objects.get(run=run)  # by the finishing job
+    assert stored.state.endswith(items.LAYOUT)
+    check_reduced(task, run)
+
+    def score(position: int, subject: str = "accuracy") -> Score:
+        return Score.objects.get(run=run, item__position=position, subject=subject)
+
+    assert score(1).epoch_values == [2, 2, 4] and score(3, "clarity").epoch_values == [5, 5, 1]
+    score(0).override(1, admin, "wrong")
+    score(2).override(5, admin, "the judge failed; it is right")
+    check_reduced(task, run)
+    score(0).revert(admin, "on second thought")
+    check_reduced(task, run)
+    for name, value in (("alice", 2), ("bob", 3)):
+        Review.submit(score(3), people[name], value, "", 5)
+    assert score(3).override_value == 2.5
+    for name, value in (("alice", 1), ("bob", 5)):
+        Review.submit(score(4), people[name], value, "", 5)
+    Adjudication.objects.get(score=score(4)).decide(5, admin, "bob is right")
+    check_reduced(task, run)
+
+    # A re-judge: every epoch now agrees on item 1 and the failed epochs answer.
+    llm_server.configure(default_reply=rubric_reply(3, 2), script=[])
+    with transaction.atomic():
+        assert launch(run, Run.Mode.OVERWRITE) == N
+    work_here()
+    run.refresh_from_db()
+    assert run.is_terminal and score(1).epoch_values == [3, 3, 3]
+    check_reduced(task, run)
+
+    run_id = run.pk
+    run.delete()
+    assert not StoredArrays.objects.filter(run_id=run_id).exists()
+    memo.clear_all()
+    assert boards.build(task, boards.Params(epochs=Reduction("majority"))).rows == []

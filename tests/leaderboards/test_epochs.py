@@ -18,7 +18,16 @@ from scipy import stats as scipy_stats
 from apps.judges.models import Score, judge_of
 from apps.leaderboards import boards
 from apps.leaderboards.boards import Params
-from apps.leaderboards.epochs import Reduction, majority, pass_at_k, reduce
+from apps.leaderboards.epochs import (
+    Reduction,
+    epoch_matrix,
+    majority,
+    majority_rows,
+    pass_at_k,
+    pass_values,
+    passing,
+    reduce,
+)
 from apps.leaderboards.stats import clustered_se
 from tests import factories as f
 from tests.base import make_user
@@ -74,6 +83,36 @@ def test_reduce_puts_pass_at_k_on_the_subjects_scale() -> None:
         "mean",
         "mean",
     ]
+
+
+@pytest.mark.parametrize("worst,best", [(1, 5), (5, 1), (0, 100), (None, None)])
+def test_whole_runs_reduce_as_one_item_does(worst, best) -> None:
+    """The arrays a judge run stores (#33.2) give, item by item, what `reduce` gives: random
+    epochs of 1–5 or 0/100 values, 1 to 5 of them, some without a value (left out)."""
+    rng = np.random.default_rng(33)
+    scale = [0.0, 100.0] if worst == 0 else [1.0, 2.0, 3.0, 4.0, 5.0]
+    rows = []
+    for _ in range(600):
+        row = [float(rng.choice(scale)) for _ in range(int(rng.integers(1, 6)))]
+        if rng.random() < 0.1:
+            row[int(rng.integers(len(row)))] = None
+        rows.append(row)
+    rows.append([None, None])  # no epoch with a value
+    matrix = epoch_matrix(rows)
+    assert matrix.shape == (601, 5)
+    present = [[v for v in row if v is not None] for row in rows]
+    got = majority_rows(matrix, worst, best, chunk=64)
+    for values, value in zip(present, got.tolist(), strict=True):
+        want = reduce(values, Reduction("majority"), worst, best) if values else math.nan
+        assert value == want or (math.isnan(want) and math.isnan(value)), values
+    counted = (~np.isnan(matrix)).sum(axis=1)
+    for k in (1, 2, 3):
+        got = pass_values(counted, passing(matrix, best), k, worst, best)
+        for values, value in zip(present, got.tolist(), strict=True):
+            want = reduce(values, Reduction("pass", k), worst, best) if values else math.nan
+            assert value == want or (math.isnan(want) and math.isnan(value)), (values, k)
+    same = epoch_matrix([[1.0, 2.0], [3.0, None]])  # one width: a single conversion
+    np.testing.assert_array_equal(same, [[1.0, 2.0], [3.0, math.nan]])
 
 
 # ---- the board ----------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ def test_new_results_are_read_again_and_stored(two_runs):
     f.add_scores(cand, {"q100": {"accuracy": 5}})  # moves the run row, as the judging job does
     clear_all()
     assert items.item_values(cand, "judge")["accuracy"][5] == 5
-    assert StoredArrays.objects.get(run=cand).state == run_state(cand)
+    assert StoredArrays.objects.get(run=cand).state == f"{run_state(cand)}|{items.LAYOUT}"
     found = regressions.changes(base, cand, "accuracy", "judge")
     assert ("q100", "failed", None, 5.0) in [
         (c.key, c.state, c.baseline, c.candidate) for c in found
