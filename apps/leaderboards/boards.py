@@ -489,19 +489,7 @@ def build(task: Task, params: Params) -> Board:
     if params.common and board.coverage is not None:
         array_tag_table(board, common=True)
     elif not board.reduction.is_mean:
-        key = (
-            tuple(_reduced_key(board, row.run, board.mode) for row in board.rows),
-            board.params.tag_subject,
-            tuple(board.tags),
-        )
-        if (tag_rows := _epoch_tags.get(key)) is not None:
-            board.tag_subject = board.subject(board.params.tag_subject or "") or (
-                board.subjects[0] if board.subjects else None
-            )
-            board.tag_rows = list(tag_rows)
-        else:
-            array_tag_table(board, common=False)
-            _epoch_tags.put(key, list(board.tag_rows))
+        array_tag_table(board, common=False)
     else:
         tag_table(board, scores)
     if board.subjects:
@@ -516,8 +504,8 @@ def values_of(board: Board, run: Run, mode: str) -> dict[str, np.ndarray]:
     return items.item_values(run, mode, board.last_event, board.reduction_for(run))
 
 
-_epoch_cells: Memo[tuple] = Memo("reduced cells")
-_epoch_tags: Memo[list] = Memo("reduced tag tables")
+_epoch_cells: Memo[tuple] = Memo("reduced cells", size=256)
+_epoch_tags: Memo[list] = Memo("reduced tag columns", size=256)
 
 
 def _reduced_key(board: Board, run: Run, mode: str) -> tuple:
@@ -551,7 +539,7 @@ def epoch_cells(board: Board, tag: str | None) -> None:
                 )
                 continue
             found = items.dataset_items(row.run.dataset)
-            mask = items.tag_mask(found.tags, tag)
+            mask = found.tagged(tag)
             values = values_of(board, row.run, mode)
             own = {
                 s.name: values.get(s.name, np.full(len(found.keys), np.nan))[mask]
@@ -786,38 +774,53 @@ def array_tag_table(board: Board, common: bool) -> None:
         return
     info = board.subject(board.params.tag_subject or "") or board.subjects[0]
     board.tag_subject = info
-    columns: list[tuple[np.ndarray, np.ndarray]] = []  # per row: values, tags
+    with_ci = len(board.tags) * len(board.rows) <= TAG_CI_LIMIT
+    columns: list[list[dict[str, Any]]] = []  # per row: its cell per tag
     if common:
         positions = items.common_positions([row.run.dataset for row in board.rows])
         tags = items.dataset_items(board.rows[0].run.dataset).tags[positions[0]]
         aligned = _aligned(board, board.mode)
         in_play = np.logical_and.reduce([_in_play(board, values, [info]) for values in aligned])
-        columns = [(values[info.name][in_play], tags[in_play]) for values in aligned]
+        masks = [items.tag_mask(tags[in_play], tag) for tag in board.tags]
+        columns = [
+            _tag_cells(board, info, values[info.name][in_play], masks, with_ci)
+            for values in aligned
+        ]
     else:
         for row in board.rows:
-            found = items.dataset_items(row.run.dataset)
-            own = values_of(board, row.run, board.mode).get(
-                info.name, np.full(len(found.keys), np.nan)
-            )
-            in_play = _in_play(board, {info.name: own}, [info])
-            columns.append((own[in_play], found.tags[in_play]))
-    with_ci = len(board.tags) * len(board.rows) <= TAG_CI_LIMIT
-    for tag in board.tags:
-        cells = []
-        for values, tags in columns:
-            mask = items.tag_mask(tags, tag)
-            cell = _array_cell(values[mask], info, board.params.scoring, 0, with_ci)
-            cells.append(
-                {
-                    "mean": cell.mean,
-                    "ci": cell.ci,
-                    "n": cell.n,
-                    "answered": cell.answered,
-                    "failed": cell.failed,
-                    "items": int(mask.sum()),
-                }
-            )
-        board.tag_rows.append({"tag": tag, "cells": cells})
+            # Kept per model and state: a change to one model's values recomputes its column.
+            key = (*_reduced_key(board, row.run, board.mode), info, tuple(board.tags), with_ci)
+            if (found := _epoch_tags.get(key)) is None:
+                dataset = items.dataset_items(row.run.dataset)
+                own = values_of(board, row.run, board.mode).get(
+                    info.name, np.full(len(dataset.keys), np.nan)
+                )
+                in_play = _in_play(board, {info.name: own}, [info])
+                masks = [dataset.tagged(tag)[in_play] for tag in board.tags]
+                found = _epoch_tags.put(key, _tag_cells(board, info, own[in_play], masks, with_ci))
+            columns.append(found)
+    for at, tag in enumerate(board.tags):
+        board.tag_rows.append({"tag": tag, "cells": [column[at] for column in columns]})
+
+
+def _tag_cells(
+    board: Board, info: SubjectInfo, values: np.ndarray, masks: list[np.ndarray], with_ci: bool
+) -> list[dict[str, Any]]:
+    """One model's cell per tag (its items in play carrying the tag: `masks`)."""
+    cells = []
+    for mask in masks:
+        cell = _array_cell(values[mask], info, board.params.scoring, 0, with_ci)
+        cells.append(
+            {
+                "mean": cell.mean,
+                "ci": cell.ci,
+                "n": cell.n,
+                "answered": cell.answered,
+                "failed": cell.failed,
+                "items": int(mask.sum()),
+            }
+        )
+    return cells
 
 
 def weighted(
