@@ -34,6 +34,7 @@ from apps.datasets.models import Item
 from apps.datasets.values import as_text
 from apps.judges.models import Comparison, Judge, Score, runs_of
 from apps.judges.pairwise import outcomes
+from apps.leaderboards.memo import Memo, review_state, run_state
 from apps.leaderboards.pairwise_board import OUTCOME, PairwiseBoard
 from apps.leaderboards.pairwise_board import build as pairwise_build
 from apps.leaderboards.stats import (
@@ -208,13 +209,36 @@ class BiasReport:
 
 
 # ---- building it ---------------------------------------------------------------------------------
+_reports: Memo[BiasReport] = Memo("bias reports", size=8)
+
+
 def report(judge: Judge) -> BiasReport:
     found = BiasReport(judge)
     if judge.kind == Judge.Kind.PAIRWISE:
         _pairwise(found)
-    else:
-        _scores(found)
-    return found
+        return found
+    runs = list(
+        runs_of(judge)
+        .filter(kind=Run.Kind.JUDGE)
+        .select_related("endpoint", "source_run__endpoint", "dataset")
+    )
+    # A judge's scores over every run it judged (10M at scale) take a minute to read: the
+    # report is kept per process by what it depends on, the runs' results, the answers they
+    # judged, the endpoints' declared families and the overrides and confirmations.
+    key = (
+        judge.pk,
+        tuple(
+            (
+                run_state(run),
+                run_state(run.source_run) if run.source_run else None,
+                _family(run),
+                _family(run.source_run),
+            )
+            for run in runs
+        ),
+        review_state(),
+    )
+    return _reports.get_or_compute(key, lambda: _scores(found, runs))
 
 
 def _family(run: Run | None) -> str:
@@ -222,13 +246,8 @@ def _family(run: Run | None) -> str:
     return endpoint.family if endpoint is not None else ""
 
 
-def _scores(found: BiasReport) -> None:
+def _scores(found: BiasReport, runs: list[Run]) -> BiasReport:
     judge = found.judge
-    runs = list(
-        runs_of(judge)
-        .filter(kind=Run.Kind.JUDGE)
-        .select_related("endpoint", "source_run__endpoint", "dataset")
-    )
     # (run, item, subject, judge value, human value or None)
     rows: list[tuple[Run, int, str, float, float | None]] = []
     for run in runs:
@@ -256,6 +275,7 @@ def _scores(found: BiasReport) -> None:
             found.self_preference.append(_self_preference(name, mine_rows))
         low, high = scale_bounds(judge.subject(name) or {})
         found.tags += _tag_agreement(name, [r for r in rows if r[2] == name], low, high)
+    return found
 
 
 def _texts(run: Run) -> Iterator[tuple[int, str]]:

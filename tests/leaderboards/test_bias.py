@@ -274,3 +274,22 @@ def test_the_endpoint_form_keeps_one_spelling_of_a_family() -> None:
     form = EndpointForm(data)
     assert form.is_valid(), form.errors
     assert form.save().family == "open ai"
+
+
+def test_a_kept_report_follows_overrides_and_families(scored) -> None:
+    """The report is memoised per process: an override (it leaves a score event) and an
+    endpoint's family changed since give what a fresh computation gives."""
+    from apps.leaderboards import memo
+
+    judge, runs, _, _ = scored
+    first = bias.report(judge)
+    assert bias.report(judge) is first  # kept
+    reviewer = make_user("reviewer", "second-look")
+    score = Score.objects.filter(run=runs["gpt"], override_value__isnull=True).first()
+    score.override(1 if score.judge_value != 1 else 2, reviewer, "no")
+    changed = bias.report(judge)
+    assert changed is not first
+    memo.clear_all()
+    assert repr(bias.report(judge)) == repr(changed)
+    Endpoint.objects.update(family="")
+    assert not bias.report(judge).families_known
