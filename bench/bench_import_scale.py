@@ -213,6 +213,11 @@ def child(url: str, path: Path, fmt: str, traced: bool) -> None:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
     mapping = Mapping(id_column="id", tags_column="tags")
+    # The readers' libraries are imported first: their code is part of the constant, not of
+    # what the file costs (pyarrow alone is ~50 MB resident).
+    import openpyxl.styles.numbers  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
     gc.collect()
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS (Linux >= 4.0)
     base_kb = status_kb("self", "VmRSS")

@@ -680,16 +680,17 @@ def fill_dataset_from_file(
     dataset: Dataset, path: Path, mapping: Mapping, progress: Progress | None = None
 ) -> Dataset:
     """Import the file at `path` into `dataset` as `fill_dataset` does, streaming CSV, JSONL,
-    JSON (a list of objects, item by item) and Parquet: rows go to the database a batch at a time (`WRITE_BATCH` rows or
+    JSON (a list of objects, item by item), Parquet and Excel: rows go to the database a batch at
+    a time (`WRITE_BATCH` rows or
     `WRITE_BATCH_CHARS` characters, whichever comes first) inside one transaction, so memory
     holds a batch, never the file, and a problem anywhere leaves no item. Where the stream
     meets a problem only the whole-file reader words (see apps.datasets.readers.Unstreamable),
     or a repeated id (its message lists every row that has it), the
     transaction is rolled back and the file is read whole, which says what is wrong exactly
-    as a small upload is told. Excel workbooks are read whole (their size is bounded on
-    upload)."""
+    as a small upload is told. An Excel sheet is streamed from python-calamine's cells, which
+    it holds whole (their size is bounded on upload: `UNZIPPED_FACTOR`)."""
     try:
-        stream = stream_rows(path, dataset.format)
+        stream = stream_rows(path, dataset.format, dataset.sheet)
     except (Unstreamable, DatasetError):
         stream = None
     if stream is not None:
@@ -715,7 +716,7 @@ def _fill_streamed(
 
     def write() -> None:
         nonlocal count, rows, origins, chars
-        batch = Table(stream.format, stream.columns, rows, origins)
+        batch = Table(stream.format, stream.columns, rows, origins, sheet=stream.sheet)
         items = build_item_rows(batch, mapping, state, start=count)
         # Ids repeated batches apart are the database's to find (its unique (dataset, key)
         # index: an IntegrityError): a set of every id would grow with the file.
@@ -749,7 +750,7 @@ def _fill_streamed(
             write()
         if not count:
             raise Unstreamable  # no data rows: the whole-file reader says so
-        table = Table(stream.format, stream.columns, [])
+        table = Table(stream.format, stream.columns, [], sheet=stream.sheet)
         tag_counts = dict(state.tag_counter.most_common())
         _finish(dataset, table, mapping, count, tag_counts, fingerprint.hexdigest())
     return dataset

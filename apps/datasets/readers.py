@@ -611,8 +611,8 @@ def _read_jsonl(text: str, file_name: str) -> Table:
 # read exactly as the whole-file readers above do; anything else it meets (a ragged CSV row, a
 # JSONL line that is not an object, bytes that are not UTF-8, NUL…) ends it with `Unstreamable`,
 # and the file is read whole instead, so that every message stays that reader's, word for word.
-# A JSON document is streamed item by item when it is one list of objects; Excel workbooks are
-# read whole (bounded: `UNZIPPED_FACTOR`).
+# A JSON document is streamed item by item when it is one list of objects; an Excel sheet row by
+# row from python-calamine's cells, which hold the sheet (bounded: `UNZIPPED_FACTOR`).
 STREAM_CHUNK = 1024 * 1024
 
 
@@ -630,7 +630,8 @@ class RowStream:
     rows: Iterator[tuple[int, dict[str, Any], int]]
     size: int
     handle: Any = None
-    total: int | None = None  # rows, when the file says (Parquet)
+    total: int | None = None  # rows, when the file says (Parquet, about so for Excel)
+    sheet: str = ""  # the worksheet read, for a workbook
 
     def read(self) -> int:
         return self.handle.buffer.tell() if self.handle is not None else 0
@@ -640,15 +641,18 @@ class RowStream:
             self.handle.close()
 
 
-def stream_rows(path: Path, fmt: str) -> RowStream | None:
-    """The rows of the CSV, JSONL or Parquet file at `path` (format `fmt`, as the upload
-    settled it) one by one; None for a format that is read whole. DatasetError for a file too
-    big or missing, Unstreamable for one to read whole."""
+def stream_rows(path: Path, fmt: str, sheet: str = "") -> RowStream | None:
+    """The rows of the CSV, JSON, JSONL, Parquet or Excel file at `path` (format `fmt`, as the
+    upload settled it; `sheet` of a workbook, default its first) one by one; None for a format
+    that is read whole. DatasetError for a file too big or missing, or what the whole-file
+    reader says of a workbook's cells; Unstreamable for one to read whole."""
     _sized(path)
     length = path.stat().st_size
     if fmt == "parquet":
         parquet, columns, total = _open_parquet(path)
         return RowStream("parquet", columns, _parquet_rows(parquet, columns), length, total=total)
+    if fmt == "xlsx":
+        return _xlsx_stream(path, sheet, length)
     if fmt not in ("csv", "jsonl", "json"):
         return None
     with path.open("rb") as raw:
@@ -924,7 +928,7 @@ def _parquet_rows(
             ),
             default=1,
         )
-        size = int(max(1, min(PARQUET_BATCH, STREAM_CHUNK * 8 // max(per_row, 1))))
+        size = int(max(1, min(PARQUET_BATCH, STREAM_CHUNK * 2 // max(per_row, 1))))
         for batch in _parquet_batches(parquet, columns, size):
             for row in batch:
                 number += 1
@@ -1031,6 +1035,38 @@ def _worksheets(workbook: python_calamine.CalamineWorkbook) -> list[str]:
     ]
 
 
+def _xlsx_stream(path: Path, sheet: str, length: int) -> RowStream:
+    """A worksheet's rows one by one, as `read_xlsx` reads them (the same header, numbers,
+    formats and messages), without the sheet as Python rows in between: python-calamine still
+    holds the sheet's cells (~40 bytes each and their text), but not a list and a dict per row
+    of all of them."""
+    workbook = _open_workbook(path)
+    sheets = _worksheets(workbook)
+    name = sheet or (sheets[0] if sheets else "")
+    if name not in sheets:
+        raise Unstreamable  # `read_xlsx` says which sheets there are
+    try:
+        cells = workbook.get_sheet_by_name(name)
+    except python_calamine.CalamineError:
+        raise Unstreamable from None
+    if cells.start is None:
+        raise Unstreamable
+    left = cells.start[1]
+
+    def grid() -> Iterator[list[Any]]:
+        # As to_python(skip_empty_area=False): iter_rows() starts at row 1 but at the first
+        # column that has a value (python-calamine 0.9), so the columns before it are added.
+        pad = [""] * left
+        try:
+            for row in cells.iter_rows():
+                yield pad + row if left else row
+        except python_calamine.CalamineError:
+            raise Unstreamable from None
+
+    columns, rows = _sheet_rows(grid(), name, number_formats(path, name))
+    return RowStream("xlsx", columns, rows, length, total=max(cells.height - 1, 1), sheet=name)
+
+
 def workbook_sheets(source: str | Path | bytes) -> list[str]:
     """The worksheets of an Excel workbook, in order, without reading any of them."""
     return _worksheets(_open_workbook(_sized(source)))
@@ -1074,11 +1110,33 @@ def read_xlsx(source: Path | bytes, sheet: str | None = None, limit: int | None 
 
 
 def _sheet_table(
-    grid: list[list[Any]],
+    grid: Iterable[list[Any]],
     sheet: str,
     limit: int | None,
     formats: dict[tuple[int, int], str] | None = None,
 ) -> Table:
+    header, numbered_rows = _sheet_rows(grid, sheet, formats)
+    rows: list[dict[str, Any]] = []
+    origins: list[int] = []
+    complete = True
+    for number, row, _ in numbered_rows:
+        if limit is not None and len(rows) >= limit:
+            complete = False
+            break
+        rows.append(row)
+        origins.append(number)
+    if not rows and complete:
+        raise DatasetError(
+            f"Sheet {sheet!r} has only a header row ({', '.join(header)}) and no data rows."
+        )
+    return Table("xlsx", header, rows, origins, complete=complete, sheet=sheet)
+
+
+def _sheet_rows(
+    grid: Iterable[list[Any]], sheet: str, formats: dict[tuple[int, int], str] | None
+) -> tuple[list[str], Iterator[tuple[int, dict[str, Any], int]]]:
+    """The header of a sheet's cells (`grid`: rows from row 1, columns from A) and its rows as
+    (Excel row, row, characters); DatasetError naming the cell for what is wrong."""
     numbered = enumerate(grid, start=1)
     header_number, header_cells = next(
         ((number, cells) for number, cells in numbered if any(v != "" for v in cells)),
@@ -1112,34 +1170,27 @@ def _sheet_table(
     end = len(header)
     header = header[first:]
     formatted_rows = {number for number, _ in formats or {}}
-    rows: list[dict[str, Any]] = []
-    origins: list[int] = []
-    complete = True
-    for number, cells in numbered:
-        values = [v if type(v) is str else cell_text(v) for v in cells]
-        if number in formatted_rows:
-            _apply_formats(values, cells, number, formats or {})
-        if not any(values):
-            continue  # a blank row: skipped, but still counted, as Excel numbers it
-        if (first and any(values[:first])) or (len(values) > end and any(values[end:])):
-            index = next(i for i, v in enumerate(values) if v and not first <= i < end)
-            letter = column_letter(index)
-            raise DatasetError(
-                f"Cell {letter}{number} of sheet {sheet!r} holds {values[index][:40]!r}, but "
-                f"column {letter} has no name in the header row (row {header_number}). Name "
-                "the column, or delete the value."
-            )
-        if limit is not None and len(rows) >= limit:
-            complete = False
-            break
-        # zip stops at the header's end: the columns after it were checked empty above.
-        rows.append(dict(zip(header, values[first:] if first else values, strict=False)))
-        origins.append(number)
-    if not rows and complete:
-        raise DatasetError(
-            f"Sheet {sheet!r} has only a header row ({', '.join(header)}) and no data rows."
-        )
-    return Table("xlsx", header, rows, origins, complete=complete, sheet=sheet)
+
+    def rows() -> Iterator[tuple[int, dict[str, Any], int]]:
+        for number, cells in numbered:
+            values = [v if type(v) is str else cell_text(v) for v in cells]
+            if number in formatted_rows:
+                _apply_formats(values, cells, number, formats or {})
+            if not any(values):
+                continue  # a blank row: skipped, but still counted, as Excel numbers it
+            if (first and any(values[:first])) or (len(values) > end and any(values[end:])):
+                index = next(i for i, v in enumerate(values) if v and not first <= i < end)
+                letter = column_letter(index)
+                raise DatasetError(
+                    f"Cell {letter}{number} of sheet {sheet!r} holds {values[index][:40]!r}, but "
+                    f"column {letter} has no name in the header row (row {header_number}). Name "
+                    "the column, or delete the value."
+                )
+            # zip stops at the header's end: the columns after it were checked empty above.
+            row = dict(zip(header, values[first:] if first else values, strict=False))
+            yield number, row, sum(map(len, values))
+
+    return header, rows()
 
 
 def _apply_formats(
@@ -1197,6 +1248,7 @@ def _to_millisecond(value: datetime.datetime) -> datetime.datetime:
 
 # ---- Parquet ------------------------------------------------------------------------------
 PARQUET_BATCH = 20_000
+PARQUET_BUFFER = 1024 * 1024
 
 
 def read_parquet(source: Path | bytes, limit: int | None = None) -> Table:
@@ -1253,8 +1305,12 @@ def _open_parquet(source: Path | bytes) -> tuple[pyarrow.parquet.ParquetFile, li
             "If it is CSV, JSON or Excel, choose that format (or give the file its extension)."
         )
     try:
+        # Column chunks are read a buffer at a time, not whole: a file written as one row group
+        # (pandas' default up to 1M rows) would otherwise be in memory whole, decompressed.
         parquet = pyarrow.parquet.ParquetFile(
-            pyarrow.BufferReader(source) if isinstance(source, bytes) else str(source)
+            pyarrow.BufferReader(source) if isinstance(source, bytes) else str(source),
+            buffer_size=PARQUET_BUFFER,
+            pre_buffer=False,
         )
     except (pyarrow.ArrowException, OSError) as exc:
         raise DatasetError(

@@ -1,4 +1,4 @@
-"""The worker's import streams CSV, JSONL and Parquet files to the database a batch at a time
+"""The worker's import streams CSV, JSON, JSONL, Parquet and Excel files to the database a batch at a time
 (`fill_dataset_from_file`): the same dataset as reading the file whole, never the file in
 memory, and every problem told exactly as the whole-file import tells it, with nothing written."""
 
@@ -48,7 +48,23 @@ def files(tmp_path: Path) -> dict[str, Path]:
     items = [dict(r) for r in ROWS]
     items[7]["extra"] = [1, {"a": None, "b": 'say "x"\n'}]
     json_path.write_text(" \n" + json.dumps(items, ensure_ascii=False, indent=1) + "\n ")
-    return {"csv": csv_path, "jsonl": jsonl_path, "parquet": parquet_path, "json": json_path}
+    xlsx_path = tmp_path / "rows.xlsx"
+    # Two blank rows and an empty column A before the table, a blank row inside it, a cell
+    # styled as a percentage, and the first sheet of two.
+    table = [list(r.values()) for r in ROWS]
+    cells = [[], [], [None, "id", "question", "tags"]]
+    cells += [[None, *row] for row in table[:5]] + [[]] + [[None, *row] for row in table[5:]]
+    cells[10][1] = 0.25
+    xlsx_path.write_bytes(
+        samples.xlsx_bytes({"Items": cells, "Other": [["id"], ["x"]]}, {"B11": "0%"})
+    )
+    return {
+        "csv": csv_path,
+        "jsonl": jsonl_path,
+        "parquet": parquet_path,
+        "json": json_path,
+        "xlsx": xlsx_path,
+    }
 
 
 def new_dataset(task, fmt: str, name: str) -> Dataset:
@@ -74,7 +90,7 @@ def stored(dataset: Dataset) -> tuple:
     )
 
 
-@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet", "json"])
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet", "json", "xlsx"])
 def test_a_streamed_import_stores_what_reading_the_file_whole_stores(
     task, tmp_path, monkeypatch, fmt
 ):
@@ -108,6 +124,44 @@ def test_a_streamed_import_stores_what_reading_the_file_whole_stores(
     assert stored(streamed)[0] == "ready" and stored(streamed)[2] == 23
     if fmt in ("jsonl", "json"):
         assert stored(streamed)[1] == ["id", "question", "tags", "extra"]
+    if fmt == "xlsx":
+        assert stored(streamed)[-1][6][1] == "25%"  # the percentage, as Excel shows it
+        assert Dataset.objects.get(pk=streamed.pk).sheet == "Items"
+
+
+def sheet_file(tmp_path: Path, rows: list[list], name: str = "S") -> Path:
+    path = tmp_path / "bad.xlsx"
+    path.write_bytes(samples.xlsx_bytes({"First": [["other"], ["x"]], name: rows}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        # A value under a column with no name, after batches were written.
+        ([["id", "q"], *[[f"r{i}", "x"] for i in range(30)], ["r30", "x", "y"]], "Cell C32"),
+        # An id missing, an id repeated batches apart (every row that has it named).
+        ([["id", "q"], *[[f"r{i}", "x"] for i in range(20)], [None, "x"]], "Row 22 of sheet"),
+        ([["id", "q"], *[[f"r{i % 25}", "x"] for i in range(26)]], "row 2 of sheet 'S', row 27"),
+        ([["id", "q"]], "only a header row"),
+    ],
+)
+def test_a_problem_in_a_sheet_is_told_as_the_whole_file_import_tells_it(
+    task, tmp_path, monkeypatch, rows, expected
+):
+    path = sheet_file(tmp_path, rows)
+    mapping = Mapping(id_column="id")
+    with pytest.raises(DatasetError) as whole:
+        table = read_table(path, "xlsx", sheet="S")
+        fill_dataset(new_dataset(task, "xlsx", "whole-error"), table, mapping)
+    assert expected in str(whole.value)
+    monkeypatch.setattr(importing, "WRITE_BATCH", 4)
+    dataset = new_dataset(task, "xlsx", "streamed-error")
+    dataset.sheet = "S"
+    with pytest.raises(DatasetError) as streamed:
+        fill_dataset_from_file(dataset, path, mapping)
+    assert str(streamed.value) == str(whole.value)
+    assert Item.objects.count() == 0
 
 
 def test_a_batch_ends_at_a_number_of_characters_too(task, tmp_path, monkeypatch):
