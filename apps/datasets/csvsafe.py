@@ -40,13 +40,18 @@ class _Line:
         return value
 
 
+def line_writer() -> Any:
+    """A csv.writer whose writerow returns the line it wrote (with its "\\r\\n")."""
+    return csv.writer(_Line())
+
+
 def csv_lines(header: list[Any], rows: Iterable[Iterable[Any]], bom: bool = True) -> Iterator[str]:
     """The CSV text of `header` and `rows`, every cell neutralised, in chunks of many rows.
 
     The BOM makes Excel read the file as UTF-8 (Chinese text and all); readers that do not
     want it strip it, as ours does.
     """
-    writer = csv.writer(_Line())
+    writer = line_writer()
     yield ("\ufeff" if bom else "") + writer.writerow([cell(name) for name in header])
     chunk: list[str] = []
     for row in rows:
