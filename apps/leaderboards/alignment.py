@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import numpy as np
+from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.datasets.models import Task
 from apps.judges.models import Judge, JudgeCheck, Score, TaskJudging, judge_of
+from apps.leaderboards.memo import Memo, review_state, run_state
 from apps.leaderboards.models import BoardSettings
 from apps.leaderboards.stats import (
     Interval,
@@ -214,12 +216,18 @@ class SubjectHistory:
 MIN_WEEK = 5  # reviews a week needs before its agreement can raise the alarm
 
 
+_histories: Memo[list["SubjectHistory"]] = Memo("agreement histories", size=16)
+
+
 def history(judge: Judge, this_version: bool = False) -> list[SubjectHistory]:
     """Per subject of the judge, agreement with people by version (every version of the judge,
     or with `this_version` this one alone) and by week of review: the judge's value against
     people's final value on every score people reviewed (overrides and confirmations; failed
-    items have no judge value)."""
-    found = []
+    items have no judge value).
+
+    Finding the reviewed scores reads every score of the runs (seconds at 10M), so the answer
+    is kept per process by the runs' results and the last score event (every override and
+    confirmation leaves one)."""
     runs = Run.objects.filter(
         kind=Run.Kind.JUDGE,
         judged_with__judge__task_id=judge.task_id,
@@ -227,6 +235,12 @@ def history(judge: Judge, this_version: bool = False) -> list[SubjectHistory]:
     )
     if this_version:
         runs = runs.filter(judged_with__judge=judge)
+    key = (judge.pk, this_version, tuple(run_state(run) for run in runs.order_by("pk")))
+    return _histories.get_or_compute((*key, review_state()), lambda: _history(judge, runs))
+
+
+def _history(judge: Judge, runs: QuerySet[Run]) -> list[SubjectHistory]:
+    found = []
     rows = (
         Score.objects.filter(run__in=runs, judge_value__isnull=False, final_value__isnull=False)
         .reviewed()

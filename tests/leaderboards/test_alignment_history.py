@@ -100,3 +100,19 @@ def test_the_board_warns_when_the_default_judge_falls_below_the_threshold(
     page = reviewer_client.get(reverse("leaderboards:judge-alignment", args=[v2.pk]))
     html = page.content.decode()
     assert html.count('class="by-version"') == 2 and html.count('class="by-week"') == 2
+
+
+def test_a_kept_history_follows_a_new_review(two_versions, reviewer_user) -> None:
+    """history() is memoised by the runs' results and the last score event: a confirmation
+    withdrawn (revert) after a first look shows at once, as a fresh computation gives it."""
+    from apps.leaderboards import memo
+
+    _, _, v2 = two_versions
+    (before,) = alignment.history(v2)
+    assert {p.label: p.n for p in before.by_version} == {"v1": N, "v2": N}
+    run = v2.judge_runs.get().run
+    score(run, "q0", "accuracy").revert(reviewer_user, "not sure")
+    (after,) = alignment.history(v2)
+    assert {p.label: p.n for p in after.by_version} == {"v1": N, "v2": N - 1}
+    memo.clear_all()
+    assert repr(alignment.history(v2)) == repr([after])
