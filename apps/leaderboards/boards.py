@@ -17,7 +17,7 @@ import numpy as np
 
 from apps.datasets.models import Dataset, Task
 from apps.judges.models import Judge, TaskJudging
-from apps.leaderboards import corpus, costs, gaps, items, summaries, turns
+from apps.leaderboards import corpus, costs, gaps, items, memo, summaries, turns
 from apps.leaderboards.corpus import CorpusCell
 from apps.leaderboards.costs import ModelCost
 from apps.leaderboards.epochs import Reduction
@@ -153,7 +153,7 @@ def score_cell(
     total = dist.n + unanswered
     return Cell(
         mean=chosen.mean,
-        ci=(chosen.ci(info.low, info.high) if info.has_range else chosen.ci()) if with_ci else None,
+        ci=dist_ci(chosen, info) if with_ci else None,
         n=chosen.n,
         failed=failed,
         missing=missing,
@@ -163,6 +163,21 @@ def score_cell(
         coverage=dist.n / total if total else None,
         answered=dist.n,
     )
+
+
+def dist_ci(dist: Dist, info: SubjectInfo) -> Interval | None:
+    """The cell's interval: seeded, so the same values always give the same one, and kept
+    (a board shows 20 models × 5 subjects × 2 modes, ~5 ms each, mostly unchanged)."""
+    if dist.hist is None:
+        return dist.ci(info.low, info.high) if info.has_range else dist.ci()
+    ends = (info.low, info.high) if info.has_range else (None, None)
+    key = (tuple(sorted(dist.hist.items())), *ends)
+    found = _cell_cis.get_or_compute(key, lambda: dist.ci(*ends) or NO_CI)
+    return None if found is NO_CI else found
+
+
+_cell_cis: Memo[Interval] = Memo("cell intervals", size=4096)
+NO_CI = Interval(math.nan, math.nan, "exact")  # stands for None in the memo
 
 
 @dataclass
@@ -283,6 +298,9 @@ class Board:
     corrected: "Corrected | None" = None
     # run id → what the model cost: generation and judge, savings, per item, latency (#32.4)
     costs: dict[int, ModelCost] = field(default_factory=dict)
+    # run id → its summary's human-corrected state (summaries.RunScores.state): keys what is
+    # computed from a run's human values, so a change to one run recomputes that run only.
+    states: dict[int, str] = field(default_factory=dict)
 
     @property
     def mode(self) -> str:
@@ -402,6 +420,7 @@ def build(task: Task, params: Params) -> Board:
     else:
         runs = [r for r in all_runs if r.dataset_id == params.dataset_id]
     scores = summaries.load(runs)
+    board.states = {run_id: found.state for run_id, found in scores.items()}
     board.tags = summaries.tags_of(scores.values())
     tag = params.tag if params.tag in board.tags else None
     board.weights = {s.name: params.weights.get(s.name, 1.0) for s in board.subjects}
@@ -448,7 +467,12 @@ def build(task: Task, params: Params) -> Board:
         if board.reduction.capped(row.run.judged_epochs) != board.reduction
     }
     if board.epochs > 1:
-        board.flaky = {row.run.pk: flaky_count(row.run) for row in board.rows}
+        board.flaky = {
+            row.run.pk: found
+            if (found := scores[row.run.pk].flaky) is not None
+            else flaky_count(row.run)
+            for row in board.rows
+        }
     if judging.doubts:
         board.doubtful = {
             row.run.pk: doubtful_count(row.run, board.last_event) for row in board.rows
@@ -501,7 +525,10 @@ def build(task: Task, params: Params) -> Board:
 def values_of(board: Board, run: Run, mode: str) -> dict[str, np.ndarray]:
     """The run's per-item values as this board counts them (its mode's values, its epochs'
     reduction): what pairs, common items, clusters and reduced cells are computed from."""
-    return items.item_values(run, mode, board.last_event, board.reduction_for(run))
+    reduction = board.reduction_for(run)
+    if reduction.is_mean and mode == "human" and (state := board.states.get(run.pk)):
+        return items.item_values(run, mode, reduction=reduction, state=state)
+    return items.item_values(run, mode, board.last_event, reduction)
 
 
 _epoch_cells: Memo[tuple] = Memo("reduced cells", size=256)
@@ -951,6 +978,9 @@ def resampled_overall(
     means = resampled_column_means(values, np.array(counts, dtype=np.int64))
     by_name = {name: means[:, i] for i, name in enumerate(columns)}
     return percentile_ci(combine({s.name: by_name[s.name] for s in active}, list(subjects), chosen))
+
+
+memo.CLEARS.append(resampled_overall.cache_clear)
 
 
 def sort_rows(board: Board) -> None:

@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 
 from apps.datasets.models import Dataset, Item
 from apps.judges.models import RunItemQuerySet, Score, ScoreEvent, TaskJudging, judge_of
+from apps.leaderboards import summaries
 from apps.leaderboards.compare import natural_key
 from apps.leaderboards.epochs import (
     Reduction,
@@ -255,17 +256,35 @@ MEAN = Reduction()
 
 
 def item_values(
-    run: Run, mode: str, last_event: int | None = None, reduction: Reduction = MEAN
+    run: Run,
+    mode: str,
+    last_event: int | None = None,
+    reduction: Reduction = MEAN,
+    state: str | None = None,
 ) -> dict[str, np.ndarray]:
     """subject → each item's value in `mode`, in the dataset's item order; NaN where the item
     failed or has no score. Subjects with no score at all are absent. `last_event` (the last
-    review event, read once per board by the caller) keys the human values. `reduction` says
-    how an item's epochs make its value (the mean unless asked: apps.leaderboards.epochs)."""
+    review event, read once per board by the caller) keys the human values; or `state`, the
+    run's summary state (summaries.RunScores.state), which moves only with this run's human
+    values, and whose held values are read instead of the scores. `reduction` says how an
+    item's epochs make its value (the mean unless asked: apps.leaderboards.epochs)."""
     if not reduction.is_mean:
         return _reduced_values(run, mode, last_event, reduction)
     judged = judge_arrays(run).values
     if mode != "human":
         return judged
+    if state is not None:
+        found = _values.get((run.pk, run_state(run), "held", state))
+        if found is not None:
+            return found
+        held = summaries.held_of(run.pk, state)
+        if held is not None:
+            index = dataset_items(run.dataset).index
+            human = {subject: column.copy() for subject, column in judged.items()}
+            for _, item_id, subject, _, value in held:
+                if subject in human and item_id in index:
+                    human[subject][index[item_id]] = value
+            return _values.put((run.pk, run_state(run), "held", state), human)
     if last_event is None:
         last_event = review_state()
     human_key = (run.pk, run_state(run), "human", last_event)
@@ -273,7 +292,7 @@ def item_values(
         return cached
     index = dataset_items(run.dataset).index
     human = {subject: column.copy() for subject, column in judged.items()}
-    # As summaries.human_overlay: only scores with a value-setting event can differ now.
+    # Only scores with a value-setting event can differ from the judge now.
     overridden = Score.objects.filter(
         run_id=run.pk,
         pk__in=ScoreEvent.objects.filter(kind__in=ScoreEvent.SETS_VALUE).values("score_id"),

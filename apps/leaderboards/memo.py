@@ -18,7 +18,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
-from apps.leaderboards.summaries import fingerprint
 from apps.review.queue import last_event_id
 
 if TYPE_CHECKING:
@@ -67,16 +66,22 @@ class Memo[V]:
 
 
 MEMOS: list[Memo] = []
+CLEARS: list[Callable[[], None]] = []  # functools caches' cache_clear, forgotten alike
 
 
 def clear_all() -> None:
-    """Forget every memo of this process (tests; a database restored under a running app)."""
+    """Forget every memo of this process (tests; a database restored under a running app;
+    benchmarks of a restarted process)."""
     for memo in MEMOS:
         memo.clear()
+    for clear in CLEARS:
+        clear()
 
 
 def run_state(run: "Run") -> str:
     """What a run's memoised numbers depend on: its results (and the summary format)."""
+    from apps.leaderboards.summaries import fingerprint  # summaries uses memos too
+
     return fingerprint(run)
 
 

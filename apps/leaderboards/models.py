@@ -25,26 +25,36 @@ class BoardSettings(models.Model):
 
 class RunSummary(models.Model):
     """A judge run's scores boiled down for leaderboards, so a board over millions of scores
-    reads a few small rows instead of every score.
+    reads a few small rows instead of every score (apps.leaderboards.summaries).
 
-    Holds what only the judging job changes: per (subject, tag set) the distribution of the
-    judge's values and the failed count, plus the dataset's item counts per tag set. Human
-    overrides are laid over it live on each request (see `summaries.human_overlay`), so a
-    review never makes it stale. It is recomputed when the run row says the job wrote
-    something since (`fingerprint`).
+    Per (subject, tag set) the distribution of the judge's values and the failed count, the
+    same human-corrected with the overridden count, the dataset's item counts per tag set, and
+    the scores holding a person's value as counted. The judge side is recomputed when the run
+    row says the job wrote something since (`fingerprint`); people's changes are counted in as
+    they come, by their events after `event_id` (`summaries.catch_up`).
     """
 
     run = models.OneToOneField(
         Run, on_delete=models.CASCADE, primary_key=True, related_name="leaderboard_summary"
     )
     fingerprint = models.CharField(max_length=300)
-    # [[subject, tags_text, dist, failed], ...]; dist as `stats.Dist.to_json`.
+    # [[subject, tags_text, judge dist, failed, human dist, human failed, overridden], ...];
+    # dists as `stats.Dist.to_json`.
     groups = models.JSONField(default=list)
     item_counts = models.JSONField(default=dict)  # {tags_text: number of items}
     # For the overall score's CI: {"subjects": [...], "groups": [[tags_text, entries], ...]}, per
-    # tag set the distinct per-item vectors of judge values (None: failed or unscored) with
-    # their counts, [[vector, count], ...]; None when a tag set has too many distinct vectors.
+    # tag set the distinct per-item (judge vector, human vector) pairs (None: failed or
+    # unscored) with their counts, [[judge, human, count], ...]; None when a tag set has too
+    # many distinct pairs. Empty while the run is going.
     vectors = models.JSONField(default=dict)
+    # The scores holding a person's value as counted: [[score id, item id, subject, tags_text,
+    # value], ...] (read only when a change is counted in, or for per-item human values).
+    held = models.JSONField(default=list)
+    # Every change whose event is newer may not be counted yet (looked at on each read).
+    event_id = models.BigIntegerField(default=0)
+    # Names the human-corrected state; new whenever it changes (keys memos in every process).
+    state = models.CharField(max_length=32, blank=True)
+    flaky = models.PositiveIntegerField(null=True, blank=True)  # items whose epochs disagree
     computed_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -145,37 +145,45 @@ def span_of(board: Board, key: str) -> float | None:
     return float(info.high) - float(info.low)  # type: ignore[arg-type]
 
 
-_compared_cache: Memo[list[tuple]] = Memo("compared pairs")
+_compared_cache: Memo[tuple] = Memo("compared pairs", size=4096)
 
 
 def _compared(board: Board, key: str) -> list[Pair]:
-    """Every pair compared (unadjusted). Cached per state of the runs' results and the board's
-    settings, so a warm board does not redo 45 tests over 100k items on every request."""
-    state = (
-        tuple((row.run.pk, fingerprint(row.run)) for row in board.rows),
+    """Every pair compared (unadjusted). Cached per pair, per state of the two runs' results
+    (and human values) and the board's settings, so a warm board does not redo 190 tests over
+    100k items on every request, and a change to one model's scores redoes only its pairs."""
+    human = board.mode == "human"
+    # Reduced (majority, pass@k) human values are keyed by the last review event; mean ones
+    # by each run's own summary state.
+    reduced = human and not board.reduction.is_mean
+    settings = (
         board.mode,
-        board.last_event if board.mode == "human" else 0,
+        board.last_event if reduced else 0,
         board.params.scoring,
         board.params.tag if board.params.tag in board.tags else None,
         key,
         tuple(sorted(board.weights.items())),
         board.reduction,
     )
-    cached = _compared_cache.get(state)
-    if cached is None:
-        values = {row.run.pk: board_values(board, row, key) for row in board.rows}
-        cached = [
-            (pair.n, pair.mean_diff, pair.ci, pair.p, pair.test)
-            for pair in (
-                compare_pair(a, b, values[a.run.pk], values[b.run.pk], span_of(board, key))
-                for a, b in itertools.combinations(board.rows, 2)
+
+    def state(row: Row) -> tuple:
+        return (row.run.pk, fingerprint(row.run), board.states.get(row.run.pk) if human else "")
+
+    values: dict[int, np.ndarray] = {}
+    out = []
+    for a, b in itertools.combinations(board.rows, 2):
+        pair_key = (state(a), state(b), settings)
+        numbers = _compared_cache.get(pair_key)
+        if numbers is None:
+            for row in (a, b):
+                if row.run.pk not in values:
+                    values[row.run.pk] = board_values(board, row, key)
+            pair = compare_pair(a, b, values[a.run.pk], values[b.run.pk], span_of(board, key))
+            numbers = _compared_cache.put(
+                pair_key, (pair.n, pair.mean_diff, pair.ci, pair.p, pair.test)
             )
-        ]
-        _compared_cache.put(state, cached)
-    return [
-        Pair(a, b, *numbers)
-        for (a, b), numbers in zip(itertools.combinations(board.rows, 2), cached, strict=True)
-    ]
+        out.append(Pair(a, b, *numbers))
+    return out
 
 
 def build(board: Board, correction: str = "holm") -> Pairs:

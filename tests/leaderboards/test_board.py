@@ -82,11 +82,13 @@ def test_summary_is_stored_and_overrides_do_not_recompute_it(
     computed = summary.computed_at
     f.score(board_data["run_a"], "k0", "accuracy").override(1, reviewer_user, "wrong")
     # the task's judging row (TaskJudging: default judge, "needs a person" rule), judges, runs,
-    # summaries, overlay, and (answered only) the last review event once and the coverage
-    # check's override overlay per run: small queries, no rescan of the scores.
-    with django_assert_max_num_queries(9):
+    # summaries, the events since their watermark, and the one change counted in (savepoint,
+    # the summary's row lock, the watermark, the changed score, its item's scores, the update),
+    # and the held values for the coverage check: small queries, no rescan of the scores.
+    with django_assert_max_num_queries(13):
         board = build(board_data["task"])
     assert RunSummary.objects.get(run=board_data["run_a"]).computed_at == computed
+    assert row_of(board, board_data["run_a"]).cells["human"]["accuracy"].overridden == 1
     assert row_of(board, board_data["run_a"]).cells["human"]["accuracy"].mean == pytest.approx(
         (1 + 4 + 3 + 5 + 2) / 5
     )
@@ -286,7 +288,7 @@ def test_refresh_summary_job_is_safe_to_run_twice(board_data):
     refresh_summary(run.pk)
     summary = RunSummary.objects.get(run=run)
     assert summary.fingerprint == fingerprint(run)
-    groups = {(s, t): (dist[0], failed) for s, t, dist, failed in summary.groups}
+    groups = {(s, t): (dist[0], failed) for s, t, dist, failed, *_ in summary.groups}
     assert groups[("accuracy", "|hard|math|")] == (0, 1)  # k3 failed
     assert groups[("accuracy", "|easy|")] == (2, 0)
     refresh_summary(board_data["gen_a"].pk)  # not a judge run: nothing to do

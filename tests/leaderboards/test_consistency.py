@@ -6,6 +6,7 @@ their live human overlay), the per-item arrays the grid and regressions read, ea
 
 Real Redis and the loopback LLM server; the judging jobs run in this process (work_here)."""
 
+import json
 import math
 
 import numpy as np
@@ -70,9 +71,57 @@ def mean(values: list[float | None]) -> float | None:
     return sum(got) / len(got) if got else None
 
 
+def comparable(fields: dict) -> dict:
+    """A summary's numbers in a form where counting changes in one by one and computing from
+    scratch must agree exactly (sums of squares only up to rounding, compared apart)."""
+    groups = {}
+    for subject, tags_text, judge, failed, human, human_failed, overridden in fields["groups"]:
+        groups[subject, tags_text] = (
+            (judge[0], judge[3], failed),
+            (human[0], human[3], human_failed, overridden),
+            (judge[1], judge[2], human[1], human[2]),
+        )
+    vectors = {}
+    for tags_text, entries in fields["vectors"].get("groups", []):
+        vectors[tags_text] = (
+            None
+            if entries is None
+            else sorted([(tuple(j), tuple(h), n) for j, h, n in entries if n], key=repr)
+        )
+    return {
+        "groups": {key: value[:2] for key, value in groups.items()},
+        "sums": {key: value[2] for key, value in groups.items()},
+        "vectors": vectors,
+        "held": sorted(map(tuple, fields["held"])),
+        "flaky": fields["flaky"],
+        "items": fields["item_counts"],
+    }
+
+
+def stored_summaries_equal_recomputed(runs: list[Run]) -> None:
+    """Each run's stored summary, people's changes counted in one by one as they came, equals
+    the summary computed from the score rows now (not stored)."""
+    summaries.load(runs)
+    for run in runs:
+        run.refresh_from_db()
+        row = RunSummary.objects.get(run=run)
+        kept = comparable({f: getattr(row, f) for f in summaries.aggregate(run)})
+        fresh = comparable(json.loads(json.dumps(summaries.aggregate(run))))  # as stored
+        assert kept["groups"] == fresh["groups"], run.label
+        assert kept["vectors"] == fresh["vectors"], run.label
+        assert (kept["held"], kept["flaky"], kept["items"]) == (
+            fresh["held"],
+            fresh["flaky"],
+            fresh["items"],
+        )
+        for key, sums in kept["sums"].items():
+            assert sums == pytest.approx(fresh["sums"][key]), (run.label, key)
+
+
 def check(task, runs: list[Run]) -> None:
     """Every stored or memoised number of `runs` equals its recomputation, read once as this
     process has it (memos keyed by state) and once as a fresh process would (memos empty)."""
+    stored_summaries_equal_recomputed(runs)
     for fresh in (False, True):
         if fresh:
             memo.clear_all()
@@ -318,3 +367,39 @@ def test_majority_vote_and_pass_at_k_stay_exact_through_every_path(llm_server):
     assert not StoredArrays.objects.filter(run_id=run_id).exists()
     memo.clear_all()
     assert boards.build(task, boards.Params(epochs=Reduction("majority"))).rows == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("margin", [0, 30])
+def test_changes_counted_into_the_stored_summary_one_by_one(board_data, margin, monkeypatch):
+    """Overrides, confirmations, reverts, bulk confirms and people's settled values are
+    counted into the stored summary by their events, without computing it again; with the
+    watermark at the newest event (margin 0) each change is looked at once, with the default
+    margin again on every read: either way the summary equals one computed from scratch."""
+    from datetime import timedelta
+
+    monkeypatch.setattr(summaries, "MARGIN", timedelta(seconds=margin))
+    task, runs = board_data["task"], [board_data["run_a"], board_data["run_b"]]
+    admin = make_user("admin", "root")
+    boards.build(task, boards.Params())
+    computed = {r.run_id: r.computed_at for r in RunSummary.objects.all()}
+
+    def score(run: Run, key: str, subject: str = "accuracy") -> Score:
+        return Score.objects.get(run=run, item__key=key, subject=subject)
+
+    a, b = runs
+    score(a, "k0").override(1, admin, "wrong")
+    score(a, "k3").override(4, admin, "the judge failed")  # a failed score gets a value
+    stored_summaries_equal_recomputed(runs)
+    score(a, "k0").override(2, admin, "nearer")  # an override overridden
+    score(a, "k0", "clarity").override(1, admin, "unclear")  # the same item, another subject
+    score(b, "k1").confirm(admin)
+    stored_summaries_equal_recomputed(runs)
+    score(a, "k0").revert(admin, "was right")
+    score(a, "k3").revert(admin, "leave it failed")
+    Score.objects.filter(run=b).bulk_confirm(admin)
+    score(b, "k2").settle_by_people(5, "consensus", None, "agreed")
+    score(b, "k2").settle_by_people(2, "adjudicate", admin, "decided")  # the judge's value
+    check(task, runs)
+    # Counted in, never computed again.
+    assert {r.run_id: r.computed_at for r in RunSummary.objects.all()} == computed
