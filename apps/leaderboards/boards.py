@@ -9,7 +9,7 @@ import dataclasses
 import functools
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -425,38 +425,28 @@ def build(task: Task, params: Params) -> Board:
     tag = params.tag if params.tag in board.tags else None
     board.weights = {s.name: params.weights.get(s.name, 1.0) for s in board.subjects}
     board.normalised = all(s.has_range for s in board.subjects)
+    settings = (tuple(board.subjects), tag, params.scoring, tuple(sorted(board.weights.items())))
+    keys = {
+        run.pk: (run.pk, summaries.fingerprint(run), scores[run.pk].state, *settings)
+        for run in runs
+    }
+    kept = _row_numbers.get_many(keys.values())
+    fresh: dict[Hashable, RowNumbers] = {}
     for run in runs:
-        cells: dict[str, dict[str, Any]] = {mode: {} for mode in MODES}
-        for info in board.subjects:
-            group, items = summaries.merged(scores[run.pk], info.name, tag)
-            scored = group.judge.n + group.judge_failed
-            for mode in MODES:
-                dist = group.human if mode == "human" else group.judge
-                failed = group.human_failed if mode == "human" else group.judge_failed
-                cells[mode][info.name] = score_cell(
-                    dist,
-                    failed,
-                    max(items - scored, 0),
-                    group.overridden,
-                    info,
-                    params.scoring,
-                )
-        overall = {mode: weighted(cells[mode], board.subjects, board.weights) for mode in MODES}
-        overall_ci = {
-            mode: overall_interval(board, scores[run.pk], mode, cells[mode], tag)
-            if overall[mode] is not None
-            else None
-            for mode in MODES
-        }
+        numbers = kept.get(keys[run.pk])
+        if numbers is None:
+            numbers = fresh[keys[run.pk]] = row_numbers(board, scores[run.pk], tag)
+        cells, overall, overall_ci = numbers
         board.rows.append(
             Row(
                 run=run,
                 label=model_label(run),
-                cells=cells,
-                overall=overall,
-                overall_ci=overall_ci,
+                cells={mode: dict(by_subject) for mode, by_subject in cells.items()},
+                overall=dict(overall),
+                overall_ci=dict(overall_ci),
             )
         )
+    _row_numbers.put_many(fresh)
     board.costs = costs.model_costs(board.rows)
     board.epochs = max((row.run.judged_epochs for row in board.rows), default=1)
     board.fewest_epochs = min((row.run.judged_epochs for row in board.rows), default=1)
@@ -520,6 +510,77 @@ def build(task: Task, params: Params) -> Board:
         by = board.tag_subject or board.subjects[0]
         board.gap_rows = gaps.gap_rows(board.rows, by.name, board.mode == "human")
     return board
+
+
+RowNumbers = tuple[dict[str, dict[str, Cell]], dict[str, float | None], dict[str, Interval | None]]
+
+
+def row_numbers(board: Board, run_scores: summaries.RunScores, tag: str | None) -> RowNumbers:
+    """One model's cells per mode and subject, its overall and the overall's interval, from
+    its summary, scored the board's way."""
+    cells: dict[str, dict[str, Cell]] = {mode: {} for mode in MODES}
+    for info in board.subjects:
+        group, items = summaries.merged(run_scores, info.name, tag)
+        scored = group.judge.n + group.judge_failed
+        for mode in MODES:
+            dist = group.human if mode == "human" else group.judge
+            failed = group.human_failed if mode == "human" else group.judge_failed
+            cells[mode][info.name] = score_cell(
+                dist,
+                failed,
+                max(items - scored, 0),
+                group.overridden,
+                info,
+                board.params.scoring,
+            )
+    overall = {mode: weighted(cells[mode], board.subjects, board.weights) for mode in MODES}
+    overall_ci = {
+        mode: overall_interval(board, run_scores, mode, cells[mode], tag)
+        if overall[mode] is not None
+        else None
+        for mode in MODES
+    }
+    return cells, overall, overall_ci
+
+
+def _interval_json(ci: Interval | None) -> list | None:
+    return None if ci is None else [ci.low, ci.high, ci.method]
+
+
+def _interval(data: list | None) -> Interval | None:
+    return None if data is None else Interval(*data)
+
+
+def _cell_json(cell: Cell) -> dict[str, Any]:
+    return {**dataclasses.asdict(cell), "ci": _interval_json(cell.ci)}
+
+
+def _cell(data: dict[str, Any]) -> Cell:
+    return Cell(**{**data, "ci": _interval(data["ci"])})
+
+
+def _encode_row(numbers: RowNumbers) -> list:
+    cells, overall, overall_ci = numbers
+    return [
+        {mode: {name: _cell_json(c) for name, c in by.items()} for mode, by in cells.items()},
+        overall,
+        {mode: _interval_json(ci) for mode, ci in overall_ci.items()},
+    ]
+
+
+def _decode_row(data: list) -> RowNumbers:
+    cells, overall, overall_ci = data
+    return (
+        {mode: {name: _cell(c) for name, c in by.items()} for mode, by in cells.items()},
+        overall,
+        {mode: _interval(ci) for mode, ci in overall_ci.items()},
+    )
+
+
+# A model's row per state of its results and human values and the board's settings: the
+# first request of a restarted process reads 20 rows' numbers in one query instead of
+# computing ~200 intervals (apps.leaderboards.memo.Stored).
+_row_numbers: memo.Stored[RowNumbers] = memo.Stored("board rows", _encode_row, _decode_row)
 
 
 def values_of(board: Board, run: Run, mode: str) -> dict[str, np.ndarray]:
@@ -1001,27 +1062,60 @@ def tag_table(board: Board, scores: dict[int, summaries.RunScores]) -> None:
     info = board.subject(board.params.tag_subject or "") or board.subjects[0]
     board.tag_subject = info
     with_ci = len(board.tags) * len(board.rows) <= TAG_CI_LIMIT
+    settings = (info, board.params.scoring, tuple(board.tags), board.mode, with_ci)
+    keys = {
+        row.run.pk: (
+            row.run.pk,
+            summaries.fingerprint(row.run),
+            scores[row.run.pk].state,
+            *settings,
+        )
+        for row in board.rows
+    }
+    kept = _tag_columns.get_many(keys.values())
+    fresh: dict[Hashable, list[dict[str, Any]]] = {}
+    columns = []
+    for row in board.rows:
+        column = kept.get(keys[row.run.pk])
+        if column is None:
+            column = fresh[keys[row.run.pk]] = tag_column(board, scores[row.run.pk], info, with_ci)
+        columns.append(column)
+    _tag_columns.put_many(fresh)
+    for at, tag in enumerate(board.tags):
+        board.tag_rows.append({"tag": tag, "cells": [dict(column[at]) for column in columns]})
+
+
+def tag_column(
+    board: Board, run_scores: summaries.RunScores, info: SubjectInfo, with_ci: bool
+) -> list[dict[str, Any]]:
+    """One model's cells of the tag table, one per tag."""
+    out = []
     for tag in board.tags:
-        cells = []
-        for row in board.rows:
-            group, items = summaries.merged(scores[row.run.pk], info.name, tag)
-            dist = group.human if board.mode == "human" else group.judge
-            failed = group.human_failed if board.mode == "human" else group.judge_failed
-            missing = max(items - group.judge.n - group.judge_failed, 0)
-            cell = score_cell(
-                dist, failed, missing, group.overridden, info, board.params.scoring, with_ci
-            )
-            cells.append(
-                {
-                    "mean": cell.mean,
-                    "ci": cell.ci,
-                    "n": cell.n,
-                    "answered": cell.answered,
-                    "failed": failed,
-                    "items": items,
-                }
-            )
-        board.tag_rows.append({"tag": tag, "cells": cells})
+        group, items = summaries.merged(run_scores, info.name, tag)
+        dist = group.human if board.mode == "human" else group.judge
+        failed = group.human_failed if board.mode == "human" else group.judge_failed
+        missing = max(items - group.judge.n - group.judge_failed, 0)
+        cell = score_cell(
+            dist, failed, missing, group.overridden, info, board.params.scoring, with_ci
+        )
+        out.append(
+            {
+                "mean": cell.mean,
+                "ci": cell.ci,
+                "n": cell.n,
+                "answered": cell.answered,
+                "failed": failed,
+                "items": items,
+            }
+        )
+    return out
+
+
+_tag_columns: memo.Stored[list[dict[str, Any]]] = memo.Stored(
+    "tag columns",
+    lambda column: [{**cell, "ci": _interval_json(cell["ci"])} for cell in column],
+    lambda data: [{**cell, "ci": _interval(cell["ci"])} for cell in data],
+)
 
 
 # ---- chart ------------------------------------------------------------------------------

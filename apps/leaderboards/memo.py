@@ -13,10 +13,14 @@ threads); two threads missing the same key at once both compute it and the last 
 which is harmless since both computed the same state.
 """
 
+import functools
+import hashlib
+import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Hashable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from apps.review.queue import last_event_id
 
@@ -63,6 +67,70 @@ class Memo[V]:
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
+
+
+@functools.cache
+def code_version() -> str:
+    """A digest of the code that computes stored results: a release that changes how a cell
+    or a pair is computed makes new keys instead of reading the old numbers."""
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in sorted(here.glob("*.py")):
+        digest.update(name.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class Stored[V]:
+    """A Memo whose values are kept in the database too (StoredResult): for pure computations
+    keyed by everything they depend on, so the first request of a restarted process reads
+    what any process computed (one query for many keys) instead of computing it again."""
+
+    def __init__(
+        self,
+        name: str,
+        encode: Callable[[V], Any],
+        decode: Callable[[Any], V],
+        size: int = SIZE,
+    ) -> None:
+        self.name = name
+        self.memo: Memo[V] = Memo(name, size)
+        self.encode, self.decode = encode, decode
+
+    def digest(self, key: Hashable) -> str:
+        return hashlib.sha256(f"{code_version()}|{self.name}|{key!r}".encode()).hexdigest()
+
+    def get_many(self, keys: Iterable[Hashable]) -> dict[Hashable, V]:
+        """The values kept for these keys (the process's, else the database's)."""
+        from apps.leaderboards.models import StoredResult
+
+        out: dict[Hashable, V] = {}
+        missing: dict[str, Hashable] = {}
+        for key in keys:
+            if (found := self.memo.get(key)) is not None:
+                out[key] = found
+            else:
+                missing[self.digest(key)] = key
+        if missing:
+            rows = StoredResult.objects.filter(key__in=list(missing)).values_list("key", "value")
+            for digest, text in rows:
+                key = missing[digest]
+                out[key] = self.memo.put(key, self.decode(json.loads(text)))
+        return out
+
+    def put_many(self, values: dict[Hashable, V]) -> None:
+        from apps.leaderboards.models import StoredResult
+
+        if not values:
+            return
+        for key, value in values.items():
+            self.memo.put(key, value)
+        StoredResult.objects.bulk_create(
+            [
+                StoredResult(key=self.digest(key), value=json.dumps(self.encode(value)))
+                for key, value in values.items()
+            ],
+            ignore_conflicts=True,  # another process stored the same meanwhile
+        )
 
 
 MEMOS: list[Memo] = []

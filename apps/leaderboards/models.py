@@ -61,6 +61,21 @@ class RunSummary(models.Model):
         return f"summary of run #{self.run_id}"
 
 
+class StoredResult(models.Model):
+    """The result of a pure computation for boards, keyed by a digest of everything it
+    depends on (a run's results fingerprint and summary state, the board's settings), so a
+    restarted process reads what any process computed instead of computing it again: a
+    model's cells and intervals, a pair's test (apps.leaderboards.memo.Stored). Never stale,
+    since a change makes a new key; rows no board asks for any more are only unused."""
+
+    key = models.CharField(max_length=64, primary_key=True)
+    value = models.TextField()  # JSON (NaN allowed)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"stored result {self.key[:12]}"
+
+
 class StoredArrays(models.Model):
     """Arrays a page over every item reads at once, kept in the database so that the first
     visit in a fresh web process (every gunicorn worker has its own memos) reads one row, not

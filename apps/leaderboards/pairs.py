@@ -13,6 +13,7 @@ told apart.
 """
 
 import itertools
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +28,7 @@ from apps.leaderboards.boards import (
     values_of,
 )
 from apps.leaderboards.items import common_positions, dataset_items, tag_mask
-from apps.leaderboards.memo import Memo
+from apps.leaderboards.memo import Stored
 from apps.leaderboards.stats import TESTS, Interval, clipped, mean_ci, normal_ci, paired_p
 from apps.leaderboards.summaries import fingerprint
 
@@ -145,7 +146,19 @@ def span_of(board: Board, key: str) -> float | None:
     return float(info.high) - float(info.low)  # type: ignore[arg-type]
 
 
-_compared_cache: Memo[tuple] = Memo("compared pairs", size=4096)
+def _encode_pair(numbers: tuple) -> list:
+    n, mean, ci, p, test = numbers
+    return [n, mean, None if ci is None else [ci.low, ci.high, ci.method], p, test]
+
+
+def _decode_pair(data: list) -> tuple:
+    n, mean, ci, p, test = data
+    return (n, mean, None if ci is None else Interval(*ci), p, test)
+
+
+# Per pair and state of both runs: kept in the database too, so a restarted process does not
+# redo 190 tests over 100k items (apps.leaderboards.memo.Stored).
+_compared_cache: Stored[tuple] = Stored("compared pairs", _encode_pair, _decode_pair, size=4096)
 
 
 def _compared(board: Board, key: str) -> list[Pair]:
@@ -169,20 +182,22 @@ def _compared(board: Board, key: str) -> list[Pair]:
     def state(row: Row) -> tuple:
         return (row.run.pk, fingerprint(row.run), board.states.get(row.run.pk) if human else "")
 
+    pairs = list(itertools.combinations(board.rows, 2))
+    keys = [(state(a), state(b), settings) for a, b in pairs]
+    kept = _compared_cache.get_many(keys)
+    fresh: dict[Hashable, tuple] = {}
     values: dict[int, np.ndarray] = {}
     out = []
-    for a, b in itertools.combinations(board.rows, 2):
-        pair_key = (state(a), state(b), settings)
-        numbers = _compared_cache.get(pair_key)
+    for (a, b), pair_key in zip(pairs, keys, strict=True):
+        numbers = kept.get(pair_key)
         if numbers is None:
             for row in (a, b):
                 if row.run.pk not in values:
                     values[row.run.pk] = board_values(board, row, key)
             pair = compare_pair(a, b, values[a.run.pk], values[b.run.pk], span_of(board, key))
-            numbers = _compared_cache.put(
-                pair_key, (pair.n, pair.mean_diff, pair.ci, pair.p, pair.test)
-            )
+            numbers = fresh[pair_key] = (pair.n, pair.mean_diff, pair.ci, pair.p, pair.test)
         out.append(Pair(a, b, *numbers))
+    _compared_cache.put_many(fresh)
     return out
 
 

@@ -394,7 +394,9 @@ def stored(runs: Iterable[Run]) -> dict[int, RunSummary]:
     runs = list(runs)
     found = {
         s.run_id: s
-        for s in RunSummary.objects.filter(run_id__in=[r.pk for r in runs]).defer("held")
+        for s in RunSummary.objects.filter(run_id__in=[r.pk for r in runs]).only(
+            "run_id", "fingerprint", "event_id", "state"
+        )
     }
     for run in runs:
         summary = found.get(run.pk)
@@ -404,7 +406,11 @@ def stored(runs: Iterable[Run]) -> dict[int, RunSummary]:
     for run_id, (score_ids, events) in changed.items():
         if _counted.get((run_id, found[run_id].state, events)):
             continue
-        if (summary := catch_up(run_id, score_ids)) is not None:
+        try:
+            summary = catch_up(run_id, score_ids)
+        except ValueError:  # it counted a value it does not hold: never keep such numbers
+            summary = compute(next(run for run in runs if run.pk == run_id))
+        if summary is not None:
             found[run_id] = summary
             _counted.put((run_id, summary.state, events), True)
     _advance([s for s in found.values() if s.run_id not in changed])
@@ -429,38 +435,52 @@ def last_event() -> int:
 
 
 def load(runs: Iterable[Run]) -> dict[int, RunScores]:
-    """The scores of each run, from fresh stored summaries."""
+    """The scores of each run, from fresh stored summaries (read and parsed once per process
+    and state: a warm board reads 20 small rows' heads, not their vectors)."""
     runs = list(runs)
     found = stored(runs)
-    result: dict[int, RunScores] = {}
-    for run in runs:
-        summary = found[run.pk]
-        groups = {}
-        for subject, tags_text, judge, failed, human, human_failed, overridden in summary.groups:
-            groups[subject, tags_text] = Group(
-                Dist.from_json(judge), failed, Dist.from_json(human), human_failed, overridden
-            )
-        vectors: dict[str, Vectors | None] = {}
-        for tags_text, entries in summary.vectors.get("groups", []):
-            if entries is None:
-                vectors[tags_text] = None
-                continue
-            judge_counts: Counter[Vector] = Counter()
-            human_counts: Counter[Vector] = Counter()
-            for j, h, n in entries:
-                judge_counts[tuple(j)] += n
-                human_counts[tuple(h)] += n
-            vectors[tags_text] = Vectors(judge=judge_counts, human=human_counts)
-        result[run.pk] = RunScores(
-            run.pk,
-            groups,
-            dict(summary.item_counts),
-            vector_subjects=list(summary.vectors.get("subjects", [])),
-            vectors=vectors,
-            state=summary.state,
-            flaky=summary.flaky,
-        )
+    keys = {run.pk: (run.pk, found[run.pk].fingerprint, found[run.pk].state) for run in runs}
+    result = {run_id: got for run_id, key in keys.items() if (got := _parsed.get(key))}
+    missing = [run_id for run_id in keys if run_id not in result]
+    rows = RunSummary.objects.filter(run_id__in=missing).only(
+        "run_id", "fingerprint", "state", "groups", "item_counts", "vectors", "flaky"
+    )
+    for summary in rows if missing else []:
+        if (summary.run_id, summary.fingerprint, summary.state) != keys[summary.run_id]:
+            summary = found[summary.run_id]  # moved on meanwhile: the one read above stays
+        result[summary.run_id] = _parsed.put(keys[summary.run_id], parsed(summary))
     return result
+
+
+_parsed: Memo[RunScores] = Memo("run summaries")
+
+
+def parsed(summary: RunSummary) -> RunScores:
+    groups = {}
+    for subject, tags_text, judge, failed, human, human_failed, overridden in summary.groups:
+        groups[subject, tags_text] = Group(
+            Dist.from_json(judge), failed, Dist.from_json(human), human_failed, overridden
+        )
+    vectors: dict[str, Vectors | None] = {}
+    for tags_text, entries in summary.vectors.get("groups", []):
+        if entries is None:
+            vectors[tags_text] = None
+            continue
+        judge_counts: Counter[Vector] = Counter()
+        human_counts: Counter[Vector] = Counter()
+        for j, h, n in entries:
+            judge_counts[tuple(j)] += n
+            human_counts[tuple(h)] += n
+        vectors[tags_text] = Vectors(judge=judge_counts, human=human_counts)
+    return RunScores(
+        summary.run_id,
+        groups,
+        dict(summary.item_counts),
+        vector_subjects=list(summary.vectors.get("subjects", [])),
+        vectors=vectors,
+        state=summary.state,
+        flaky=summary.flaky,
+    )
 
 
 def held_of(run_id: int, state: str) -> list[Any] | None:
