@@ -22,6 +22,7 @@ from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from apps.leaderboards.models import StoredResult
 from apps.review.queue import last_event_id
 
 if TYPE_CHECKING:
@@ -101,8 +102,6 @@ class Stored[V]:
 
     def get_many(self, keys: Iterable[Hashable]) -> dict[Hashable, V]:
         """The values kept for these keys (the process's, else the database's)."""
-        from apps.leaderboards.models import StoredResult
-
         out: dict[Hashable, V] = {}
         missing: dict[str, Hashable] = {}
         for key in keys:
@@ -118,8 +117,6 @@ class Stored[V]:
         return out
 
     def put_many(self, values: dict[Hashable, V]) -> None:
-        from apps.leaderboards.models import StoredResult
-
         if not values:
             return
         for key, value in values.items():
@@ -146,11 +143,14 @@ def clear_all() -> None:
         clear()
 
 
+# The stored run summaries' layout (apps.leaderboards.summaries): bump when it changes, and
+# every summary is computed again.
+SUMMARY_VERSION = 3
+
+
 def run_state(run: "Run") -> str:
     """What a run's memoised numbers depend on: its results (and the summary format)."""
-    from apps.leaderboards.summaries import fingerprint  # summaries uses memos too
-
-    return fingerprint(run)
+    return f"{SUMMARY_VERSION}|{run.results_fingerprint}"
 
 
 def review_state() -> int:

@@ -38,12 +38,11 @@ from django.utils import timezone
 
 from apps.datasets.models import Item
 from apps.judges.models import Score, ScoreEvent
-from apps.leaderboards.memo import Memo
+from apps.leaderboards.memo import Memo, run_state
 from apps.leaderboards.models import RunSummary
 from apps.leaderboards.stats import Dist
 from apps.runs.models import Run
 
-VERSION = 3  # bump when the stored layout changes: every summary is then recomputed
 VECTOR_LIMIT = 300  # most distinct per-item vectors a tag set keeps (bounds the bootstrap)
 MARGIN = timedelta(seconds=30)  # how far the event watermark trails the newest event
 LAG = 1000  # events a summary's watermark may fall behind before a read moves it on
@@ -97,8 +96,8 @@ class RunScores:
 
 
 def fingerprint(run: Run) -> str:
-    """The run's results fingerprint, and the summary format's version."""
-    return f"{VERSION}|{run.results_fingerprint}"
+    """The run's results fingerprint, and the summary format's version (memo.SUMMARY_VERSION)."""
+    return run_state(run)
 
 
 def valued(status: str, judge_value: float | None) -> float | None:
