@@ -106,7 +106,7 @@ def test_a_streamed_import_stores_what_reading_the_file_whole_stores(
     monkeypatch.setattr(
         importing,
         "write_items",
-        lambda d, items: writes.append(len(items.rows)) or write_items(d, items),
+        lambda d, items, **kw: writes.append(len(items.rows)) or write_items(d, items, **kw),
     )
     # Never the whole file: the whole-file reader is not called.
     monkeypatch.setattr(importing, "read_table", lambda *a, **k: pytest.fail("read whole"))
@@ -172,7 +172,7 @@ def test_a_batch_ends_at_a_number_of_characters_too(task, tmp_path, monkeypatch)
     monkeypatch.setattr(
         importing,
         "write_items",
-        lambda d, items: writes.append(len(items.rows)) or write_items(d, items),
+        lambda d, items, **kw: writes.append(len(items.rows)) or write_items(d, items, **kw),
     )
     dataset = new_dataset(task, "csv", "chars")
     fill_dataset_from_file(dataset, path, Mapping(id_column="id"))
