@@ -1,16 +1,20 @@
 """The review list of a judge run, and its bulk actions.
 
 A page costs the same number of queries whatever its size: items, then their scores,
-assignments and locks in one query each.
+assignments and locks in one query each. Which items a filter lists, in order, is read once per
+state of the run's results, reviews and assignments and kept (see `listed_ids`), so any page
+of any filter is a slice of it.
 """
 
-from typing import Any, cast
+import hashlib
+from array import array
+from typing import Any
 
 from django.contrib import messages
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Page, Paginator
-from django.db.models import Exists, OuterRef, Q, QuerySet
-from django.utils.functional import cached_property
+from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
 
 from apps.accounts.access import AppRequest
 from apps.accounts.models import User
@@ -19,6 +23,7 @@ from apps.datasets.models import Item
 from apps.judges.launching import retry_failed_items
 from apps.judges.models import RunItemQuerySet, Score, judge_of
 from apps.review.models import ReviewAssignment, ReviewLock, ReviewPolicy
+from apps.review.queue import last_event_id
 from apps.review.templatetags.review import num
 from apps.runs.models import Response, Run, Turn
 
@@ -72,24 +77,67 @@ def searched(qs: RunItemQuerySet, run: Run, text: str) -> RunItemQuerySet:
     return qs.filter(found)
 
 
-class SearchPaginator(Paginator):
-    """Counts at most SEARCH_CAP items (a query that stops there); `capped`: there are more."""
+class ListPaginator(Paginator):
+    """Pages of a list of item ids; `capped`: a search found more than SEARCH_CAP items, and
+    the first SEARCH_CAP are listed."""
 
     capped = False
 
-    @cached_property
-    def count(self) -> int:
-        found = cast(QuerySet, self.object_list)[: SEARCH_CAP + 1].count()
-        self.capped = found > SEARCH_CAP
-        return min(found, SEARCH_CAP)
+
+LIST_SECONDS = 3600
+ITEM_COLUMNS = ("pk", "position", "key", "tags")
+
+
+def _list_state(run: Run, user: Any, filters: dict[str, str]) -> str:
+    """What a filtered list depends on: the run's results always; people's changes (each
+    leaves a ScoreEvent) for the review filter only, so the whole list and the status and tag
+    filters stay kept while people review; the run's assignments (counted, and the newest:
+    assigning replaces rows, unassigning deletes them) and who asks ("assigned to me") for the
+    assignment filter; the judged answers' run for a search."""
+    parts: list[Any] = [run.results_fingerprint]
+    if filters.get("review"):
+        parts.append(last_event_id())
+    if filters.get("assigned"):
+        found = ReviewAssignment.objects.filter(run=run).aggregate(n=Count("pk"), last=Max("pk"))
+        parts += [found["n"], found["last"], user.pk]
+    if filters.get("q") and run.source_run is not None:
+        parts.append(run.source_run.results_fingerprint)
+    parts += sorted((k, v) for k, v in filters.items() if k not in ("per_page", "page"))
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def listed_ids(run: Run, user: Any, filters: dict[str, str]) -> array:
+    """The ids of the items a filter lists, in order (a search's first SEARCH_CAP + 1).
+
+    Counting a filter's items and skipping to a deep page both read every item of the run
+    (an EXISTS over its scores per item): 0.3–0.8 s at 100k items × 5 subjects in a 10M-score
+    database, on every page. Kept per state instead, as 8 bytes an id, any page is a slice.
+    """
+    key = f"review:list:{run.pk}:{_list_state(run, user, filters)}"
+    ids = cache.get(key)
+    if ids is None:
+        listed = filtered(run, user, filters).order_by("position").values_list("pk", flat=True)
+        if fulltext.terms(filters.get("q", "")):
+            listed = listed[: SEARCH_CAP + 1]
+        ids = array("q", listed.iterator(chunk_size=10_000))
+        cache.set(key, ids, LIST_SECONDS)
+    return ids
 
 
 def page_of(run: Run, user: Any, filters: dict[str, str], number: str | None) -> Page:
+    ids = listed_ids(run, user, filters)
+    searching = bool(fulltext.terms(filters.get("q", "")))
+    paginator = ListPaginator(
+        ids[:SEARCH_CAP] if searching else ids, int(filters.get("per_page") or 50)
+    )
+    paginator.capped = searching and len(ids) > SEARCH_CAP
+    page = paginator.get_page(number)
+    shown = list(page.object_list)
     # Plain dicts, not models: a 500-row page should not build 500 model instances.
-    qs = filtered(run, user, filters).values("pk", "position", "key", "tags")
-    per_page = int(filters.get("per_page") or 50)
-    paginator = SearchPaginator if fulltext.terms(filters.get("q", "")) else Paginator
-    return paginator(qs.order_by("position"), per_page).get_page(number)
+    items = Item.objects.filter(pk__in=shown).values(*ITEM_COLUMNS)
+    by_pk = {item["pk"]: item for item in items}
+    page.object_list = [by_pk[pk] for pk in shown if pk in by_pk]
+    return page
 
 
 STATUS = {

@@ -133,6 +133,30 @@ def test_pages(reviewer, db):
     assert "per_page=25" in third and "page=2" in third  # links keep the filters
 
 
+def test_a_kept_list_follows_reviews_assignments_and_results(reviewer, run_with_states):
+    """Which items a filter lists is kept between requests (listing.listed_ids): every change
+    that moves an item in or out of a filter shows on the next request."""
+    run, items = run_with_states
+    assert positions(listed(reviewer, run, review="reviewed")) == []
+    score = Score.objects.get(run=run, item=items[1], subject="accuracy")
+    score.override(1, reviewer.user, "x", 0)
+    assert positions(listed(reviewer, run, review="overridden")) == [1]
+    score.refresh_from_db()
+    score.revert(reviewer.user, "undo")
+    assert positions(listed(reviewer, run, review="overridden")) == []
+    assert positions(listed(reviewer, run, assigned="me")) == []
+    ReviewAssignment.assign(run, [items[2].pk, items[3].pk], reviewer.user, by=None)
+    assert positions(listed(reviewer, run, assigned="me")) == [2, 3]
+    assert positions(listed(client_for("reviewer", "bob"), run, assigned="me")) == []
+    ReviewAssignment.unassign(run, [items[3].pk])
+    assert positions(listed(reviewer, run, assigned="me")) == [2]
+    assert positions(listed(reviewer, run, status="pending")) == [7]
+    judge_item(run, items[7], [{"accuracy": 2, "clarity": 2}])
+    Run.objects.filter(pk=run.pk).update(done=F("done") + 1)  # the engine moves its progress
+    assert positions(listed(reviewer, run, status="pending")) == []
+    assert positions(listed(reviewer, run, per_page="25", page="last")) == list(range(8))
+
+
 def test_query_count_does_not_grow_with_the_page_size(reviewer, db, count_queries):
     run, items = scenario(60)
     ReviewAssignment.assign(run, [i.pk for i in items[:30]], reviewer.user, by=None)
