@@ -64,3 +64,17 @@ def test_results_page_and_review_list_list_the_same_items(states, state: str) ->
     assert shown_in_results == expected and shown_in_review == expected
     if state == "failed":
         assert results.count("badge badge-bad") == 2  # the half-failed item is marked too
+
+
+def test_the_results_summary_follows_an_override(states) -> None:
+    """The per-subject summary is cached by the run's results and the last score event: an
+    override after a first look shows at once, as a computation without the cache gives."""
+    from apps.judges import results
+
+    run, items = states
+    before = {r.name: r for r in results.subject_results(run)}
+    assert before["accuracy"].overridden == 1
+    run.scores.get(item=items[0], subject="accuracy").override(1, make_user("admin"), "no")
+    after = results.subject_results(run)
+    assert {r.name: r.overridden for r in after}["accuracy"] == 2
+    assert repr(after) == repr(results._subject_results(run))
