@@ -587,7 +587,7 @@ def values_of(board: Board, run: Run, mode: str) -> dict[str, np.ndarray]:
     """The run's per-item values as this board counts them (its mode's values, its epochs'
     reduction): what pairs, common items, clusters and reduced cells are computed from."""
     reduction = board.reduction_for(run)
-    if reduction.is_mean and mode == "human" and (state := board.states.get(run.pk)):
+    if mode == "human" and (state := board.states.get(run.pk)):
         return items.item_values(run, mode, reduction=reduction, state=state)
     return items.item_values(run, mode, board.last_event, reduction)
 
@@ -597,13 +597,15 @@ _epoch_tags: Memo[list] = Memo("reduced tag columns", size=256)
 
 
 def _reduced_key(board: Board, run: Run, mode: str) -> tuple:
-    """What a reduced computation of one run depends on (the run's results, the reviews for
-    human values, and the board's settings)."""
+    """What a reduced computation of one run depends on (the run's results, for human values
+    its summary's human-corrected state, which moves only with this run's changes, and the
+    board's settings): an override recomputes its own model only."""
+    human = board.states.get(run.pk) or board.last_event
     return (
         run.pk,
         summaries.fingerprint(run),
         mode,
-        board.last_event if mode == "human" else 0,
+        human if mode == "human" else 0,
         board.reduction_for(run),
         board.params.scoring,
     )

@@ -269,7 +269,7 @@ def item_values(
     values, and whose held values are read instead of the scores. `reduction` says how an
     item's epochs make its value (the mean unless asked: apps.leaderboards.epochs)."""
     if not reduction.is_mean:
-        return _reduced_values(run, mode, last_event, reduction)
+        return _reduced_values(run, mode, last_event, reduction, state)
     judged = judge_arrays(run).values
     if mode != "human":
         return judged
@@ -305,15 +305,23 @@ def item_values(
 
 
 def _reduced_values(
-    run: Run, mode: str, last_event: int | None, reduction: Reduction
+    run: Run, mode: str, last_event: int | None, reduction: Reduction, state: str | None = None
 ) -> dict[str, np.ndarray]:
     """item_values under majority vote or pass@k, from the run's stored epoch arrays (a run of
-    one epoch has its judge value as the only one) and, for human values, the overrides."""
-    if mode == "human" and last_event is None:
-        last_event = review_state()
-    key = (run.pk, run_state(run), mode, reduction, last_event if mode == "human" else None)
-    if (cached := _values.get(key)) is not None:
-        return cached
+    one epoch has its judge value as the only one) and, for human values, the values people
+    set: those its summary in `state` holds, else the scores' (keyed by `last_event`)."""
+    held = None
+    if mode == "human" and state is not None:
+        key: tuple = (run.pk, run_state(run), mode, reduction, "held", state)
+        if (cached := _values.get(key)) is not None:
+            return cached
+        held = summaries.held_of(run.pk, state)
+    if held is None:
+        if mode == "human" and last_event is None:
+            last_event = review_state()
+        key = (run.pk, run_state(run), mode, reduction, last_event if mode == "human" else None)
+        if (cached := _values.get(key)) is not None:
+            return cached
     judged = judge_arrays(run)
     scales = _scales(run)
     out = {
@@ -322,7 +330,12 @@ def _reduced_values(
     }
     if mode == "human":
         index = dataset_items(run.dataset).index
-        for subject, item_id, value in _overrides(run):
+        people = (
+            [(subject, item_id, value) for _, item_id, subject, _, value in held]
+            if held is not None
+            else _overrides(run)
+        )
+        for subject, item_id, value in people:
             if subject in out and (at := index.get(item_id)) is not None:
                 worst, best = scales.get(subject, (None, None))
                 out[subject][at] = override_value(value, reduction, worst, best)
