@@ -297,8 +297,21 @@ class JudgePlugin(RunPlugin):
         return self.items(run).count()
 
     def pending_keys(self, run: Run, mode: str) -> list[str]:
+        return self._pending(run, mode)
+
+    def unsettled_keys(self, run: Run, keys: list[str]) -> list[str]:
+        # Keys handed back from a dead chunk: only their items are read, not the whole run's
+        # (at a million items, listing every pending key took seconds per handed-back batch).
+        pending = set(self._pending(run, run.mode, [int(key) for key in keys]))
+        return [key for key in keys if key in pending]
+
+    def _pending(self, run: Run, mode: str, item_ids: list[int] | None = None) -> list[str]:
+        """The launch's pending keys, of the items `item_ids` only when given."""
         items = self.items(run)
         scored = self._scored(run)
+        if item_ids is not None:
+            items = items.filter(id__in=item_ids)
+            scored = scored.filter(item_id__in=item_ids)
         if mode == Run.Mode.RESUME:
             ids = items.exclude(id__in=scored.values("item_id"))
         elif mode == Run.Mode.RETRY_FAILED:

@@ -121,7 +121,21 @@ class GenerationPlugin(RunPlugin):
         return Response.objects.filter(run=run, epoch__lt=run.epochs)
 
     def pending_keys(self, run: Run, mode: str) -> list[str]:
+        return self._pending(run, mode)
+
+    def unsettled_keys(self, run: Run, keys: list[str]) -> list[str]:
+        # Keys handed back from a dead chunk: only their items are read, not the whole run's
+        # (at a million items, listing every pending key took seconds per handed-back batch).
+        pending = set(self._pending(run, run.mode, {parse_unit_key(key)[0] for key in keys}))
+        return [key for key in keys if key in pending]
+
+    def _pending(self, run: Run, mode: str, item_ids: set[int] | None = None) -> list[str]:
+        """The launch's pending keys, of the items `item_ids` only when given."""
         responses = self._responses(run)
+        ids = Item.objects.filter(dataset_id=run.dataset_id).order_by("position")
+        if item_ids is not None:
+            responses = responses.filter(item_id__in=item_ids)
+            ids = ids.filter(id__in=item_ids)
         if mode == Run.Mode.RETRY_FAILED:
             redo = responses.filter(_pending_filter(run, mode))
             todo = set(redo.values_list("item_id", "epoch"))
@@ -132,7 +146,6 @@ class GenerationPlugin(RunPlugin):
         else:
             todo = None
             skip = set(responses.values_list("item_id", "epoch"))
-        ids = Item.objects.filter(dataset_id=run.dataset_id).order_by("position")
         keys = []
         for item_id in ids.values_list("id", flat=True).iterator(chunk_size=10000):
             for epoch in range(run.epochs):
