@@ -151,3 +151,37 @@ def test_a_second_launch_does_only_what_is_left(fake_run, django_capture_on_comm
     assert plugin.performed == ["3"]
     run.refresh_from_db()
     assert run.launch == 2 and run.status == Run.Status.COMPLETED_WITH_FAILURES
+
+
+def test_a_launch_enqueues_few_chunks_and_one_out_of_time_hands_on_to_a_successor(
+    task, monkeypatch, settings, django_capture_on_commit_callbacks
+) -> None:
+    """A million-item launch must not enqueue a job per `chunk_size` units (jobs beyond the busy
+    workers only find the list dry): at most CHUNK_JOBS_MAX, here 2. Each chunk stops for its
+    time (a budget of 0) after one take of 8 keys, so the work is carried to the end only by
+    each chunk enqueueing its successor while keys are left."""
+    from tests.base import work_here
+
+    dataset = make_qa_dataset(task, N)
+    plugin = FakePlugin({str(item.position): item.pk for item in dataset.items.all()})
+    monkeypatch.setattr(sys.modules[__name__], "FAKE", plugin)
+    settings.RUN_KINDS = {**settings.RUN_KINDS, Run.Kind.GENERATION: f"{__name__}.FAKE"}
+    monkeypatch.setattr("apps.runs.engine.chunk.CHUNK_JOBS_MAX", 2)
+    monkeypatch.setattr("apps.runs.engine.chunk.CHUNK_BUDGET_SHARE", 0.0)
+    run = Run.objects.create(
+        task=task, kind=Run.Kind.GENERATION, dataset=dataset, label="fake", chunk_size=5
+    )
+    queue = django_rq.get_queue("runs")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert launch(run) == N
+    assert queue.count == 2  # not ceil(45 / 5) = 9
+    work_here()
+    # Chunks 0 and 1, then a successor per chunk that left keys behind: 8 keys a take, the
+    # sixth chunk takes the last 5 and leaves none; the seventh (chunk 1's successor's
+    # successor…) finds the run settled.
+    finished = sorted(queue.finished_job_registry.get_job_ids())
+    assert finished == sorted(f"run-{run.pk}-l1-chunk-{n}" for n in range(7))
+    assert sorted(plugin.performed, key=int) == [str(i) for i in range(N)]  # each once
+    run.refresh_from_db()
+    assert run.status == Run.Status.COMPLETED_WITH_FAILURES
+    assert (run.done, run.failed) == (N - 1, 1)

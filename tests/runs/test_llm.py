@@ -197,3 +197,39 @@ def test_the_rate_limit_spaces_requests_across_clients(redis_conn):
     # they span microseconds).
     for i in range(len(times) - 3):
         assert times[i + 3] - times[i] >= 0.1
+
+
+def test_a_chunk_holds_no_more_than_its_share_of_the_limit(redis_conn):
+    """Two chunks on one endpoint (limit 4): the first took every slot while alone; once its
+    share is 2, each lease its requests release goes back to Redis until it holds 2, and the
+    other chunk's waiting request gets one, not a lease kept for the first chunk's next."""
+    from apps.runs.engine.slots import SlotPool
+
+    async def main():
+        a, b = async_redis(), async_redis()
+        stop = asyncio.Event()
+        first = SlotPool(EndpointSemaphore(a, 98, 4), stop)
+        second = SlotPool(EndpointSemaphore(b, 98, 4), stop)
+        leases = [await first.acquire() for _ in range(4)]
+        assert len(first.semaphore.held) == 4
+        waiting = asyncio.create_task(second.acquire())
+        later = asyncio.create_task(first.acquire())  # the first chunk's next request
+        await asyncio.sleep(0.2)
+        assert not waiting.done()  # every slot is the first chunk's
+        first.share = second.share = 2
+        first.release(leases.pop())
+        assert await asyncio.wait_for(waiting, 5)  # given back to Redis, taken by the other
+        assert not later.done()  # the first chunk is at 3 > 2 and keeps no lease for itself
+        first.release(leases.pop())  # back to Redis too: now at its share
+        await asyncio.sleep(0.2)
+        assert len(first.semaphore.held) == 2 and not later.done()
+        first.release(leases.pop())  # at its share: straight to its own waiting request
+        assert await asyncio.wait_for(later, 5)
+        assert len(first.semaphore.held) == 2 and len(second.semaphore.held) == 1
+        for pool in (first, second):
+            await pool.trim(everything=True)
+            await pool.semaphore.release_all()
+        await a.aclose()
+        await b.aclose()
+
+    run_async(main())

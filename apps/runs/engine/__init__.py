@@ -9,7 +9,8 @@ Launch (`launch(run, mode)`, inside the caller's transaction)
     A new launch starts (`Run.launch` + 1, status queued); the plug-in lists the pending keys for
     the mode (resume: units without a result; retry_failed: failed units; overwrite: all),
     they go to one Redis list for the launch, and `ceil(n / chunk_size)` chunk jobs
-    `run-<id>-l<launch>-chunk-<n>` are enqueued on RQ after commit.
+    `run-<id>-l<launch>-chunk-<n>` are enqueued on RQ after commit (at most `CHUNK_JOBS_MAX`:
+    jobs beyond the busy workers would only find the list dry).
 
 A chunk job (`chunk_job`: `run_chunk`, failing the run if the job itself crashes)
     registers a job lease, then takes keys from the launch's list in small batches (so every
@@ -17,7 +18,8 @@ A chunk job (`chunk_job`: `run_chunk`, failing the run if the job itself crashes
     chunk to the next instead of draining each chunk's tail). Taking moves the keys into the
     chunk's own *held* set in Redis (one Lua step), and a key leaves that set once its result
     is committed. It has taken at least `chunk_size` keys (or the list ran dry) before it may
-    stop for its time budget, so the enqueued jobs always cover the list. `lanes` coroutines
+    stop for its time budget, and one that stops so with work left enqueues its successor, so
+    the jobs always cover the list. `lanes` coroutines
     perform units concurrently with one `LLM` (one AsyncOpenAI client) per chunk; every
     request takes a slot of the endpoint's concurrency limit and a turn of its rate limit,
     both in Redis (apps.runs.engine.limits). A writer task commits results in small batches, so lanes

@@ -45,6 +45,7 @@ from apps.runs.engine.redis_keys import (
     launch_key,
     live_field,
     redis_connection,
+    seq_key,
     stop_key,
     todo_key,
 )
@@ -52,6 +53,7 @@ from apps.runs.engine.slots import SlotPool
 from apps.runs.engine.tuning import (
     CANCEL_GRACE,
     CHUNK_BUDGET_SHARE,
+    CHUNK_JOBS_MAX,
     CHUNK_TIMEOUT_MARGIN,
     CHUNK_TIMEOUT_MAX,
     CHUNK_TIMEOUT_MIN,
@@ -73,6 +75,7 @@ from apps.runs.engine.tuning import (
 )
 from apps.runs.engine.writer import write_results
 from apps.runs.models import Endpoint, ErrorKind, Run
+from evalsite.enqueue import enqueue_now
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +112,12 @@ def chunk_timeout(run: Run, lanes: int, units: int = 0) -> int:
     return int(min(max(CHUNK_TIMEOUT_MIN, limit), CHUNK_TIMEOUT_MAX))
 
 
+def chunk_jobs(units: int, chunk_size: int) -> int:
+    """How many chunk jobs a launch of `units` enqueues: one per `chunk_size`, at most
+    `CHUNK_JOBS_MAX` (a chunk that stops for its time with work left enqueues its successor)."""
+    return min(math.ceil(units / max(chunk_size, 1)), CHUNK_JOBS_MAX)
+
+
 def chunk_job(run_id: int, launch: int, n: int) -> str:
     """The RQ job of one chunk. If the job itself crashes (a bug, the database gone, RQ's time
     limit), the run is marked failed with the traceback and every other chunk of it stops; RQ
@@ -138,6 +147,7 @@ def run_chunk(run_id: int, launch: int, n: int) -> str:
     lease = LeaseKeeper(run_id, launch, me)
     processed = 0
     redis_lost = False
+    runner: ChunkRunner | None = None
     try:
         plugin = executor_for(run)
         lanes = max(1, plugin.lanes(run))
@@ -161,7 +171,8 @@ def run_chunk(run_id: int, launch: int, n: int) -> str:
         # Without Redis the chunk stays registered with its held units: the watchdog hands
         # them on (reaper), or rebuilds the launch from the database if Redis lost it too.
         if not redis_lost:
-            redis_lost = not _leave(conn, run_id, launch, me)
+            relay = runner is not None and runner.out_of_time and not runner.stop.is_set()
+            redis_lost = not _leave(conn, run_id, launch, me, relay)
     if redis_lost:
         logger.warning(
             "run %s launch %s: chunk %s stopped after %s units: Redis went away; the watchdog "
@@ -175,8 +186,10 @@ def run_chunk(run_id: int, launch: int, n: int) -> str:
     return f"{processed} units"
 
 
-def _leave(conn: Any, run_id: int, launch: int, me: str) -> bool:
-    """Deregister the chunk; the last one out settles the run. False when Redis is gone."""
+def _leave(conn: Any, run_id: int, launch: int, me: str, relay: bool = False) -> bool:
+    """Deregister the chunk; the last one out settles the run. False when Redis is gone.
+    `relay`: the chunk stopped for its time, so work left in the lists gets a successor (a
+    launch enqueues at most `CHUNK_JOBS_MAX` jobs, which need not outlast its work)."""
     try:
         remaining, todo, known = conn.register_script(LEAVE)(
             keys=[
@@ -188,6 +201,8 @@ def _leave(conn: Any, run_id: int, launch: int, me: str) -> bool:
             ],
             args=[me, live_field(run_id, launch)],
         )
+        if relay and int(todo) > 0 and int(known):
+            _enqueue_successor(conn, run_id, launch)
     except REDIS_DOWN:
         return False
     # A launch Redis no longer knows (it restarted empty meanwhile) is not over: its pending
@@ -195,6 +210,23 @@ def _leave(conn: Any, run_id: int, launch: int, me: str) -> bool:
     if int(remaining) == 0 and int(todo) == 0 and int(known):
         finalize(run_id, launch)
     return True
+
+
+def _enqueue_successor(conn: Any, run_id: int, launch: int) -> None:
+    """One more chunk job for the launch, numbered on from the last (`seq`, as the reaper's
+    replacements are), with the launch's RQ time limit."""
+    timeout = conn.hget(LIVE_KEY, live_field(run_id, launch))
+    n = int(conn.incr(seq_key(run_id, launch)))
+    conn.expire(seq_key(run_id, launch), KEY_TTL)
+    enqueue_now(
+        chunk_job,
+        run_id,
+        launch,
+        n,
+        queue="runs",
+        job_id=job_id(run_id, launch, n),
+        timeout=int(timeout) if timeout else int(CHUNK_TIMEOUT_MIN),
+    )
 
 
 class LeaseKeeper:
@@ -243,6 +275,8 @@ class ChunkRunner:
         self.processed = 0
         self.closing = False
         self.redis_lost = False
+        # Stopped taking work for its time budget (not because the lists ran dry).
+        self.out_of_time = False
         self.lease: LeaseKeeper | None = None
         self.held = held_key(run.pk, run.launch, me)
 
@@ -293,6 +327,7 @@ class ChunkRunner:
                     cache=self.reply_cache,
                     budget=self.budget_guard,
                 )
+            await self.share_slots()
             # Running from here on: set up (client, templates, pool) and about to send.
             await self.db(self.run.mark_running)
             if self.llm is not None and self.llm.rate is not None:
@@ -388,6 +423,7 @@ class ChunkRunner:
         while not self.stop.is_set():
             over_budget = time.monotonic() - self.started > self.budget
             if claimed >= self.run.chunk_size and over_budget:
+                self.out_of_time = True
                 break
             source, raw = await take(keys=lists, args=[self.me, batch, KEY_TTL])
             if int(source) < 0:
@@ -586,11 +622,20 @@ class ChunkRunner:
             for llm in [self.llm, *self.others.values()]:
                 if llm is not None and llm.slots is not None:
                     await llm.slots.trim()
+            await self.share_slots()
             stop, launch = await self.redis.mget(stop_key(self.run.pk), launch_key(self.run.pk))
             if stop or (launch is not None and int(launch) != self.launch):
                 self.stop.set()
             if self.lease is not None and self.lease.lost.is_set():
                 self.stop.set()
+
+    async def share_slots(self) -> None:
+        """This chunk's part of the endpoint's limit: the limit over the launch's chunks, so a
+        fleet's workers share a run's requests (and so its CPU) instead of one holding all."""
+        if self.llm is None or self.llm.slots is None or self.semaphore is None:
+            return
+        chunks = int(await self.redis.zcard(jobs_key(self.run.pk, self.launch)))
+        self.llm.slots.share = math.ceil(self.semaphore.limit / max(chunks, 1))
 
     async def watch_rate(self) -> None:
         """Every `RATE_POLL` s: the account's pause, for endpoints without RPM/TPM limits whose

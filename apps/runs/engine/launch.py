@@ -1,13 +1,11 @@
 """Launching a run: a new launch, its work list in Redis and its chunk jobs (or, in batch mode,
 its submit job), all after the caller's transaction commits."""
 
-import math
-
 from django.db import transaction
 
 from apps.runs.engine.batch import submit_job
 from apps.runs.engine.budget import start_spend
-from apps.runs.engine.chunk import chunk_job, chunk_timeout
+from apps.runs.engine.chunk import chunk_job, chunk_jobs, chunk_timeout
 from apps.runs.engine.contract import executor_for, is_registered
 from apps.runs.engine.lifecycle import settle
 from apps.runs.engine.polls import batch_poll_claim, poll_batches_in
@@ -74,7 +72,7 @@ def launch(run: Run, mode: str = Run.Mode.RESUME) -> int:
             run.refresh_from_db()
             return 0
         lanes = max(1, plugin.lanes(locked))
-        n_jobs = math.ceil(len(keys) / max(locked.chunk_size, 1))
+        n_jobs = chunk_jobs(len(keys), locked.chunk_size)
         run_id = run.pk
         timeout = chunk_timeout(locked, lanes, len(keys))
         spent = locked.cost

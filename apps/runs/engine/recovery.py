@@ -20,7 +20,6 @@ Interrupted runs are left to the person who resumes them.
 """
 
 import logging
-import math
 from datetime import timedelta
 from typing import Any
 
@@ -31,7 +30,7 @@ from django.utils import timezone
 
 from apps.runs.engine.batch import submit_job
 from apps.runs.engine.budget import start_spend
-from apps.runs.engine.chunk import chunk_job, chunk_timeout
+from apps.runs.engine.chunk import chunk_job, chunk_jobs, chunk_timeout
 from apps.runs.engine.contract import executor_for, is_registered
 from apps.runs.engine.lifecycle import finalize
 from apps.runs.engine.limits import KEY_PREFIX
@@ -194,7 +193,7 @@ def recover(run: Run, conn: Any = None) -> bool:
             plugin = executor_for(locked)
             keys = plugin.pending_keys(locked, locked.mode)
             lanes = max(1, plugin.lanes(locked))
-            n_jobs = math.ceil(len(keys) / max(locked.chunk_size, 1))
+            n_jobs = chunk_jobs(len(keys), locked.chunk_size)
             timeout = chunk_timeout(locked, lanes, len(keys))
         if keys:
             first = int(

@@ -21,6 +21,12 @@ class SlotPool:
     and every lease is renewed by the chunk's heartbeat so a dead worker's expire. One refill
     task asks Redis for as many leases as there are waiters in one call, and polls (with
     jitter) while the limit is taken by other chunks.
+
+    `share`, when set, caps the leases this chunk holds (the chunk sets it to its part of the
+    limit among the launch's chunks): beyond it a released lease goes back to Redis instead of
+    to the next local request. Without it the first chunk of a launch took every slot and kept
+    them while busy, so the other workers of a fleet polled for none and the whole run ran on
+    one process's CPU (bench/bench_fleet.py).
     """
 
     IDLE = 0.25
@@ -31,6 +37,8 @@ class SlotPool:
         self.free: deque[tuple[str, float]] = deque()
         self.waiters: deque[asyncio.Future[str]] = deque()
         self.refill: asyncio.Task[None] | None = None
+        self.share: int | None = None
+        self._giving_back: set[asyncio.Task[None]] = set()
 
     async def acquire(self) -> str:
         if self.free:
@@ -59,7 +67,10 @@ class SlotPool:
                     return
                 if self.stop.is_set():
                     raise Stopped
-                leases = await self.semaphore.try_acquire(wanted)
+                if self.share is not None:
+                    # At our share, waiters get the leases our own requests release.
+                    wanted = min(wanted, self.share - len(self.semaphore.held))
+                leases = await self.semaphore.try_acquire(wanted) if wanted > 0 else []
                 for lease in leases:
                     self.release(lease)
                 if leases:
@@ -77,6 +88,11 @@ class SlotPool:
                 raise
 
     def release(self, lease: str) -> None:
+        if self.share is not None and len(self.semaphore.held) > self.share:
+            task = asyncio.get_running_loop().create_task(self.semaphore.release(lease))
+            self._giving_back.add(task)
+            task.add_done_callback(self._giving_back.discard)
+            return
         while self.waiters:
             waiter = self.waiters.popleft()
             if not waiter.done():
@@ -92,3 +108,5 @@ class SlotPool:
         if everything and self.refill is not None:
             self.refill.cancel()
             await asyncio.gather(self.refill, return_exceptions=True)
+        if everything:
+            await asyncio.gather(*self._giving_back, return_exceptions=True)

@@ -53,8 +53,15 @@ KEY_TTL = 7 * 24 * 3600
 TAKE_BATCH_MIN = 8
 TAKE_BATCH_MAX = 256
 # A chunk stops taking work after half of its RQ time limit once it has done its share, so it
-# never meets RQ's limit mid-unit; the enqueued jobs still cover the whole list.
+# never meets RQ's limit mid-unit; it then enqueues its successor if work is left.
 CHUNK_BUDGET_SHARE = 0.5
+# A launch enqueues one chunk job per `chunk_size` units, but no more than this. Each job takes
+# work until the list is dry (or its time is up), so jobs beyond the number of busy worker
+# processes only start once the list is dry and find nothing: a work horse forked and a few
+# queries for nothing, ~0.4 s of a worker each. At a million items (5,000 jobs of 200) that
+# was minutes of every worker's time after the run, with the next run's jobs queued behind
+# them (bench/bench_fleet.py). 64 is more workers than one evalsite installation runs.
+CHUNK_JOBS_MAX = 64
 # RQ's time limit for a chunk job: every unit of `chunk_size` may take its whole timeout on
 # every retry, plus backoff; with margin, never under ten minutes nor over a day.
 UNIT_SECONDS_WITHOUT_ENDPOINT = 60.0  # rule-based units: CPU only, generous
