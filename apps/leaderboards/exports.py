@@ -225,18 +225,21 @@ def _significant(value: float | None, digits: int = 6) -> float | None:
     return None if value is None else float(f"{value:.{digits}g}")
 
 
-def subject_reason(reason: str, subject: str, subjects: list[str]) -> str:
-    """The part of a reply's reason about one subject.
+def _reason_parts(reason: str, prefixes: dict[str, str]) -> str | dict[str, str]:
+    """A reply's reason for every subject at once (`prefixes`: "accuracy: " -> "accuracy").
 
     A judge that gives a reason per subject has them kept as lines "accuracy: …" (see
     `apps.judges.parsing._find_reason`): each subject gets its own part. A reason that does not
-    start that way is one reason for the whole reply, and belongs to every subject.
+    start that way is one reason for the whole reply (returned whole), and belongs to every
+    subject.
     """
-    prefixes = {f"{name}: ": name for name in subjects}
     parts: dict[str, list[str]] = {}
     current = None
+    starts = tuple(prefixes)
     for line in reason.splitlines():
-        start = next((p for p in prefixes if line.startswith(p)), None)
+        start = None
+        if line.startswith(starts):  # one C-level test for the many lines that start none
+            start = next(p for p in prefixes if line.startswith(p))
         if start is not None:
             current = prefixes[start]
             parts.setdefault(current, []).append(line[len(start) :])
@@ -244,15 +247,23 @@ def subject_reason(reason: str, subject: str, subjects: list[str]) -> str:
             return reason  # text before any "subject: " line: one reason for the reply
         else:
             parts[current].append(line)
-    return "\n".join(parts.get(subject, [])) if parts else reason
+    return {name: "\n".join(lines) for name, lines in parts.items()} if parts else reason
 
 
-def judge_reason(reasons: list[str], subject: str, subjects: list[str]) -> str:
-    """A subject's reason over the item's rounds; numbered when the judge ran several."""
-    texts = [subject_reason(r, subject, subjects) for r in reasons]
-    if len(texts) == 1:
-        return texts[0]
-    return "\n".join(f"round {i}: {t}" for i, t in enumerate(texts, start=1) if t)
+def judge_reasons(reasons: list[str], subjects: list[str]) -> dict[str, str]:
+    """Each subject's reason over the item's rounds, numbered when the judge ran several; each
+    reply read once for every subject (once per subject cost 5.5 of 8 s of CPU for 100k
+    items × 5 subjects × 3 rounds)."""
+    prefixes = {f"{name}: ": name for name in subjects}
+    parts = [_reason_parts(reason, prefixes) for reason in reasons]
+    said = {}
+    for subject in subjects:
+        texts = [p if isinstance(p, str) else p.get(subject, "") for p in parts]
+        if len(texts) == 1:
+            said[subject] = texts[0]
+        else:
+            said[subject] = "\n".join(f"round {i}: {t}" for i, t in enumerate(texts, start=1) if t)
+    return said
 
 
 def _round_reasons(run: Run) -> Callable[[int], list[str]]:
@@ -382,13 +393,14 @@ def results_csv(run: Run) -> Iterator[str]:
         out.append(cell(fields.get(column) if column else response))
         line = [writer.writerow(out)[:-2]]
         reasons = reasons_of(pk)
+        said = judge_reasons(reasons, subjects) if reasons else {}
         for subject, score in zip(subjects, scores, strict=True):
             if score is None:  # no score row: not scored
                 line.append(empty)
             elif reasons or blind:
                 found = score_cells(score)
                 if reasons:
-                    found[3] = text(judge_reason(reasons, subject, subjects))
+                    found[3] = text(said[subject])
                 if blind:
                     found[7] = blind_text(blind.get((pk, subject), []))
                 line.append(writer.writerow(found)[:-2])
@@ -461,12 +473,13 @@ def results_jsonl(run: Run) -> Iterator[str]:
             # The judged column is the response: once, under "response".
             response = fields.get(column)
             fields = {k: v for k, v in fields.items() if k != column}
+        said = judge_reasons(reasons, subjects) if reasons else {}
         found = []
         for name, subject, score in zip(names, subjects, scores, strict=True):
             if score is None:
                 found.append(name + "null")
             elif reasons or blind:
-                reason = judge_reason(reasons, subject, subjects) if reasons else ""
+                reason = said.get(subject, "")
                 entries = blind.get((pk, subject), []) if blind else []
                 one = _score_record(score, users, reason, entries, per_turn, parsed)
                 found.append(name + encode(one))
