@@ -385,6 +385,18 @@ def results_csv(run: Run) -> Iterator[str]:
     # judge's values, the same rounds), so each one's piece is written once and kept: writing
     # 100k rows cell by cell cost 0.5 s of CPU, mostly formatting floats.
     pieces = _Memo(lambda score: writer.writerow(score_cells(score))[:-2])
+
+    def around(score: tuple) -> tuple[str, str, str]:
+        """A score's piece in three, around its judge's reason (cell 3) and blind entries
+        (cell 7): an item with reasons writes only those two cells of its own."""
+        found = score_cells(score)
+        return tuple(writer.writerow(found[a:b])[:-2] for a, b in ((0, 3), (4, 7), (8, None)))
+
+    parts = _Memo(around)
+
+    def one(value: str) -> str:
+        return writer.writerow([value])[:-2] if value else ""  # a lone "" would write '""'
+
     empty = "," * (len(result_columns(run)) - 1)
     lines = [BOM + writer.writerow([cell(h) for h in result_header(run)])[:-2]]
     for pk, key, position, fields, response, scores in _result_rows(run, subjects):
@@ -398,12 +410,10 @@ def results_csv(run: Run) -> Iterator[str]:
             if score is None:  # no score row: not scored
                 line.append(empty)
             elif reasons or blind:
-                found = score_cells(score)
-                if reasons:
-                    found[3] = text(said[subject])
-                if blind:
-                    found[7] = blind_text(blind.get((pk, subject), []))
-                line.append(writer.writerow(found)[:-2])
+                head, middle, tail = parts[score]
+                reason = one(text(said[subject])) if reasons else ""
+                entries = one(blind_text(blind.get((pk, subject), []))) if blind else ""
+                line.append(f"{head},{reason},{middle},{entries},{tail}")
             else:
                 line.append(pieces[score])
         lines.append(",".join(line))
