@@ -929,7 +929,10 @@ def _parquet_rows(
             default=1,
         )
         size = int(max(1, min(PARQUET_BATCH, STREAM_CHUNK * 2 // max(per_row, 1))))
+        pool = pyarrow.default_memory_pool()
         for batch in _parquet_batches(parquet, columns, size):
+            # The allocator keeps freed pages for reuse; handed back, memory stays a batch's.
+            pool.release_unused()
             for row in batch:
                 number += 1
                 yield number, row, sum(len(v) for v in row.values())
