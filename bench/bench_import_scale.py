@@ -29,6 +29,7 @@ import os
 import platform
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -541,7 +542,8 @@ def main() -> None:
         migrate_child(args.migrate[0], Path(args.migrate[1]))
         return
     work = Path(tempfile.mkdtemp(prefix="evalsite-bench-import-scale-"))
-    with postgres() as url:
+    with contextlib.ExitStack() as cleanup, postgres() as url:
+        cleanup.callback(shutil.rmtree, work, ignore_errors=True)
         version = migrate(url, work)
         print(
             f"machine: {platform.node()}, {platform.processor() or platform.machine()}, "
